@@ -1,0 +1,79 @@
+//! CreateTopics: forwarded to the controller shard, which answers once every shard serves
+//! the new topics. Replication factor must be 1 or -1 (one broker).
+
+use std::rc::Rc;
+
+use proto_kafka::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use proto_kafka::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
+
+use super::{str_bytes, ApiSpec, Outcome, Request};
+use crate::api::describe_configs;
+use crate::protocol::ErrorCode;
+use crate::shard::{NewTopic, Shard};
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::CreateTopics, 2, 7);
+
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: CreateTopicsRequest = req.decode()?;
+    let mut asks = Vec::with_capacity(r.topics.len());
+    let mut early: Vec<Option<(ErrorCode, String)>> = Vec::with_capacity(r.topics.len());
+    for t in &r.topics {
+        let node = shard.config.node_id;
+        let mut partitions = t.num_partitions;
+        let mut rf = t.replication_factor;
+        let mut err = None;
+        if !t.assignments.is_empty() {
+            // Manual assignment: accepted when every replica list names exactly this broker.
+            if t.assignments.iter().any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != node) {
+                err = Some((ErrorCode::InvalidReplicaAssignment, format!("this cluster has one broker, id {node}")));
+            }
+            partitions = t.assignments.len() as i32;
+            rf = 1;
+        }
+        let configs =
+            t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
+        asks.push(NewTopic { name: t.name.to_string(), partitions, replication_factor: rf, configs });
+        early.push(err);
+    }
+    let (to_create, idx): (Vec<NewTopic>, Vec<usize>) =
+        asks.iter().cloned().enumerate().filter(|(i, _)| early[*i].is_none()).map(|(i, t)| (t, i)).unzip();
+    let mut results: Vec<Option<crate::shard::TopicResult>> = early.into_iter().map(|e| e.map(Err)).collect();
+    for (r, i) in shard.create_topics(to_create, r.validate_only).await.into_iter().zip(idx) {
+        results[i] = Some(r);
+    }
+    let mut resp = CreateTopicsResponse::default();
+    for (ask, result) in asks.iter().zip(results) {
+        let mut tr = CreatableTopicResult::default();
+        tr.name = proto_kafka::messages::TopicName(str_bytes(ask.name.clone()));
+        match result.expect("every topic answered") {
+            Ok(meta) => {
+                tr.topic_id = meta.id;
+                tr.num_partitions = meta.partitions();
+                tr.replication_factor = 1;
+                let log = crate::log::partition::topic_log_config(&shard.log_config, &meta.configs);
+                tr.configs = Some(
+                    describe_configs::topic_configs(&log, &meta.configs)
+                        .into_iter()
+                        .map(|c| {
+                            let mut o = CreatableTopicConfigs::default();
+                            o.name = c.name;
+                            o.value = c.value;
+                            o.read_only = c.read_only;
+                            o.config_source = c.config_source;
+                            o.is_sensitive = false;
+                            o
+                        })
+                        .collect(),
+                );
+            }
+            Err((e, msg)) => {
+                tr.error_code = e.code();
+                tr.error_message = Some(str_bytes(msg));
+                tr.num_partitions = -1;
+                tr.replication_factor = -1;
+            }
+        }
+        resp.topics.push(tr);
+    }
+    req.respond(&resp)
+}

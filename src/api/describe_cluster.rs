@@ -1,0 +1,27 @@
+//! DescribeCluster: one broker, which is also the controller.
+
+use std::rc::Rc;
+
+use proto_kafka::messages::describe_cluster_response::DescribeClusterBroker;
+use proto_kafka::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+
+use super::metadata::AUTH_OPS_OMITTED;
+use super::{str_bytes, ApiSpec, Outcome, Request};
+use crate::shard::Shard;
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeCluster, 0, 2);
+
+pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: DescribeClusterRequest = req.decode()?;
+    let mut resp = DescribeClusterResponse::default();
+    resp.endpoint_type = if req.version >= 1 { r.endpoint_type } else { 1 };
+    resp.cluster_id = str_bytes(shard.catalog().cluster_id.clone());
+    resp.controller_id = BrokerId(shard.config.node_id);
+    resp.cluster_authorized_operations = AUTH_OPS_OMITTED;
+    let mut b = DescribeClusterBroker::default();
+    b.broker_id = BrokerId(shard.config.node_id);
+    b.host = str_bytes(shard.advertised.host.clone());
+    b.port = shard.advertised.port as i32;
+    resp.brokers = vec![b];
+    req.respond(&resp)
+}

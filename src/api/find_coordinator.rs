@@ -1,0 +1,51 @@
+//! FindCoordinator, single key (v0–3) and batched (v4+): every group is coordinated by this
+//! broker (the group's home shard inside it is `hash(group) % shards`, chosen when group
+//! requests arrive). Transaction and share-group coordinators do not exist yet and are
+//! refused with INVALID_REQUEST and a message saying so.
+
+use std::rc::Rc;
+
+use proto_kafka::messages::find_coordinator_response::Coordinator;
+use proto_kafka::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+
+use super::{str_bytes, ApiSpec, Outcome, Request};
+use crate::protocol::ErrorCode;
+use crate::shard::Shard;
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::FindCoordinator, 0, 6);
+
+const KEY_GROUP: i8 = 0;
+
+fn coordinator(shard: &Shard, key: proto_kafka::protocol::StrBytes, key_type: i8) -> Coordinator {
+    let mut c = Coordinator::default();
+    c.key = key;
+    if key_type == KEY_GROUP {
+        c.node_id = BrokerId(shard.config.node_id);
+        c.host = str_bytes(shard.advertised.host.clone());
+        c.port = shard.advertised.port as i32;
+    } else {
+        c.node_id = BrokerId(-1);
+        c.port = -1;
+        c.error_code = ErrorCode::InvalidRequest.code();
+        c.error_message = Some(str_bytes(format!(
+            "coordinator key type {key_type} is not supported: this broker has no transactions or share groups yet"
+        )));
+    }
+    c
+}
+
+pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: FindCoordinatorRequest = req.decode()?;
+    let mut resp = FindCoordinatorResponse::default();
+    if req.version >= 4 {
+        resp.coordinators = r.coordinator_keys.into_iter().map(|k| coordinator(shard, k, r.key_type)).collect();
+    } else {
+        let c = coordinator(shard, r.key, r.key_type);
+        resp.error_code = c.error_code;
+        resp.error_message = c.error_message;
+        resp.node_id = c.node_id;
+        resp.host = c.host;
+        resp.port = c.port;
+    }
+    req.respond(&resp)
+}

@@ -1,0 +1,69 @@
+//! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local (-4, the
+//! same as earliest: there is no tiered storage) and by timestamp.
+
+use std::rc::Rc;
+
+use proto_kafka::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use proto_kafka::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
+
+use super::{ApiSpec, Outcome, Request};
+use crate::protocol::ErrorCode;
+use crate::shard::{Shard, Tp};
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::ListOffsets, 1, 10);
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
+
+async fn lookup(shard: &Shard, tp: Tp, timestamp: i64) -> Result<(i64, i64), ErrorCode> {
+    match timestamp {
+        LATEST => Ok((shard.offsets(tp).await?.high_watermark, -1)),
+        EARLIEST | EARLIEST_LOCAL => Ok((shard.offsets(tp).await?.log_start, -1)),
+        LATEST_TIERED => Ok((-1, -1)),
+        MAX_TIMESTAMP => Ok(shard.offset_for_time(tp, MAX_TIMESTAMP).await?.unwrap_or((-1, -1))),
+        ts if ts >= 0 => Ok(shard.offset_for_time(tp, ts).await?.map_or((-1, -1), |(o, t)| (o, t))),
+        _ => Err(ErrorCode::InvalidRequest),
+    }
+}
+
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: ListOffsetsRequest = req.decode()?;
+    let catalog = shard.catalog();
+    let mut resp = ListOffsetsResponse::default();
+    for t in r.topics {
+        let meta = catalog.topic(t.name.as_str());
+        let mut tr = ListOffsetsTopicResponse::default();
+        for p in &t.partitions {
+            let mut pr = ListOffsetsPartitionResponse::default();
+            pr.partition_index = p.partition_index;
+            let result = match meta {
+                None => Err(ErrorCode::UnknownTopicOrPartition),
+                Some(m) if p.partition_index < 0 || p.partition_index >= m.partitions() => {
+                    Err(ErrorCode::UnknownTopicOrPartition)
+                }
+                Some(_) if p.current_leader_epoch > 0 => Err(ErrorCode::UnknownLeaderEpoch),
+                Some(m) => lookup(shard, Tp { topic: m.id, partition: p.partition_index }, p.timestamp).await,
+            };
+            match result {
+                Ok((offset, ts)) => {
+                    pr.offset = offset;
+                    pr.timestamp = ts;
+                    pr.leader_epoch = if offset >= 0 { 0 } else { -1 };
+                }
+                Err(e) => {
+                    pr.error_code = e.code();
+                    pr.offset = -1;
+                    pr.timestamp = -1;
+                    pr.leader_epoch = -1;
+                }
+            }
+            tr.partitions.push(pr);
+        }
+        tr.name = t.name;
+        resp.topics.push(tr);
+    }
+    req.respond(&resp)
+}

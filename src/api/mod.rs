@@ -1,0 +1,155 @@
+//! Kafka API dispatch: one module per API, each declaring the versions it serves in a
+//! `SPEC`; the ApiVersions response is built from `APIS`, never from a second list. A
+//! request that cannot be served (unknown key, unsupported version, undecodable body) is
+//! a `Fault`: the connection is closed with the reason logged, as Kafka does. Kafka error
+//! codes, by contrast, are data inside responses.
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod fetch;
+pub mod find_coordinator;
+pub mod list_offsets;
+pub mod metadata;
+pub mod offset_for_leader_epoch;
+pub mod produce;
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use proto_kafka::messages::ApiKey;
+use proto_kafka::protocol::{Decodable, Encodable, HeaderVersion};
+
+use crate::protocol::header;
+use crate::protocol::response::{self, Response};
+use crate::shard::Shard;
+
+/// The versions of one API this broker serves.
+#[derive(Debug, Clone, Copy)]
+pub struct ApiSpec {
+    pub key: ApiKey,
+    /// Lowest version handled.
+    pub min: i16,
+    pub max: i16,
+    /// Lowest version advertised in ApiVersions. Below `min` only where Kafka does the same
+    /// so that older clients keep working: Produce from 0 (KAFKA-18659: librdkafka before
+    /// 2.11.1 disables compression when Produce v0 is not advertised).
+    pub advertised_min: i16,
+}
+
+impl ApiSpec {
+    pub const fn new(key: ApiKey, min: i16, max: i16) -> ApiSpec {
+        ApiSpec { key, min, max, advertised_min: min }
+    }
+}
+
+pub const APIS: &[ApiSpec] = &[
+    produce::SPEC,
+    fetch::SPEC,
+    list_offsets::SPEC,
+    metadata::SPEC,
+    offset_for_leader_epoch::SPEC,
+    api_versions::SPEC,
+    create_topics::SPEC,
+    delete_topics::SPEC,
+    describe_configs::SPEC,
+    describe_cluster::SPEC,
+    find_coordinator::SPEC,
+];
+
+pub fn spec(key: ApiKey) -> Option<&'static ApiSpec> {
+    APIS.iter().find(|s| s.key == key)
+}
+
+/// A request whose header has been parsed.
+pub struct Request {
+    pub api: ApiKey,
+    pub version: i16,
+    pub correlation_id: i32,
+    pub client_id: Option<String>,
+    pub body: Bytes,
+}
+
+/// Why a request closes its connection instead of being answered.
+#[derive(Debug, thiserror::Error)]
+pub enum Fault {
+    #[error("unknown API key {0}")]
+    UnknownApi(i16),
+    #[error("{api:?} v{version} is not supported (this broker serves v{min}-v{max})")]
+    UnsupportedVersion { api: ApiKey, version: i16, min: i16, max: i16 },
+    #[error("cannot decode {api:?} v{version}: {reason}")]
+    Decode { api: ApiKey, version: i16, reason: String },
+    #[error("cannot encode the {api:?} response: {reason}")]
+    Encode { api: ApiKey, reason: String },
+    #[error("request too short for a header")]
+    NoHeader,
+}
+
+pub type Outcome = Result<Option<Response>, Fault>;
+
+impl Request {
+    pub fn decode<T: Decodable>(&self) -> Result<T, Fault> {
+        let mut body = self.body.clone();
+        T::decode(&mut body, self.version).map_err(|e| Fault::Decode {
+            api: self.api,
+            version: self.version,
+            reason: e.to_string(),
+        })
+    }
+
+    pub fn respond<M: Encodable + HeaderVersion>(&self, msg: &M) -> Outcome {
+        response::encode(self.api, self.version, self.correlation_id, msg)
+            .map(Some)
+            .map_err(|e| Fault::Encode { api: self.api, reason: e.to_string() })
+    }
+}
+
+/// Parses a request frame (without its size prefix) and runs its handler.
+pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
+    let pre = header::preamble(&frame).ok_or(Fault::NoHeader)?;
+    let api = ApiKey::try_from(pre.api_key).map_err(|_| Fault::UnknownApi(pre.api_key))?;
+    let Some(spec) = spec(api) else {
+        return Err(Fault::UnknownApi(pre.api_key));
+    };
+    if pre.api_version < spec.min || pre.api_version > spec.max {
+        if api == ApiKey::ApiVersions {
+            // Kafka's rule: answer an unknown ApiVersions version with a v0 body carrying
+            // UNSUPPORTED_VERSION and our table, so the client can pick a version it knows.
+            return api_versions::unsupported(pre.correlation_id);
+        }
+        return Err(Fault::UnsupportedVersion { api, version: pre.api_version, min: spec.min, max: spec.max });
+    }
+    let (hdr, body) = header::parse(api, pre.api_version, frame).map_err(|e| Fault::Decode {
+        api,
+        version: pre.api_version,
+        reason: format!("header: {e}"),
+    })?;
+    let req = Request {
+        api,
+        version: pre.api_version,
+        correlation_id: pre.correlation_id,
+        client_id: hdr.client_id.map(|c| c.to_string()),
+        body,
+    };
+    match api {
+        ApiKey::Produce => produce::handle(shard, req).await,
+        ApiKey::Fetch => fetch::handle(shard, req).await,
+        ApiKey::ListOffsets => list_offsets::handle(shard, req).await,
+        ApiKey::Metadata => metadata::handle(shard, req).await,
+        ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(shard, req).await,
+        ApiKey::ApiVersions => api_versions::handle(&req),
+        ApiKey::CreateTopics => create_topics::handle(shard, req).await,
+        ApiKey::DeleteTopics => delete_topics::handle(shard, req).await,
+        ApiKey::DescribeConfigs => describe_configs::handle(shard, req),
+        ApiKey::DescribeCluster => describe_cluster::handle(shard, req),
+        ApiKey::FindCoordinator => find_coordinator::handle(shard, req),
+        _ => Err(Fault::UnknownApi(pre.api_key)),
+    }
+}
+
+/// A string for a response field.
+pub fn str_bytes(s: impl Into<String>) -> proto_kafka::protocol::StrBytes {
+    proto_kafka::protocol::StrBytes::from_string(s.into())
+}

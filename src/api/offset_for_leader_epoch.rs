@@ -1,0 +1,48 @@
+//! OffsetForLeaderEpoch: consumers validate their position after a metadata change. This
+//! broker has had one leader epoch (0) for every partition, so epoch 0 ends at the log end
+//! and any later epoch is unknown.
+
+use std::rc::Rc;
+
+use proto_kafka::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+use proto_kafka::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
+
+use super::{ApiSpec, Outcome, Request};
+use crate::protocol::ErrorCode;
+use crate::shard::{Shard, Tp};
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::OffsetForLeaderEpoch, 2, 4);
+
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: OffsetForLeaderEpochRequest = req.decode()?;
+    let catalog = shard.catalog();
+    let mut resp = OffsetForLeaderEpochResponse::default();
+    for t in r.topics {
+        let meta = catalog.topic(t.topic.as_str());
+        let mut tr = OffsetForLeaderTopicResult::default();
+        for p in &t.partitions {
+            let mut e = EpochEndOffset::default();
+            e.partition = p.partition;
+            e.leader_epoch = -1;
+            e.end_offset = -1;
+            let result = match meta {
+                None => Err(ErrorCode::UnknownTopicOrPartition),
+                Some(m) if p.partition < 0 || p.partition >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
+                Some(_) if p.current_leader_epoch > 0 => Err(ErrorCode::UnknownLeaderEpoch),
+                Some(m) => shard.offsets(Tp { topic: m.id, partition: p.partition }).await.map(Some),
+            };
+            match result {
+                Ok(Some(o)) if p.leader_epoch <= 0 => {
+                    e.leader_epoch = 0;
+                    e.end_offset = o.log_end;
+                }
+                Ok(_) => {} // a later epoch than ours: undefined (-1, -1)
+                Err(err) => e.error_code = err.code(),
+            }
+            tr.partitions.push(e);
+        }
+        tr.topic = t.topic;
+        resp.topics.push(tr);
+    }
+    req.respond(&resp)
+}

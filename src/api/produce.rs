@@ -1,0 +1,83 @@
+//! Produce: each partition's batch is appended on its home shard (record bytes move there as
+//! `Bytes`); all partitions of a request are in flight at once and the response lists them
+//! in request order. acks=0 gets no response at all.
+
+use std::rc::Rc;
+
+use proto_kafka::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use proto_kafka::messages::{ApiKey, ProduceRequest, ProduceResponse};
+
+use super::{ApiSpec, Outcome, Request};
+use crate::protocol::ErrorCode;
+use crate::shard::{Shard, Tp};
+
+/// Served from v3 (record batch v2); advertised from v0 as Kafka 4 does (see `ApiSpec`).
+/// Requests below v3 are refused: they would carry the pre-v2 message format.
+pub const SPEC: ApiSpec = ApiSpec { key: ApiKey::Produce, min: 3, max: 13, advertised_min: 0 };
+
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: ProduceRequest = req.decode()?;
+    let catalog = shard.catalog();
+    let by_id = req.version >= 13;
+    let acks_ok = matches!(r.acks, -1..=1);
+    let mut topics = Vec::with_capacity(r.topic_data.len());
+    for t in r.topic_data {
+        let meta = if by_id { catalog.topic_by_id(&t.topic_id) } else { catalog.topic(t.name.as_str()) };
+        let unknown = if by_id { ErrorCode::UnknownTopicId } else { ErrorCode::UnknownTopicOrPartition };
+        let mut parts = Vec::with_capacity(t.partition_data.len());
+        for p in t.partition_data {
+            let pending = match (meta, p.records) {
+                _ if !acks_ok => Err(ErrorCode::InvalidRequiredAcks),
+                (None, _) => Err(unknown),
+                (Some(m), _) if p.index < 0 || p.index >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
+                (Some(_), None) => Err(ErrorCode::InvalidRecord),
+                (Some(m), Some(records)) => {
+                    let tp = Tp { topic: m.id, partition: p.index };
+                    let shard = shard.clone();
+                    Ok(glommio::spawn_local(async move { shard.produce(tp, records).await }))
+                }
+            };
+            parts.push((p.index, pending));
+        }
+        topics.push((t.name, t.topic_id, parts));
+    }
+    if r.acks == 0 {
+        for (_, _, parts) in topics {
+            for (_, pending) in parts {
+                if let Ok(task) = pending {
+                    task.detach();
+                }
+            }
+        }
+        return Ok(None);
+    }
+    let mut resp = ProduceResponse::default();
+    for (name, id, parts) in topics {
+        let mut tr = TopicProduceResponse::default();
+        tr.name = name;
+        tr.topic_id = id;
+        for (index, pending) in parts {
+            let result = match pending {
+                Ok(task) => task.await,
+                Err(e) => Err(e),
+            };
+            let mut pr = PartitionProduceResponse::default();
+            pr.index = index;
+            pr.log_append_time_ms = -1;
+            match result {
+                Ok(a) => {
+                    pr.base_offset = a.base_offset;
+                    pr.log_start_offset = a.log_start_offset;
+                }
+                Err(e) => {
+                    pr.error_code = e.code();
+                    pr.base_offset = -1;
+                    pr.log_start_offset = -1;
+                }
+            }
+            tr.partition_responses.push(pr);
+        }
+        resp.responses.push(tr);
+    }
+    req.respond(&resp)
+}

@@ -1,0 +1,393 @@
+//! Typed broker configuration: embedded defaults, overlaid by a TOML file (`--config`), then
+//! by `RINGBROKER_*` environment variables and command-line flags (clap merges those two, a
+//! flag winning over its variable). `validate` refuses a bad setting with its name and the fix.
+//!
+//! This module does no I/O except reading the config file and, for CPU resolution, the
+//! process's allowed CPU set and `/sys` NUMA topology.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use serde::Deserialize;
+
+/// How appended data is made durable before it counts toward the high watermark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FlushPolicy {
+    /// fdatasync before the ack; appends that arrive during one fdatasync share the next.
+    Always,
+    /// fdatasync every `flush_interval_ms` or `flush_interval_bytes`, whichever comes first.
+    Interval,
+    /// Never fdatasync: the OS writes back when it likes (Kafka's default).
+    Os,
+}
+
+impl std::fmt::Display for FlushPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FlushPolicy::Always => "always",
+            FlushPolicy::Interval => "interval",
+            FlushPolicy::Os => "os",
+        })
+    }
+}
+
+/// The broker's settings after every source has been merged.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address every shard's listener binds (SO_REUSEPORT spreads connections).
+    pub listen: String,
+    /// Address given to clients in Metadata; defaults to the bound listen address.
+    pub advertise: Option<String>,
+    pub data_dir: PathBuf,
+    /// CPU list such as "0-3,6"; one shard per CPU. Default: every CPU the process may use.
+    pub cpus: Option<String>,
+    /// Use the CPUs of this NUMA node (those the process may use).
+    pub numa_node: Option<u32>,
+    pub node_id: i32,
+    pub flush: FlushPolicy,
+    pub flush_interval_ms: u64,
+    pub flush_interval_bytes: u64,
+    /// `log.segment.bytes`
+    pub segment_bytes: u64,
+    /// `log.roll.ms`
+    pub segment_ms: u64,
+    /// `log.retention.bytes`; -1 keeps everything.
+    pub retention_bytes: i64,
+    /// `log.retention.ms`; -1 keeps everything.
+    pub retention_ms: i64,
+    /// `log.retention.check.interval.ms`
+    pub retention_check_interval_ms: u64,
+    /// `log.index.interval.bytes`: bytes of log between two sparse index entries.
+    pub index_interval_bytes: u32,
+    /// `socket.request.max.bytes`: largest request frame accepted.
+    pub max_request_bytes: u32,
+    /// `message.max.bytes`: largest record batch accepted.
+    pub message_max_bytes: u32,
+    /// `auto.create.topics.enable`
+    pub auto_create_topics: bool,
+    /// `num.partitions`: partitions of an auto-created topic.
+    pub default_partitions: u32,
+    /// Requests one connection may have in flight before the broker stops reading it.
+    pub max_in_flight_per_connection: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: "127.0.0.1:9092".into(),
+            advertise: None,
+            data_dir: PathBuf::from("./ringbroker-data"),
+            cpus: None,
+            numa_node: None,
+            node_id: 0,
+            flush: FlushPolicy::Always,
+            flush_interval_ms: 1000,
+            flush_interval_bytes: 64 * 1024 * 1024,
+            segment_bytes: 1 << 30,
+            segment_ms: 7 * 24 * 3600 * 1000,
+            retention_bytes: -1,
+            retention_ms: 7 * 24 * 3600 * 1000,
+            retention_check_interval_ms: 300_000,
+            index_interval_bytes: 4096,
+            max_request_bytes: 100 * 1024 * 1024,
+            message_max_bytes: 1_048_588,
+            auto_create_topics: true,
+            default_partitions: 1,
+            max_in_flight_per_connection: 64,
+        }
+    }
+}
+
+/// Command-line flags; each can also come from the environment variable named beside it.
+#[derive(Debug, Parser)]
+#[command(name = "ringbroker", version, about = "Kafka-compatible broker, thread-per-core on io_uring")]
+pub struct Cli {
+    /// TOML file with settings (keys as in the README's table).
+    #[arg(long, env = "RINGBROKER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on, HOST:PORT (port 0 picks a free port) [default: 127.0.0.1:9092]
+    #[arg(long, env = "RINGBROKER_LISTEN")]
+    pub listen: Option<String>,
+    /// Address advertised to clients in Metadata, HOST:PORT [default: the listen address]
+    #[arg(long, env = "RINGBROKER_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Data directory [default: ./ringbroker-data]
+    #[arg(long, env = "RINGBROKER_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// CPUs to run shards on, e.g. 0-3,6 [default: all CPUs the process may use]
+    #[arg(long, env = "RINGBROKER_CPUS")]
+    pub cpus: Option<String>,
+    /// Run shards on the CPUs of this NUMA node
+    #[arg(long, env = "RINGBROKER_NUMA_NODE")]
+    pub numa_node: Option<u32>,
+    /// Durability: always (fdatasync before ack), interval, os (never fsync) [default: always]
+    #[arg(long, env = "RINGBROKER_FLUSH")]
+    pub flush: Option<FlushPolicy>,
+    /// With --flush interval: longest time between two fdatasyncs, ms [default: 1000]
+    #[arg(long, env = "RINGBROKER_FLUSH_INTERVAL_MS")]
+    pub flush_interval_ms: Option<u64>,
+    /// Roll a segment once it holds this many bytes [default: 1 GiB]
+    #[arg(long, env = "RINGBROKER_SEGMENT_BYTES")]
+    pub segment_bytes: Option<u64>,
+    /// Roll a segment once its first record is this old, ms [default: 7 days]
+    #[arg(long, env = "RINGBROKER_SEGMENT_MS")]
+    pub segment_ms: Option<u64>,
+    /// Delete old segments past this many bytes per partition, -1 = no limit [default: -1]
+    #[arg(long, env = "RINGBROKER_RETENTION_BYTES", allow_hyphen_values = true)]
+    pub retention_bytes: Option<i64>,
+    /// Delete segments whose newest record is older than this, ms, -1 = forever [default: 7 days]
+    #[arg(long, env = "RINGBROKER_RETENTION_MS", allow_hyphen_values = true)]
+    pub retention_ms: Option<i64>,
+    /// How often retention runs, ms [default: 300000]
+    #[arg(long, env = "RINGBROKER_RETENTION_CHECK_INTERVAL_MS")]
+    pub retention_check_interval_ms: Option<u64>,
+    /// Largest request frame accepted, bytes [default: 104857600]
+    #[arg(long, env = "RINGBROKER_MAX_REQUEST_BYTES")]
+    pub max_request_bytes: Option<u32>,
+    /// Largest record batch accepted, bytes [default: 1048588]
+    #[arg(long, env = "RINGBROKER_MESSAGE_MAX_BYTES")]
+    pub message_max_bytes: Option<u32>,
+    /// Create unknown topics on Metadata/Produce [default: true]
+    #[arg(long, env = "RINGBROKER_AUTO_CREATE_TOPICS")]
+    pub auto_create_topics: Option<bool>,
+    /// Partitions of an auto-created topic [default: 1]
+    #[arg(long, env = "RINGBROKER_DEFAULT_PARTITIONS")]
+    pub default_partitions: Option<u32>,
+    /// This broker's node id [default: 0]
+    #[arg(long, env = "RINGBROKER_NODE_ID")]
+    pub node_id: Option<i32>,
+}
+
+/// A setting that cannot be used, named as in the config file.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid setting `{setting}`: {problem}")]
+pub struct ConfigError {
+    pub setting: &'static str,
+    pub problem: String,
+}
+
+fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError { setting, problem: problem.into() }
+}
+
+impl Config {
+    /// Defaults, then the file named by `--config`, then environment and flags.
+    pub fn load(cli: &Cli) -> Result<Config, ConfigError> {
+        let mut cfg = match &cli.config {
+            Some(path) => Config::from_file(path)?,
+            None => Config::default(),
+        };
+        cfg.overlay(cli);
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| bad("config", format!("cannot read {}: {e}", path.display())))?;
+        Config::from_toml(&text)
+    }
+
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| bad("config", format!("not valid TOML for ringbroker: {e}")))
+    }
+
+    fn overlay(&mut self, cli: &Cli) {
+        macro_rules! set {
+            ($($field:ident),*) => { $( if let Some(v) = &cli.$field { self.$field = v.clone(); } )* };
+        }
+        macro_rules! set_opt {
+            ($($field:ident),*) => { $( if let Some(v) = &cli.$field { self.$field = Some(v.clone()); } )* };
+        }
+        set!(listen, data_dir, flush, flush_interval_ms, segment_bytes, segment_ms, retention_bytes);
+        set!(retention_ms, retention_check_interval_ms, max_request_bytes, message_max_bytes);
+        set!(auto_create_topics, default_partitions, node_id);
+        set_opt!(advertise, cpus, numa_node);
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        resolve_addr("listen", &self.listen)?;
+        if let Some(a) = &self.advertise {
+            let (host, port) = split_host_port("advertise", a)?;
+            if host.is_empty() || port == 0 {
+                return Err(bad("advertise", format!("`{a}` needs a host and a non-zero port")));
+            }
+        }
+        if let Some(c) = &self.cpus {
+            parse_cpu_list(c).map_err(|p| bad("cpus", p))?;
+            if self.numa_node.is_some() {
+                return Err(bad("cpus", "set either `cpus` or `numa_node`, not both"));
+            }
+        }
+        if self.segment_bytes < 1024 || self.segment_bytes > i32::MAX as u64 {
+            return Err(bad("segment_bytes", "must be between 1024 and 2147483647"));
+        }
+        if self.segment_ms == 0 {
+            return Err(bad("segment_ms", "must be at least 1"));
+        }
+        if self.retention_bytes < -1 || self.retention_ms < -1 {
+            return Err(bad("retention_bytes/retention_ms", "must be -1 (unlimited) or positive"));
+        }
+        if self.index_interval_bytes == 0 {
+            return Err(bad("index_interval_bytes", "must be at least 1"));
+        }
+        if self.max_request_bytes < 1024 {
+            return Err(bad("max_request_bytes", "must be at least 1024"));
+        }
+        if self.message_max_bytes < 64 || self.message_max_bytes > self.max_request_bytes {
+            return Err(bad("message_max_bytes", "must be at least 64 and at most max_request_bytes"));
+        }
+        if self.default_partitions == 0 || self.default_partitions > 100_000 {
+            return Err(bad("default_partitions", "must be between 1 and 100000"));
+        }
+        if self.flush == FlushPolicy::Interval && self.flush_interval_ms == 0 {
+            return Err(bad("flush_interval_ms", "must be at least 1 with flush = \"interval\""));
+        }
+        if self.max_in_flight_per_connection == 0 {
+            return Err(bad("max_in_flight_per_connection", "must be at least 1"));
+        }
+        if self.node_id < 0 {
+            return Err(bad("node_id", "must not be negative"));
+        }
+        Ok(())
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        resolve_addr("listen", &self.listen)
+    }
+}
+
+fn split_host_port<'a>(setting: &'static str, s: &'a str) -> Result<(&'a str, u16), ConfigError> {
+    let (host, port) = s.rsplit_once(':').ok_or_else(|| bad(setting, format!("`{s}` is not HOST:PORT")))?;
+    let port = port.parse::<u16>().map_err(|_| bad(setting, format!("`{port}` in `{s}` is not a port number")))?;
+    Ok((host.trim_start_matches('[').trim_end_matches(']'), port))
+}
+
+fn resolve_addr(setting: &'static str, s: &str) -> Result<SocketAddr, ConfigError> {
+    split_host_port(setting, s)?;
+    s.to_socket_addrs()
+        .map_err(|e| bad(setting, format!("cannot resolve `{s}`: {e}")))?
+        .next()
+        .ok_or_else(|| bad(setting, format!("`{s}` resolves to no address")))
+}
+
+/// Parses a CPU list such as "0-3,6" into sorted, distinct CPU numbers.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |t: &str| t.trim().parse::<usize>().map_err(|_| format!("`{t}` in `{s}` is not a CPU number"));
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(format!("range `{part}` runs backwards"));
+                }
+                if b - a > 4096 {
+                    return Err(format!("range `{part}` is too large"));
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(num(part)?),
+        }
+    }
+    if cpus.is_empty() {
+        return Err(format!("`{s}` names no CPU"));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// The CPUs the shards run on: `cpus`, or `numa_node`'s CPUs, or all CPUs the process may use,
+/// always checked against the process's allowed set (cgroup cpuset / sched_setaffinity).
+pub fn resolve_cpus(cfg: &Config, allowed: &[usize], sys_root: &Path) -> Result<Vec<usize>, ConfigError> {
+    if allowed.is_empty() {
+        return Err(bad("cpus", "the process is allowed no CPU (check its cpuset/affinity)"));
+    }
+    let wanted = if let Some(list) = &cfg.cpus {
+        parse_cpu_list(list).map_err(|p| bad("cpus", p))?
+    } else if let Some(node) = cfg.numa_node {
+        let path = sys_root.join(format!("devices/system/node/node{node}/cpulist"));
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| bad("numa_node", format!("NUMA node {node} not found ({}: {e})", path.display())))?;
+        let node_cpus = parse_cpu_list(text.trim()).map_err(|p| bad("numa_node", p))?;
+        let usable: Vec<usize> = node_cpus.into_iter().filter(|c| allowed.contains(c)).collect();
+        if usable.is_empty() {
+            return Err(bad(
+                "numa_node",
+                format!("none of node {node}'s CPUs is in this process's allowed set {allowed:?}"),
+            ));
+        }
+        usable
+    } else {
+        allowed.to_vec()
+    };
+    if let Some(c) = wanted.iter().find(|c| !allowed.contains(c)) {
+        return Err(bad(
+            "cpus",
+            format!("CPU {c} is not in this process's allowed set {allowed:?} (cgroup cpuset or taskset)"),
+        ));
+    }
+    Ok(wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_ranges_and_singles() {
+        assert_eq!(parse_cpu_list("0-3,6").unwrap(), vec![0, 1, 2, 3, 6]);
+        assert_eq!(parse_cpu_list("5,1,1").unwrap(), vec![1, 5]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+        assert!(parse_cpu_list("").is_err());
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn toml_overrides_defaults_and_unknown_keys_are_refused() {
+        let c = Config::from_toml("flush = \"os\"\nsegment_bytes = 2048\n").unwrap();
+        assert_eq!(c.flush, FlushPolicy::Os);
+        assert_eq!(c.segment_bytes, 2048);
+        assert_eq!(c.listen, "127.0.0.1:9092");
+        let e = Config::from_toml("segmnt_bytes = 1").unwrap_err();
+        assert!(e.to_string().contains("segmnt_bytes"), "{e}");
+    }
+
+    #[test]
+    fn bad_settings_name_themselves() {
+        let c = Config { listen: "nope".into(), ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "listen");
+        let c = Config { segment_bytes: 10, ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "segment_bytes");
+    }
+
+    #[test]
+    fn cpus_outside_the_allowed_set_are_refused() {
+        let c = Config { cpus: Some("0-3".into()), ..Config::default() };
+        let e = resolve_cpus(&c, &[0, 1], Path::new("/nonexistent")).unwrap_err();
+        assert!(e.problem.contains("CPU 2"), "{e}");
+        assert_eq!(resolve_cpus(&Config::default(), &[0, 1], Path::new("/x")).unwrap(), vec![0, 1]);
+    }
+
+    #[test]
+    fn numa_node_uses_its_allowed_cpus() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("devices/system/node/node1");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::write(node.join("cpulist"), "2-5\n").unwrap();
+        let c = Config { numa_node: Some(1), ..Config::default() };
+        assert_eq!(resolve_cpus(&c, &[0, 1, 2, 3], dir.path()).unwrap(), vec![2, 3]);
+        assert!(resolve_cpus(&c, &[0, 1], dir.path()).is_err());
+        let c = Config { numa_node: Some(7), ..Config::default() };
+        assert_eq!(resolve_cpus(&c, &[0], dir.path()).unwrap_err().setting, "numa_node");
+    }
+}

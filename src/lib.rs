@@ -1,0 +1,17 @@
+//! Ringbroker: a Kafka-wire-compatible broker, thread-per-core on glommio (io_uring).
+//!
+//! Layering, top to bottom: `server` (startup, each shard's serve loop) joins `net`
+//! connections to `api` dispatch; `api` works through `shard` (routing to home shards,
+//! the mesh, the controller); below are `log`, `metadata`, then `protocol`, `config`
+//! and `sys` (the only module with `unsafe`).
+
+pub mod api;
+pub mod config;
+pub mod error;
+pub mod log;
+pub mod metadata;
+pub mod net;
+pub mod protocol;
+pub mod server;
+pub mod shard;
+pub mod sys;

@@ -1,0 +1,641 @@
+//! One partition's log on its home shard: the appender (offset assignment, one writer task
+//! per partition with group commit), the high watermark, reads for fetches and offset
+//! lookups, recovery at open, roll and retention.
+//!
+//! Offsets are assigned when an append is queued, synchronously, so they follow arrival
+//! order. A single writer task drains the queue: every batch that arrived while the previous
+//! write (and fdatasync) was in flight is written with one `write_at` and made durable by one
+//! fdatasync — group commit. The high watermark (what consumers may read) advances only over
+//! data the flush policy has made durable:
+//!
+//! | policy     | producer ack after         | high watermark advances after |
+//! |------------|----------------------------|-------------------------------|
+//! | `always`   | write + fdatasync          | the same fdatasync            |
+//! | `interval` | write (page cache)         | the periodic fdatasync        |
+//! | `os`       | write (page cache)         | the write                     |
+//!
+//! A failed write or sync leaves the partition failed: later appends get
+//! KAFKA_STORAGE_ERROR, and the next start recovers the log from disk.
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use glommio::io::BufferedFile;
+
+use super::segment::{self, Segment};
+use crate::config::FlushPolicy;
+use crate::error::BrokerError;
+use crate::protocol::batch::{self, BatchHeader};
+use crate::protocol::response::FileRegion;
+use crate::protocol::ErrorCode;
+
+/// Settings a partition log needs, taken from the broker config (topic overrides later).
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    pub segment_ms: u64,
+    pub retention_bytes: i64,
+    pub retention_ms: i64,
+    pub index_interval_bytes: u32,
+    pub flush: FlushPolicy,
+    pub flush_interval_bytes: u64,
+    pub message_max_bytes: u32,
+}
+
+impl LogConfig {
+    pub fn from_config(c: &crate::config::Config) -> LogConfig {
+        LogConfig {
+            segment_bytes: c.segment_bytes,
+            segment_ms: c.segment_ms,
+            retention_bytes: c.retention_bytes,
+            retention_ms: c.retention_ms,
+            index_interval_bytes: c.index_interval_bytes,
+            flush: c.flush,
+            flush_interval_bytes: c.flush_interval_bytes,
+            message_max_bytes: c.message_max_bytes,
+        }
+    }
+}
+
+/// What a producer is told about its batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub base_offset: i64,
+    pub log_start_offset: i64,
+}
+
+/// Offsets of the log at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offsets {
+    pub log_start: i64,
+    pub high_watermark: i64,
+    /// Offset the next appended batch gets.
+    pub log_end: i64,
+}
+
+/// A fetch's view of the log.
+#[derive(Debug, Clone)]
+pub struct ReadOut {
+    pub offsets: Offsets,
+    pub records: Option<FileRegion>,
+    /// Size of the first batch in `records`, which a response must never cut.
+    pub first_batch_len: u32,
+}
+
+const CLEAN_MARKER: &str = ".clean-shutdown";
+
+struct Pending {
+    header: BatchHeader,
+    /// Where this batch starts in the queued buffer.
+    at: usize,
+    reply: Option<oneshot::Sender<Result<Appended, ErrorCode>>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    buf: Vec<u8>,
+    items: Vec<Pending>,
+}
+
+struct State {
+    segments: Vec<Segment>,
+    writer: Option<Rc<BufferedFile>>,
+    next_offset: i64,
+    written: i64,
+    hwm: i64,
+    log_start: i64,
+    failed: bool,
+    unsynced_bytes: u64,
+}
+
+pub struct Partition {
+    pub topic: String,
+    pub index: i32,
+    dir: PathBuf,
+    cfg: LogConfig,
+    st: RefCell<State>,
+    queue: RefCell<Queue>,
+    wake: RefCell<Option<LocalSender<()>>>,
+    waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    writer_done: RefCell<Option<oneshot::Receiver<()>>>,
+    syncing: Cell<bool>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn storage(path: &Path, e: impl std::fmt::Display) -> BrokerError {
+    BrokerError::Storage { path: path.to_path_buf(), reason: e.to_string() }
+}
+
+impl Partition {
+    pub fn dir_name(topic: &str, index: i32) -> String {
+        format!("{topic}-{index}")
+    }
+
+    /// Opens (or creates) the log in `dir`, recovering it if the last shutdown was not
+    /// clean, and starts its writer task on the current shard.
+    pub async fn open(topic: &str, index: i32, dir: PathBuf, cfg: LogConfig) -> Result<Rc<Partition>, BrokerError> {
+        std::fs::create_dir_all(&dir).map_err(|e| storage(&dir, e))?;
+        let marker = dir.join(CLEAN_MARKER);
+        let clean = marker.exists();
+        let mut bases: Vec<i64> = std::fs::read_dir(&dir)
+            .map_err(|e| storage(&dir, e))?
+            .filter_map(|e| e.ok()?.file_name().to_str().and_then(segment::parse_log_name))
+            .collect();
+        bases.sort_unstable();
+        if bases.is_empty() {
+            bases.push(0);
+        }
+        let cap = Segment::index_capacity(cfg.segment_bytes, cfg.index_interval_bytes);
+        let interval = cfg.index_interval_bytes;
+        let mut segments = Vec::with_capacity(bases.len());
+        for (i, &base) in bases.iter().enumerate() {
+            let last = i + 1 == bases.len();
+            let seg = if last && !clean {
+                // The tail may be torn or hold unsynced garbage: verify every batch.
+                let mut seg = Segment::open(&dir, base, cap, false).map_err(|e| storage(&dir, e))?;
+                let scan = seg.rebuild(0, true, interval).map_err(|e| storage(&seg.path, e))?;
+                let size = seg.file.metadata().map_err(|e| storage(&seg.path, e))?.len();
+                if scan.valid_len < size {
+                    tracing::warn!(
+                        topic,
+                        partition = index,
+                        segment = base,
+                        kept = scan.valid_len,
+                        dropped = size - scan.valid_len,
+                        "truncating torn or corrupt log tail"
+                    );
+                    seg.file.set_len(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
+                    seg.file.sync_all().map_err(|e| storage(&seg.path, e))?;
+                }
+                seg.size.set(scan.valid_len);
+                seg
+            } else {
+                // Sealed segments were synced and their indexes trimmed at roll; the active
+                // one was closed cleanly. Re-derive the tail state from the last index entry.
+                let mut seg = Segment::open(&dir, base, if last { cap } else { 0 }, true)
+                    .or_else(|_| Segment::open(&dir, base, cap, false))
+                    .map_err(|e| storage(&dir, e))?;
+                let from = seg.index.last().map_or(0, |(_, pos)| pos as u64);
+                let size = seg.size.get();
+                let indexed = from > 0 || seg.index.last().is_some();
+                if from > size || (!indexed && size > 0) {
+                    seg = Segment::open(&dir, base, cap, false).map_err(|e| storage(&dir, e))?;
+                    seg.rebuild(0, false, interval).map_err(|e| storage(&seg.path, e))?;
+                } else {
+                    // headers only: the data was verified when it was written or recovered
+                    if let Some((ts, _)) = seg.time_index.last() {
+                        seg.max_timestamp.set(ts);
+                    }
+                    seg.rebuild(from, false, interval).map_err(|e| storage(&seg.path, e))?;
+                }
+                if !last {
+                    seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
+                }
+                seg
+            };
+            seg.committed.set(seg.size.get());
+            if seg.size.get() > 0 {
+                seg.first_append.set(Some(Instant::now()));
+            }
+            segments.push(seg);
+        }
+        let _ = std::fs::remove_file(&marker);
+        let next = segments.last().map_or(0, |s| s.next_offset.get());
+        let log_start = segments[0].base_offset;
+        let active_path = segments.last().expect("one segment").path.clone();
+        let writer = glommio::io::OpenOptions::new()
+            .write(true)
+            .buffered_open(&active_path)
+            .await
+            .map_err(|e| storage(&active_path, e))?;
+        let (tx, rx) = local_channel::new_bounded(1);
+        let (done_tx, done_rx) = oneshot::channel();
+        let p = Rc::new(Partition {
+            topic: topic.to_string(),
+            index,
+            dir,
+            cfg,
+            st: RefCell::new(State {
+                segments,
+                writer: Some(Rc::new(writer)),
+                next_offset: next,
+                written: next,
+                hwm: next,
+                log_start,
+                failed: false,
+                unsynced_bytes: 0,
+            }),
+            queue: RefCell::new(Queue::default()),
+            wake: RefCell::new(Some(tx)),
+            waiters: RefCell::new(Vec::new()),
+            writer_done: RefCell::new(Some(done_rx)),
+            syncing: Cell::new(false),
+        });
+        let writer = p.clone();
+        glommio::spawn_local(async move {
+            writer.write_loop(rx).await;
+            let _ = done_tx.send(());
+        })
+        .detach();
+        Ok(p)
+    }
+
+    pub fn offsets(&self) -> Offsets {
+        let st = self.st.borrow();
+        Offsets { log_start: st.log_start, high_watermark: st.hwm, log_end: st.written }
+    }
+
+    /// Validates and queues one produced batch; resolves once the batch is acknowledged
+    /// under the flush policy (see the module table).
+    pub fn append(&self, records: &Bytes) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
+        let header = batch::validate_produce(records, self.cfg.message_max_bytes as usize).map_err(|e| {
+            tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: {e}");
+            e.code()
+        })?;
+        let mut st = self.st.borrow_mut();
+        if st.failed {
+            return Err(ErrorCode::KafkaStorageError);
+        }
+        let base = st.next_offset;
+        st.next_offset += header.record_count as i64;
+        drop(st);
+        let (tx, rx) = oneshot::channel();
+        let mut q = self.queue.borrow_mut();
+        let at = q.buf.len();
+        q.buf.extend_from_slice(records);
+        batch::patch(&mut q.buf[at..], base, 0);
+        q.items.push(Pending { header: BatchHeader { base_offset: base, ..header }, at, reply: Some(tx) });
+        drop(q);
+        if let Some(w) = self.wake.borrow().as_ref() {
+            let _ = w.try_send(()); // full means a wake-up is already pending
+        }
+        Ok(rx)
+    }
+
+    async fn write_loop(self: Rc<Self>, wake: LocalReceiver<()>) {
+        while wake.recv().await.is_some() {
+            loop {
+                let q = std::mem::take(&mut *self.queue.borrow_mut());
+                if q.items.is_empty() {
+                    break;
+                }
+                let Queue { buf, mut items } = q;
+                let result = self.write_queued(buf, &items).await;
+                if let Err(e) = &result {
+                    tracing::error!(topic = %self.topic, partition = self.index, "log write failed, partition is now read-only: {e}");
+                    self.st.borrow_mut().failed = true;
+                }
+                let log_start = self.st.borrow().log_start;
+                for it in &mut items {
+                    let r = match &result {
+                        Ok(()) => Ok(Appended { base_offset: it.header.base_offset, log_start_offset: log_start }),
+                        Err(_) => Err(ErrorCode::KafkaStorageError),
+                    };
+                    if let Some(tx) = it.reply.take() {
+                        let _ = tx.send(r);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn write_queued(&self, mut buf: Vec<u8>, items: &[Pending]) -> Result<(), BrokerError> {
+        let mut first = 0;
+        let mut buf_base = 0; // position in the original buffer where `buf` starts
+        while first < items.len() {
+            let need = items[first].header.size as u64;
+            self.roll_if_needed(need).await?;
+            let (writer, pos) = {
+                let st = self.st.borrow();
+                let seg = st.segments.last().expect("active segment");
+                (st.writer.clone().expect("writer"), seg.size.get())
+            };
+            // Take every batch that still fits in this segment.
+            let room = self.cfg.segment_bytes.saturating_sub(pos);
+            let mut last = first + 1;
+            while last < items.len() && (items[last].at + items[last].header.size - items[first].at) as u64 <= room {
+                last += 1;
+            }
+            let end = items.get(last).map_or(buf_base + buf.len(), |it| it.at);
+            let rest = buf.split_off(end - buf_base);
+            let chunk = std::mem::replace(&mut buf, rest);
+            buf_base = end;
+            let len = chunk.len();
+            write_all_at(&writer, chunk, pos).await.map_err(|e| storage(&self.dir, e))?;
+            let mut st = self.st.borrow_mut();
+            let interval = self.cfg.index_interval_bytes;
+            let seg = st.segments.last_mut().expect("active segment");
+            let mut at = pos;
+            for it in &items[first..last] {
+                seg.note_batch(&it.header, at, interval);
+                at += it.header.size as u64;
+            }
+            if seg.first_append.get().is_none() {
+                seg.first_append.set(Some(Instant::now()));
+            }
+            seg.size.set(pos + len as u64);
+            st.written = items[last - 1].header.last_offset() + 1;
+            st.unsynced_bytes += len as u64;
+            first = last;
+        }
+        match self.cfg.flush {
+            FlushPolicy::Always => self.sync().await?,
+            FlushPolicy::Interval if self.st.borrow().unsynced_bytes >= self.cfg.flush_interval_bytes => {
+                self.sync().await?
+            }
+            FlushPolicy::Interval => {}
+            FlushPolicy::Os => self.advance_hwm(),
+        }
+        Ok(())
+    }
+
+    /// fdatasync the active segment and advance the high watermark over what it covered.
+    pub async fn sync(&self) -> Result<(), BrokerError> {
+        let (writer, written, size) = {
+            let st = self.st.borrow();
+            (st.writer.clone(), st.written, st.segments.last().map_or(0, |s| s.size.get()))
+        };
+        let Some(writer) = writer else { return Ok(()) };
+        self.syncing.set(true);
+        let r = writer.fdatasync().await;
+        self.syncing.set(false);
+        r.map_err(|e| storage(&self.dir, e))?;
+        {
+            let mut st = self.st.borrow_mut();
+            if written > st.hwm {
+                st.hwm = written;
+                if let Some(seg) = st.segments.last() {
+                    seg.committed.set(seg.committed.get().max(size));
+                }
+            }
+            st.unsynced_bytes = 0;
+        }
+        self.wake_waiters();
+        Ok(())
+    }
+
+    /// For the `interval` policy's timer: sync when something was written since the last sync.
+    pub async fn sync_if_dirty(&self) -> Result<(), BrokerError> {
+        let dirty = {
+            let st = self.st.borrow();
+            st.written > st.hwm && !st.failed
+        };
+        if dirty && !self.syncing.get() {
+            self.sync().await?;
+        }
+        Ok(())
+    }
+
+    fn advance_hwm(&self) {
+        {
+            let mut st = self.st.borrow_mut();
+            st.hwm = st.written;
+            if let Some(seg) = st.segments.last() {
+                seg.committed.set(seg.size.get());
+            }
+        }
+        self.wake_waiters();
+    }
+
+    fn wake_waiters(&self) {
+        for w in self.waiters.borrow_mut().drain(..) {
+            let _ = w.send(());
+        }
+    }
+
+    /// Resolves once the high watermark passes `offset` (at once if it already has).
+    pub fn watch(&self, offset: i64, tx: oneshot::Sender<()>) {
+        if self.st.borrow().hwm > offset {
+            let _ = tx.send(());
+            return;
+        }
+        let mut w = self.waiters.borrow_mut();
+        w.retain(|t| !t.is_canceled());
+        w.push(tx);
+    }
+
+    async fn roll_if_needed(&self, need: u64) -> Result<(), BrokerError> {
+        let roll = {
+            let st = self.st.borrow();
+            let seg = st.segments.last().expect("active segment");
+            let size = seg.size.get();
+            size > 0
+                && (size + need > self.cfg.segment_bytes
+                    || seg.index.is_full()
+                    || seg
+                        .first_append
+                        .get()
+                        .is_some_and(|t| t.elapsed() >= Duration::from_millis(self.cfg.segment_ms)))
+        };
+        if !roll {
+            return Ok(());
+        }
+        // Seal the old segment durably, whatever the policy, so that recovery after a crash
+        // only ever needs to scan the newest segment.
+        self.sync().await?;
+        let (base, path) = {
+            let mut st = self.st.borrow_mut();
+            let base = st.written;
+            let seg = st.segments.last_mut().expect("active segment");
+            seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
+            (base, self.dir.join(segment::file_name(base, "log")))
+        };
+        let cap = Segment::index_capacity(self.cfg.segment_bytes, self.cfg.index_interval_bytes);
+        let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
+        let writer =
+            glommio::io::OpenOptions::new().write(true).buffered_open(&path).await.map_err(|e| storage(&path, e))?;
+        // The new file's directory entry must survive a crash too.
+        std::fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| storage(&self.dir, e))?;
+        let mut st = self.st.borrow_mut();
+        st.segments.push(seg);
+        st.writer = Some(Rc::new(writer));
+        tracing::debug!(topic = %self.topic, partition = self.index, base, "rolled segment");
+        Ok(())
+    }
+
+    /// The records a fetch at `offset` gets: from the batch containing `offset`, at most
+    /// `max_bytes` (the first batch whole when `min_one`), never past the high watermark.
+    pub fn read(&self, offset: i64, max_bytes: u32, min_one: bool) -> Result<ReadOut, ErrorCode> {
+        let st = self.st.borrow();
+        let offsets = Offsets { log_start: st.log_start, high_watermark: st.hwm, log_end: st.written };
+        if offset < st.log_start || offset > st.hwm {
+            return Err(ErrorCode::OffsetOutOfRange);
+        }
+        if offset == st.hwm {
+            return Ok(ReadOut { offsets, records: None, first_batch_len: 0 });
+        }
+        let i = st.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        for seg in &st.segments[i..] {
+            match seg.find(offset.max(seg.base_offset)) {
+                Ok(Some((pos, h))) => {
+                    let avail = seg.committed.get() - pos;
+                    let mut len = (max_bytes as u64).min(avail);
+                    if min_one {
+                        len = len.max(h.size as u64);
+                    }
+                    let records = (len > 0).then(|| FileRegion { file: seg.file.clone(), pos, len: len as u32 });
+                    return Ok(ReadOut { offsets, records, first_batch_len: h.size as u32 });
+                }
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::error!(topic = %self.topic, partition = self.index, "read failed: {e}");
+                    return Err(ErrorCode::KafkaStorageError);
+                }
+            }
+        }
+        Ok(ReadOut { offsets, records: None, first_batch_len: 0 })
+    }
+
+    /// ListOffsets: the first offset whose batch has a timestamp >= `ts`, with that
+    /// timestamp; `None` when no such record is committed.
+    pub fn offset_for_time(&self, ts: i64) -> Result<Option<(i64, i64)>, ErrorCode> {
+        let st = self.st.borrow();
+        for seg in &st.segments {
+            if seg.max_timestamp.get() < ts {
+                continue;
+            }
+            match seg.find_by_time(ts) {
+                Ok(Some(h)) => {
+                    let found = first_record_at(&seg.file, &h, seg, ts).unwrap_or((h.base_offset, h.max_timestamp));
+                    return Ok(Some(found).filter(|(o, _)| *o < st.hwm));
+                }
+                Ok(None) => continue,
+                Err(_) => return Err(ErrorCode::KafkaStorageError),
+            }
+        }
+        Ok(None)
+    }
+
+    /// ListOffsets MAX_TIMESTAMP: the batch holding the largest timestamp.
+    pub fn max_timestamp_offset(&self) -> Option<(i64, i64)> {
+        let st = self.st.borrow();
+        let seg = st.segments.iter().filter(|s| s.max_timestamp.get() >= 0).max_by_key(|s| s.max_timestamp.get())?;
+        let ts = seg.max_timestamp.get();
+        let h = seg.find_by_time(ts).ok()??;
+        Some((h.last_offset().min(st.hwm - 1), ts))
+    }
+
+    /// Deletes whole old segments beyond `retention_bytes` / `retention_ms` (never the
+    /// active one). Returns how many were deleted.
+    pub fn apply_retention(&self, now_ms: i64) -> usize {
+        let mut st = self.st.borrow_mut();
+        let total: u64 = st.segments.iter().map(|s| s.size.get()).sum();
+        let mut excess =
+            if self.cfg.retention_bytes >= 0 { total.saturating_sub(self.cfg.retention_bytes as u64) } else { 0 };
+        let mut n = 0;
+        while st.segments.len() > 1 {
+            let seg = &st.segments[0];
+            let too_big = excess >= seg.size.get() && excess > 0;
+            let too_old = self.cfg.retention_ms >= 0
+                && seg.size.get() > 0
+                && seg.max_timestamp.get() >= 0
+                && now_ms - seg.max_timestamp.get() > self.cfg.retention_ms;
+            if !(too_big || too_old) {
+                break;
+            }
+            excess = excess.saturating_sub(seg.size.get());
+            let seg = st.segments.remove(0);
+            if let Err(e) = seg.remove_files() {
+                tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
+            }
+            n += 1;
+        }
+        if n > 0 {
+            st.log_start = st.segments[0].base_offset.max(st.log_start);
+            tracing::info!(topic = %self.topic, partition = self.index, deleted = n, log_start = st.log_start, "retention deleted segments");
+        }
+        n
+    }
+
+    /// Stops the writer after the queued appends, syncs, trims the active indexes and
+    /// leaves the marker that lets the next start skip recovery.
+    pub async fn close(&self) -> Result<(), BrokerError> {
+        self.wake.borrow_mut().take();
+        let done = self.writer_done.borrow_mut().take();
+        if let Some(done) = done {
+            let _ = done.await;
+        }
+        if self.st.borrow().failed {
+            return Ok(()); // leave it to recovery
+        }
+        self.sync().await?;
+        let mut st = self.st.borrow_mut();
+        if let Some(seg) = st.segments.last_mut() {
+            seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
+        }
+        std::fs::write(self.dir.join(CLEAN_MARKER), b"").map_err(|e| storage(&self.dir, e))?;
+        Ok(())
+    }
+
+    /// Removes the partition's files (topic deletion). The caller has closed it.
+    pub fn delete_files(&self) -> std::io::Result<()> {
+        std::fs::remove_dir_all(&self.dir)
+    }
+
+    pub fn segment_count(&self) -> usize {
+        self.st.borrow().segments.len()
+    }
+}
+
+/// For an uncompressed batch, the first record with a timestamp >= `ts`; compressed batches
+/// would need decompressing, so the caller falls back to the batch's base offset.
+fn first_record_at(file: &std::fs::File, h: &BatchHeader, seg: &Segment, ts: i64) -> Option<(i64, i64)> {
+    use std::os::unix::fs::FileExt;
+    if h.attributes & 0x7 != 0 || h.size > 1 << 20 {
+        return None;
+    }
+    let (pos, _) = seg.find(h.base_offset).ok()??;
+    let mut buf = vec![0u8; h.size];
+    file.read_exact_at(&mut buf, pos).ok()?;
+    let found = batch::record_timestamps(&buf).find(|(_, t)| *t >= ts);
+    found.map(|(delta, t)| (h.base_offset + delta as i64, t))
+}
+
+/// Writes the whole buffer at `pos`. glommio consumes the buffer, so a short write (which
+/// for a buffered file means the disk or a file-size limit is full) is reported as an error
+/// rather than retried; recovery trims whatever part landed.
+async fn write_all_at(file: &BufferedFile, buf: Vec<u8>, pos: u64) -> std::io::Result<()> {
+    let len = buf.len();
+    let n = file.write_at(buf, pos).await.map_err(|e| std::io::Error::other(e.to_string()))?;
+    if n != len {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::WriteZero,
+            format!("short write ({n} of {len} bytes): is the data disk full?"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn unix_now_ms() -> i64 {
+    now_ms()
+}
+
+/// The broker's log settings with a topic's own configs applied over them.
+pub fn topic_log_config(base: &LogConfig, configs: &std::collections::BTreeMap<String, String>) -> LogConfig {
+    let mut c = base.clone();
+    let num = |k: &str| configs.get(k).and_then(|v| v.parse::<i64>().ok());
+    if let Some(v) = num("retention.ms") {
+        c.retention_ms = v;
+    }
+    if let Some(v) = num("retention.bytes") {
+        c.retention_bytes = v;
+    }
+    if let Some(v) = num("segment.bytes").filter(|v| *v >= 1024) {
+        c.segment_bytes = v as u64;
+    }
+    if let Some(v) = num("segment.ms").filter(|v| *v >= 1) {
+        c.segment_ms = v as u64;
+    }
+    if let Some(v) = num("max.message.bytes").filter(|v| *v >= 64) {
+        c.message_max_bytes = v.min(i32::MAX as i64) as u32;
+    }
+    c
+}

@@ -1,0 +1,24 @@
+use clap::Parser;
+use ringbroker::config::{Cli, Config};
+
+fn main() {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cfg = match Config::load(&cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ringbroker: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = ringbroker::server::run(cfg) {
+        eprintln!("ringbroker: {e}");
+        std::process::exit(1);
+    }
+}

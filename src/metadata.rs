@@ -1,0 +1,199 @@
+//! The topic catalog: names, topic ids, partition counts, each partition's home shard, and
+//! per-topic configs. The controller shard (shard 0) is its only writer: it persists every
+//! change atomically (write a temp file, fsync, rename, fsync the directory) and then hands
+//! an immutable snapshot to every shard. Shards read their snapshot without locks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::BrokerError;
+
+pub const CATALOG_FILE: &str = "catalog.json";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMeta {
+    pub name: String,
+    pub id: Uuid,
+    /// Home shard of each partition, by partition index.
+    pub homes: Vec<usize>,
+    #[serde(default)]
+    pub configs: BTreeMap<String, String>,
+}
+
+impl TopicMeta {
+    pub fn partitions(&self) -> i32 {
+        self.homes.len() as i32
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Catalog {
+    pub cluster_id: String,
+    /// Grows with every change, so a shard can ignore a snapshot older than the one it has.
+    pub version: u64,
+    pub topics: BTreeMap<String, TopicMeta>,
+    #[serde(skip)]
+    by_id: HashMap<Uuid, String>,
+}
+
+/// Why a topic name is unusable (Kafka's rules: 1–249 of `[a-zA-Z0-9._-]`, not `.`/`..`).
+pub fn check_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 249 {
+        return Err(format!("topic name must be 1 to 249 characters, got {}", name.len()));
+    }
+    if name == "." || name == ".." {
+        return Err("topic name cannot be '.' or '..'".into());
+    }
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        return Err(format!("topic name {name:?} contains {c:?}; allowed are ASCII letters, digits, '.', '_' and '-'"));
+    }
+    Ok(())
+}
+
+impl Catalog {
+    pub fn new_cluster() -> Catalog {
+        Catalog { cluster_id: random_cluster_id(), ..Catalog::default() }
+    }
+
+    fn reindex(&mut self) {
+        self.by_id = self.topics.values().map(|t| (t.id, t.name.clone())).collect();
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicMeta> {
+        self.topics.get(name)
+    }
+
+    pub fn topic_by_id(&self, id: &Uuid) -> Option<&TopicMeta> {
+        self.by_id.get(id).and_then(|n| self.topics.get(n))
+    }
+
+    /// Adds a topic, placing each partition on the shard that currently homes the fewest.
+    pub fn add_topic(
+        &mut self,
+        name: &str,
+        partitions: u32,
+        shards: usize,
+        configs: BTreeMap<String, String>,
+    ) -> &TopicMeta {
+        let mut load = vec![0usize; shards.max(1)];
+        for t in self.topics.values() {
+            for &h in &t.homes {
+                if let Some(l) = load.get_mut(h) {
+                    *l += 1;
+                }
+            }
+        }
+        let homes = (0..partitions)
+            .map(|_| {
+                let (shard, _) = load.iter().enumerate().min_by_key(|(i, l)| (**l, *i)).expect("a shard");
+                load[shard] += 1;
+                shard
+            })
+            .collect();
+        let mut id = Uuid::new_v4();
+        while self.by_id.contains_key(&id) || id.is_nil() {
+            id = Uuid::new_v4();
+        }
+        self.topics.insert(name.to_string(), TopicMeta { name: name.to_string(), id, homes, configs });
+        self.version += 1;
+        self.reindex();
+        &self.topics[name]
+    }
+
+    pub fn remove_topic(&mut self, name: &str) -> Option<TopicMeta> {
+        let t = self.topics.remove(name)?;
+        self.version += 1;
+        self.reindex();
+        Some(t)
+    }
+
+    /// Loads the catalog from `dir`, or starts a new cluster there. A catalog written by a
+    /// broker with more shards keeps its homes modulo the current shard count.
+    pub fn load_or_create(dir: &Path, shards: usize) -> Result<Catalog, BrokerError> {
+        let path = dir.join(CATALOG_FILE);
+        let err = |reason: String| BrokerError::Metadata { path: path.clone(), reason };
+        let mut cat = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<Catalog>(&bytes).map_err(|e| {
+                err(format!("unreadable ({e}); restore it from a backup or move the data directory aside"))
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let c = Catalog::new_cluster();
+                c.persist(dir)?;
+                c
+            }
+            Err(e) => return Err(err(e.to_string())),
+        };
+        for t in cat.topics.values_mut() {
+            for h in &mut t.homes {
+                if *h >= shards {
+                    tracing::warn!(topic = %t.name, old = *h, new = *h % shards, "shard count changed: partition moves to another home shard");
+                    *h %= shards;
+                }
+            }
+        }
+        cat.reindex();
+        Ok(cat)
+    }
+
+    /// Writes the catalog atomically: temp file, fsync, rename over the old one, fsync dir.
+    pub fn persist(&self, dir: &Path) -> Result<(), BrokerError> {
+        let path = dir.join(CATALOG_FILE);
+        let tmp: PathBuf = dir.join(format!("{CATALOG_FILE}.tmp"));
+        let err = |e: std::io::Error| BrokerError::Metadata { path: path.clone(), reason: e.to_string() };
+        let bytes = serde_json::to_vec_pretty(self).expect("catalog serializes");
+        let mut f = std::fs::File::create(&tmp).map_err(err)?;
+        f.write_all(&bytes).map_err(err)?;
+        f.sync_all().map_err(err)?;
+        std::fs::rename(&tmp, &path).map_err(err)?;
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(err)?;
+        Ok(())
+    }
+}
+
+fn random_cluster_id() -> String {
+    // Kafka cluster ids are 22 characters of URL-safe base64 of 16 random bytes.
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let v = Uuid::new_v4().as_u128();
+    (0..22).map(|i| ALPHABET[((v >> (i * 6)) & 63) as usize] as char).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_are_spread_over_shards_by_count() {
+        let mut c = Catalog::new_cluster();
+        assert_eq!(c.add_topic("a", 3, 2, BTreeMap::new()).homes, vec![0, 1, 0]);
+        assert_eq!(c.add_topic("b", 3, 2, BTreeMap::new()).homes, vec![1, 0, 1]);
+        let id = c.topic("a").unwrap().id;
+        assert_eq!(c.topic_by_id(&id).unwrap().name, "a");
+    }
+
+    #[test]
+    fn the_catalog_survives_a_reload_and_keeps_homes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::load_or_create(dir.path(), 2).unwrap();
+        c.add_topic("orders", 4, 2, BTreeMap::new());
+        c.persist(dir.path()).unwrap();
+        let back = Catalog::load_or_create(dir.path(), 2).unwrap();
+        assert_eq!(back.cluster_id, c.cluster_id);
+        assert_eq!(back.topic("orders"), c.topic("orders"));
+        assert!(back.topic_by_id(&c.topic("orders").unwrap().id).is_some());
+        let fewer = Catalog::load_or_create(dir.path(), 1).unwrap();
+        assert!(fewer.topic("orders").unwrap().homes.iter().all(|&h| h == 0));
+    }
+
+    #[test]
+    fn topic_names_follow_kafka_rules() {
+        assert!(check_topic_name("orders.v1_x-2").is_ok());
+        assert!(check_topic_name("").is_err());
+        assert!(check_topic_name("..").is_err());
+        assert!(check_topic_name("a/b").is_err());
+        assert!(check_topic_name(&"x".repeat(250)).is_err());
+    }
+}

@@ -1,0 +1,135 @@
+//! One client connection, served entirely on the shard that accepted it.
+//!
+//! The reader keeps reading and framing while earlier requests are still being handled:
+//! each frame becomes a task, queued in arrival order into a bounded channel (at most
+//! `max_in_flight` requests; a full channel stops the reading — backpressure). The writer
+//! awaits those tasks in the same order and writes each response, so responses leave
+//! strictly in request order even when later requests finish first. A task that yields no
+//! response (acks=0 produce) is skipped. A frame that cannot be framed, or a request the
+//! dispatcher refuses, closes the connection with the reason logged; other connections
+//! never notice.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+
+use bytes::{Buf, Bytes, BytesMut};
+use futures_lite::io::{ReadHalf, WriteHalf};
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::channels::local_channel::{self, LocalReceiver};
+use glommio::net::TcpStream;
+use glommio::Task;
+
+use super::sendfile::send_region;
+use crate::protocol::frame::{self, Framing};
+use crate::protocol::response::{Chunk, Response};
+use crate::sys;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_frame: u32,
+    pub max_in_flight: usize,
+}
+
+/// Why a handler refused a request: logged, then the connection closes.
+pub type Refusal = String;
+
+const READ_CHUNK: usize = 64 * 1024;
+
+pub async fn serve<F, Fut>(stream: TcpStream, peer: SocketAddr, limits: Limits, dispatch: F)
+where
+    F: Fn(Bytes) -> Fut + 'static,
+    Fut: Future<Output = Result<Option<Response>, Refusal>> + 'static,
+{
+    let fd = stream.as_raw_fd();
+    if let Err(e) = sys::set_nonblocking(fd) {
+        tracing::warn!(%peer, "closing: cannot make the socket non-blocking: {e}");
+        return;
+    }
+    let _ = stream.set_nodelay(true);
+    let (reader, writer) = futures_lite::io::split(stream);
+    let (tx, rx) = local_channel::new_bounded(limits.max_in_flight);
+    let writer = glommio::spawn_local(write_loop(writer, fd, peer, rx));
+    if let Err(reason) = read_loop(reader, limits, &dispatch, &tx).await {
+        tracing::warn!(%peer, "closing connection: {reason}");
+    }
+    drop(tx); // the writer finishes what was queued, then stops
+    writer.await;
+}
+
+async fn read_loop<F, Fut>(
+    mut reader: ReadHalf<TcpStream>,
+    limits: Limits,
+    dispatch: &F,
+    tx: &local_channel::LocalSender<Task<Result<Option<Response>, Refusal>>>,
+) -> Result<(), String>
+where
+    F: Fn(Bytes) -> Fut + 'static,
+    Fut: Future<Output = Result<Option<Response>, Refusal>> + 'static,
+{
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    loop {
+        let want = match frame::check(&buf, limits.max_frame).map_err(|e| e.to_string())? {
+            Framing::Complete { len } => {
+                let mut f = buf.split_to(4 + len);
+                f.advance(4);
+                let task = glommio::spawn_local(dispatch(f.freeze()));
+                if tx.send(task).await.is_err() {
+                    return Ok(()); // the writer stopped: it logged why
+                }
+                continue;
+            }
+            Framing::Incomplete { needed } => needed.map_or(READ_CHUNK, |n| (n - buf.len()).max(READ_CHUNK)),
+        };
+        let old = buf.len();
+        buf.resize(old + want, 0);
+        let n = match reader.read(&mut buf[old..]).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => 0,
+            Err(e) => return Err(format!("read failed: {e}")),
+        };
+        buf.truncate(old + n);
+        if n == 0 {
+            if !buf.is_empty() {
+                return Err(format!("peer closed with {} bytes of an unfinished request", buf.len()));
+            }
+            return Ok(());
+        }
+    }
+}
+
+async fn write_loop(
+    mut writer: WriteHalf<TcpStream>,
+    fd: RawFd,
+    peer: SocketAddr,
+    rx: LocalReceiver<Task<Result<Option<Response>, Refusal>>>,
+) {
+    while let Some(task) = rx.recv().await {
+        let failure = match task.await {
+            Ok(Some(resp)) => write_response(&mut writer, fd, resp).await.err().map(|e| format!("write failed: {e}")),
+            Ok(None) => None,
+            Err(reason) => Some(reason),
+        };
+        if let Some(reason) = failure {
+            tracing::warn!(%peer, "closing connection: {reason}");
+            // Wake the reader (blocked in read) so the whole connection ends.
+            let _ = sys::shutdown(fd);
+            // Drain so queued handlers still finish (their effects already happened).
+            while let Some(t) = rx.recv().await {
+                let _ = t.await;
+            }
+            return;
+        }
+    }
+}
+
+async fn write_response(w: &mut WriteHalf<TcpStream>, fd: RawFd, resp: Response) -> io::Result<()> {
+    for chunk in &resp.chunks {
+        match chunk {
+            Chunk::Bytes(b) => w.write_all(b).await?,
+            Chunk::File(region) => send_region(w, fd, region).await?,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! Startup wiring and each shard's serve loop. `run` resolves CPUs, locks and loads the data
+//! directory, wires the cross-shard mesh, starts one pinned glommio executor per CPU and
+//! prints `ringbroker listening on HOST:PORT` once every shard accepts connections. On
+//! SIGTERM/SIGINT every shard stops accepting, finishes queued appends, syncs and closes its
+//! partitions cleanly (so the next start skips recovery), and the process exits 0; a second
+//! signal exits at once.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use glommio::channels::shared_channel::{self, SharedReceiver, SharedSender};
+use glommio::{LocalExecutorBuilder, Placement};
+
+use crate::config::Config;
+use crate::error::BrokerError;
+use crate::metadata::Catalog;
+use crate::net::connection::{self, Limits};
+use crate::shard::{Advertised, Msg, Shard, ShardId};
+use crate::{api, sys};
+
+/// Memory each executor registers for io_uring; it pins 3× this. glommio's default (10 MiB)
+/// trips the usual 8 MiB RLIMIT_MEMLOCK; below 512 KiB executors fail to start.
+const IO_MEMORY: usize = 512 * 1024;
+/// Preemption: glommio's 100 ms default lets background work stall the network.
+const PREEMPT: Duration = Duration::from_millis(2);
+const MESH_CAPACITY: usize = 1024;
+
+/// Resolves port 0 to a free port, and refuses a port some other process already serves:
+/// with SO_REUSEPORT the kernel would otherwise quietly split connections between us and,
+/// say, a stale broker of the same user. Connections of a killed broker lingering in
+/// TIME_WAIT do not count, so a restart on the same port works at once.
+fn reserve_port(addr: SocketAddr) -> Result<SocketAddr, BrokerError> {
+    let bind_err = |source| BrokerError::Bind { addr: addr.to_string(), source };
+    if addr.port() != 0 {
+        let mut probe = addr;
+        if probe.ip().is_unspecified() {
+            probe.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        if std::net::TcpStream::connect_timeout(&probe, Duration::from_millis(300)).is_ok() {
+            return Err(bind_err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another process accepts connections there; stop it or choose another --listen port",
+            )));
+        }
+        return Ok(addr);
+    }
+    let sock =
+        socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
+    sock.set_reuse_port(true).map_err(bind_err)?;
+    sock.bind(&addr.into()).map_err(bind_err)?;
+    let std: StdListener = sock.into();
+    std.local_addr().map_err(bind_err)
+}
+
+fn lock_data_dir(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, BrokerError> {
+    let err = |reason: String| BrokerError::Storage { path: dir.to_path_buf(), reason };
+    std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create the data directory: {e}")))?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(".lock"))
+        .map_err(|e| err(e.to_string()))?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|_| err("another ringbroker is using this data directory".into()))
+}
+
+fn advertised(cfg: &Config, bound: SocketAddr) -> Advertised {
+    if let Some(a) = &cfg.advertise {
+        let (host, port) = a.rsplit_once(':').expect("validated HOST:PORT");
+        return Advertised {
+            host: host.trim_matches(|c| c == '[' || c == ']').to_string(),
+            port: port.parse().expect("validated port"),
+        };
+    }
+    let host = if bound.ip().is_unspecified() {
+        tracing::warn!("listening on every interface without --advertise: telling clients 127.0.0.1");
+        "127.0.0.1".to_string()
+    } else {
+        bound.ip().to_string()
+    };
+    Advertised { host, port: bound.port() }
+}
+
+/// Turns an executor start failure into what to change.
+fn explain_spawn_failure(shard: usize, cpu: usize, reason: String) -> BrokerError {
+    let mut hint = String::new();
+    let lower = reason.to_lowercase();
+    if lower.contains("memlock") || lower.contains("cannot allocate memory") || lower.contains("enomem") {
+        hint = format!(
+            "; io_uring needs locked memory ({} KiB per shard, RLIMIT_MEMLOCK is {}): raise it with `ulimit -l unlimited`, \
+             LimitMEMLOCK=infinity in a systemd unit, or run with CAP_IPC_LOCK",
+            3 * IO_MEMORY / 1024,
+            sys::memlock_limit().map_or("unlimited".into(), |l| format!("{} KiB", l / 1024))
+        );
+    } else if lower.contains("not implemented")
+        || lower.contains("operation not permitted")
+        || lower.contains("function not implemented")
+    {
+        hint = "; io_uring is unavailable: Linux 5.8 or newer is needed, with sysctl kernel.io_uring_disabled=0 \
+                and no seccomp profile blocking io_uring_setup (containers)"
+            .into();
+    }
+    BrokerError::ShardSpawn { shard, cpu, reason: format!("{reason}{hint}") }
+}
+
+/// Runs the broker until SIGTERM/SIGINT. Returns after a clean shutdown.
+pub fn run(cfg: Config) -> Result<(), BrokerError> {
+    let allowed =
+        sys::allowed_cpus().map_err(|e| BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: e.to_string() })?;
+    let cpus = crate::config::resolve_cpus(&cfg, &allowed, Path::new("/sys"))?;
+    let n = cpus.len();
+    let _lock = lock_data_dir(&cfg.data_dir)?;
+    let catalog = Catalog::load_or_create(&cfg.data_dir, n)?;
+    let addr = reserve_port(cfg.listen_addr()?)?;
+    let adv = advertised(&cfg, addr);
+    let cfg = Arc::new(cfg);
+
+    // Block the stop signals in every thread; the main thread waits for them with sigwait.
+    let mut signals = nix::sys::signal::SigSet::empty();
+    signals.add(nix::sys::signal::Signal::SIGTERM);
+    signals.add(nix::sys::signal::Signal::SIGINT);
+    signals.thread_block().map_err(|e| BrokerError::ShardSpawn {
+        shard: 0,
+        cpu: 0,
+        reason: format!("sigmask: {e}"),
+    })?;
+
+    // The mesh: a bounded single-producer channel for every ordered pair of shards.
+    let mut senders: Vec<Vec<Option<SharedSender<Msg>>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
+    let mut receivers: Vec<Vec<SharedReceiver<Msg>>> = (0..n).map(|_| Vec::new()).collect();
+    for (from, row) in senders.iter_mut().enumerate() {
+        for (to, slot) in row.iter_mut().enumerate() {
+            if from != to {
+                let (tx, rx) = shared_channel::new_bounded(MESH_CAPACITY);
+                *slot = Some(tx);
+                receivers[to].push(rx);
+            }
+        }
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let mut handles = Vec::with_capacity(n);
+    for (i, (cpu, (tx_row, rx_row))) in cpus.iter().copied().zip(senders.into_iter().zip(receivers)).enumerate() {
+        let cfg = cfg.clone();
+        let catalog = catalog.clone();
+        let adv = adv.clone();
+        let stop = stop.clone();
+        let ready = ready_tx.clone();
+        let builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+            .name(&format!("shard-{i}"))
+            .io_memory(IO_MEMORY)
+            .preempt_timer(PREEMPT);
+        let handle = builder
+            .spawn(move || async move {
+                let outcome = shard_main(ShardId(i), cfg, catalog, adv, addr, tx_row, rx_row, stop, &ready).await;
+                if let Err(e) = outcome {
+                    let _ = ready.send(Err(e));
+                }
+            })
+            .map_err(|e| explain_spawn_failure(i, cpu, e.to_string()))?;
+        handles.push(handle);
+    }
+    drop(ready_tx);
+    for _ in 0..n {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: e }),
+            Err(_) => {
+                return Err(BrokerError::ShardSpawn {
+                    shard: 0,
+                    cpu: 0,
+                    reason: "a shard exited during startup".into(),
+                })
+            }
+        }
+    }
+    tracing::info!(shards = n, ?cpus, %addr, advertised = %format!("{}:{}", adv.host, adv.port), "ready");
+    println!("ringbroker listening on {addr}");
+    let _ = std::io::stdout().flush();
+
+    // Wait for a stop signal; a second one exits at once.
+    let sig = signals.wait();
+    tracing::info!("received {sig:?}: shutting down cleanly (send it again to exit at once)");
+    stop.store(true, Ordering::SeqCst);
+    std::thread::spawn(move || {
+        if signals.wait().is_ok() {
+            eprintln!("second signal: exiting without a clean shutdown");
+            std::process::exit(130);
+        }
+    });
+    for h in handles {
+        if let Err(e) = h.join() {
+            tracing::error!("shard ended badly: {e}");
+        }
+    }
+    tracing::info!("clean shutdown complete");
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn shard_main(
+    id: ShardId,
+    cfg: Arc<Config>,
+    catalog: Catalog,
+    adv: Advertised,
+    addr: SocketAddr,
+    tx_row: Vec<Option<SharedSender<Msg>>>,
+    rx_row: Vec<SharedReceiver<Msg>>,
+    stop: Arc<AtomicBool>,
+    ready: &mpsc::Sender<Result<(), String>>,
+) -> Result<(), String> {
+    // Each end of a shared channel waits for the other end to connect, so every connect
+    // runs as its own task: all shards make progress on all their channels at once.
+    let rx_tasks: Vec<_> = rx_row.into_iter().map(|rx| glommio::spawn_local(rx.connect())).collect();
+    let tx_tasks: Vec<_> = tx_row.into_iter().map(|tx| tx.map(|tx| glommio::spawn_local(tx.connect()))).collect();
+    let mut peers = Vec::with_capacity(tx_tasks.len());
+    for t in tx_tasks {
+        peers.push(match t {
+            Some(t) => Some(t.await),
+            None => None,
+        });
+    }
+    let shard = Shard::new(id, Rc::new((*cfg).clone()), adv, catalog.clone(), peers);
+    for t in rx_tasks {
+        let rx = t.await;
+        glommio::spawn_local(shard.clone().serve_peer(rx)).detach();
+    }
+    // Open (and if needed recover) the partitions homed here before taking connections.
+    shard.apply_catalog(Arc::new(catalog)).await;
+    tracing::debug!(shard = id.0, partitions = shard.local_partition_count(), "partitions open");
+    spawn_background(&shard);
+
+    let listener =
+        glommio::net::TcpListener::bind(addr).map_err(|e| format!("shard {} cannot bind {addr}: {e}", id.0))?;
+    let limits = Limits { max_frame: cfg.max_request_bytes, max_in_flight: cfg.max_in_flight_per_connection };
+    let _ = ready.send(Ok(()));
+    let acceptor = {
+        let shard = shard.clone();
+        glommio::spawn_local(async move {
+            loop {
+                match listener.accept().await {
+                    Ok(stream) => {
+                        let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+                        let shard = shard.clone();
+                        glommio::spawn_local(connection::serve(stream, peer, limits, move |frame| {
+                            let shard = shard.clone();
+                            async move { api::dispatch(&shard, frame).await.map_err(|f| f.to_string()) }
+                        }))
+                        .detach();
+                    }
+                    Err(e) => {
+                        tracing::warn!(shard = shard.id.0, "accept failed: {e}");
+                        glommio::timer::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        })
+    };
+    while !stop.load(Ordering::SeqCst) {
+        glommio::timer::sleep(Duration::from_millis(50)).await;
+    }
+    drop(acceptor); // stops accepting; the listener closes with it
+    shard.close_all().await;
+    tracing::debug!(shard = id.0, "shard closed");
+    Ok(())
+}
+
+/// Timers on the background queue: retention, and periodic syncs for `flush = "interval"`.
+fn spawn_background(shard: &Rc<Shard>) {
+    let tq = glommio::executor().create_task_queue(
+        glommio::Shares::Static(100),
+        glommio::Latency::NotImportant,
+        "background",
+    );
+    let s = shard.clone();
+    let every = Duration::from_millis(s.config.retention_check_interval_ms.max(1));
+    glommio::spawn_local_into(
+        async move {
+            loop {
+                glommio::timer::sleep(every).await;
+                s.apply_retention();
+            }
+        },
+        tq,
+    )
+    .expect("background queue exists")
+    .detach();
+    if shard.config.flush == crate::config::FlushPolicy::Interval {
+        let s = shard.clone();
+        let every = Duration::from_millis(s.config.flush_interval_ms.max(1));
+        glommio::spawn_local_into(
+            async move {
+                loop {
+                    glommio::timer::sleep(every).await;
+                    s.sync_dirty().await;
+                }
+            },
+            tq,
+        )
+        .expect("background queue exists")
+        .detach();
+    }
+}

@@ -1,0 +1,330 @@
+//! A shard: one pinned executor that owns its listener, connections and the partitions
+//! homed on it. `Shard` is the per-executor context the API handlers work through: it
+//! routes each partition operation to the partition's home shard, locally by a direct call
+//! or remotely as a `Msg` over the mesh, and holds this shard's catalog snapshot.
+
+pub mod controller;
+pub mod message;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender};
+
+use crate::config::Config;
+use crate::log::{Appended, LogConfig, Offsets, Partition, ReadOut};
+use crate::metadata::Catalog;
+use crate::protocol::ErrorCode;
+pub use message::{Msg, NewTopic, TopicResult, Tp};
+
+/// Index of a shard (0 is the controller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ShardId(pub usize);
+
+/// The host and port clients are told to connect to.
+#[derive(Debug, Clone)]
+pub struct Advertised {
+    pub host: String,
+    pub port: u16,
+}
+
+pub struct Shard {
+    pub id: ShardId,
+    pub count: usize,
+    pub config: Rc<Config>,
+    pub advertised: Advertised,
+    pub log_config: LogConfig,
+    catalog: RefCell<Arc<Catalog>>,
+    logs: RefCell<HashMap<Tp, Rc<Partition>>>,
+    /// Senders to every other shard, by shard index (None for this shard).
+    peers: Vec<Option<ConnectedSender<Msg>>>,
+    /// The writable catalog, on the controller shard only.
+    controller: Option<RefCell<Catalog>>,
+}
+
+/// What went wrong sending to another shard: it has stopped.
+fn peer_gone<T>(_: T) -> ErrorCode {
+    ErrorCode::NotLeaderOrFollower
+}
+
+impl Shard {
+    pub fn new(
+        id: ShardId,
+        config: Rc<Config>,
+        advertised: Advertised,
+        catalog: Catalog,
+        peers: Vec<Option<ConnectedSender<Msg>>>,
+    ) -> Rc<Shard> {
+        let count = peers.len();
+        let controller = (id.0 == 0).then(|| RefCell::new(catalog.clone()));
+        Rc::new(Shard {
+            id,
+            count,
+            log_config: LogConfig::from_config(&config),
+            config,
+            advertised,
+            catalog: RefCell::new(Arc::new(catalog)),
+            logs: RefCell::new(HashMap::new()),
+            peers,
+            controller,
+        })
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.borrow().clone()
+    }
+
+    fn log(&self, tp: &Tp) -> Result<Rc<Partition>, ErrorCode> {
+        self.logs.borrow().get(tp).cloned().ok_or(ErrorCode::UnknownTopicOrPartition)
+    }
+
+    fn home(&self, tp: &Tp) -> Result<usize, ErrorCode> {
+        let cat = self.catalog.borrow();
+        let t = cat.topic_by_id(&tp.topic).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        t.homes.get(tp.partition as usize).copied().ok_or(ErrorCode::UnknownTopicOrPartition)
+    }
+
+    async fn send(&self, shard: usize, msg: Msg) -> Result<(), ErrorCode> {
+        let peer = self.peers.get(shard).and_then(Option::as_ref).ok_or(ErrorCode::NotLeaderOrFollower)?;
+        peer.send(msg).await.map_err(peer_gone)
+    }
+
+    /// Appends a produced batch on the partition's home shard.
+    pub async fn produce(&self, tp: Tp, records: Bytes) -> Result<Appended, ErrorCode> {
+        let home = self.home(&tp)?;
+        let rx = if home == self.id.0 {
+            self.log(&tp)?.append(&records)?
+        } else {
+            let (reply, rx) = oneshot::channel();
+            self.send(home, Msg::Produce { tp, records, reply }).await?;
+            rx
+        };
+        rx.await.map_err(peer_gone)?
+    }
+
+    pub async fn fetch(&self, tp: Tp, offset: i64, max_bytes: u32) -> Result<ReadOut, ErrorCode> {
+        let home = self.home(&tp)?;
+        if home == self.id.0 {
+            return self.log(&tp)?.read(offset, max_bytes, true);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.send(home, Msg::Fetch { tp, offset, max_bytes, reply }).await?;
+        rx.await.map_err(peer_gone)?
+    }
+
+    /// A receiver that completes when the partition's high watermark passes `offset`.
+    pub async fn watch(&self, tp: Tp, offset: i64) -> Result<oneshot::Receiver<()>, ErrorCode> {
+        let home = self.home(&tp)?;
+        let (notify, rx) = oneshot::channel();
+        if home == self.id.0 {
+            self.log(&tp)?.watch(offset, notify);
+        } else {
+            self.send(home, Msg::Watch { tp, offset, notify }).await?;
+        }
+        Ok(rx)
+    }
+
+    pub async fn offsets(&self, tp: Tp) -> Result<Offsets, ErrorCode> {
+        let home = self.home(&tp)?;
+        if home == self.id.0 {
+            return Ok(self.log(&tp)?.offsets());
+        }
+        let (reply, rx) = oneshot::channel();
+        self.send(home, Msg::Offsets { tp, reply }).await?;
+        rx.await.map_err(peer_gone)?
+    }
+
+    pub async fn offset_for_time(&self, tp: Tp, timestamp: i64) -> Result<Option<(i64, i64)>, ErrorCode> {
+        let home = self.home(&tp)?;
+        if home == self.id.0 {
+            return local_offset_for_time(&*self.log(&tp)?, timestamp);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.send(home, Msg::OffsetForTime { tp, timestamp, reply }).await?;
+        rx.await.map_err(peer_gone)?
+    }
+
+    pub async fn create_topics(self: &Rc<Self>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<TopicResult> {
+        if self.id.0 == 0 {
+            return controller::create_topics(self, topics, validate_only).await;
+        }
+        let n = topics.len();
+        let (reply, rx) = oneshot::channel();
+        let sent = self.send(0, Msg::CreateTopics { topics, validate_only, reply }).await;
+        match sent {
+            Ok(()) => {
+                rx.await.unwrap_or_else(|_| vec![Err((ErrorCode::NotController, "controller stopped".into())); n])
+            }
+            Err(e) => vec![Err((e, "controller unreachable".into())); n],
+        }
+    }
+
+    pub async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<Result<uuid::Uuid, ErrorCode>> {
+        if self.id.0 == 0 {
+            return controller::delete_topics(self, names).await;
+        }
+        let n = names.len();
+        let (reply, rx) = oneshot::channel();
+        match self.send(0, Msg::DeleteTopics { names, reply }).await {
+            Ok(()) => rx.await.unwrap_or_else(|_| vec![Err(ErrorCode::NotController); n]),
+            Err(e) => vec![Err(e); n],
+        }
+    }
+
+    /// Installs a catalog snapshot: opens partitions newly homed here, closes and deletes
+    /// those of deleted topics. Older snapshots than the current one are ignored.
+    pub async fn apply_catalog(&self, catalog: Arc<Catalog>) {
+        if catalog.version < self.catalog.borrow().version {
+            return;
+        }
+        let mut wanted = Vec::new();
+        for t in catalog.topics.values() {
+            for (p, &home) in t.homes.iter().enumerate() {
+                let tp = Tp { topic: t.id, partition: p as i32 };
+                if home == self.id.0 && !self.logs.borrow().contains_key(&tp) {
+                    wanted.push((t.name.clone(), tp));
+                }
+            }
+        }
+        let gone: Vec<(Tp, Rc<Partition>)> = self
+            .logs
+            .borrow()
+            .iter()
+            .filter(|(tp, _)| catalog.topic_by_id(&tp.topic).is_none())
+            .map(|(tp, p)| (*tp, p.clone()))
+            .collect();
+        for (tp, p) in gone {
+            self.logs.borrow_mut().remove(&tp);
+            if let Err(e) = p.close().await {
+                tracing::warn!(topic = %p.topic, partition = p.index, "closing deleted partition: {e}");
+            }
+            if let Err(e) = p.delete_files() {
+                tracing::warn!(topic = %p.topic, partition = p.index, "deleting partition files: {e}");
+            }
+        }
+        for (name, tp) in wanted {
+            let topic = &catalog.topics[&name];
+            let dir = self.config.data_dir.join(Partition::dir_name(&name, tp.partition));
+            let cfg = crate::log::partition::topic_log_config(&self.log_config, &topic.configs);
+            match Partition::open(&name, tp.partition, dir, cfg).await {
+                Ok(p) => {
+                    self.logs.borrow_mut().insert(tp, p);
+                }
+                Err(e) => tracing::error!(topic = %name, partition = tp.partition, "cannot open partition: {e}"),
+            }
+        }
+        *self.catalog.borrow_mut() = catalog;
+    }
+
+    /// Serves messages from one peer shard until it goes away. Each message runs in its own
+    /// task so a slow append never holds up the next message.
+    pub async fn serve_peer(self: Rc<Self>, rx: ConnectedReceiver<Msg>) {
+        while let Some(msg) = rx.recv().await {
+            let me = self.clone();
+            glommio::spawn_local(async move { me.handle(msg).await }).detach();
+        }
+    }
+
+    async fn handle(self: Rc<Self>, msg: Msg) {
+        match msg {
+            Msg::Produce { tp, records, reply } => {
+                let r = match self.log(&tp).and_then(|p| p.append(&records)) {
+                    Ok(rx) => rx.await.unwrap_or(Err(ErrorCode::KafkaStorageError)),
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(r);
+            }
+            Msg::Fetch { tp, offset, max_bytes, reply } => {
+                let _ = reply.send(self.log(&tp).and_then(|p| p.read(offset, max_bytes, true)));
+            }
+            Msg::Watch { tp, offset, notify } => {
+                if let Ok(p) = self.log(&tp) {
+                    p.watch(offset, notify);
+                } // else: dropping `notify` wakes the waiter, which re-fetches and sees the error
+            }
+            Msg::Offsets { tp, reply } => {
+                let _ = reply.send(self.log(&tp).map(|p| p.offsets()));
+            }
+            Msg::OffsetForTime { tp, timestamp, reply } => {
+                let _ = reply.send(self.log(&tp).and_then(|p| local_offset_for_time(&p, timestamp)));
+            }
+            Msg::CreateTopics { topics, validate_only, reply } => {
+                let _ = reply.send(controller::create_topics(&self, topics, validate_only).await);
+            }
+            Msg::DeleteTopics { names, reply } => {
+                let _ = reply.send(controller::delete_topics(&self, names).await);
+            }
+            Msg::ApplyCatalog { catalog, reply } => {
+                self.apply_catalog(catalog).await;
+                let _ = reply.send(());
+            }
+        }
+    }
+
+    /// Sends a catalog snapshot to every shard (this one included) and waits until all
+    /// have applied it.
+    pub async fn broadcast_catalog(&self, catalog: Arc<Catalog>) {
+        let mut waits = Vec::new();
+        for shard in 0..self.count {
+            if shard == self.id.0 {
+                continue;
+            }
+            let (reply, rx) = oneshot::channel();
+            if self.send(shard, Msg::ApplyCatalog { catalog: catalog.clone(), reply }).await.is_ok() {
+                waits.push(rx);
+            }
+        }
+        self.apply_catalog(catalog).await;
+        for w in waits {
+            let _ = w.await;
+        }
+    }
+
+    /// Runs retention over this shard's partitions.
+    pub fn apply_retention(&self) {
+        let now = crate::log::partition::unix_now_ms();
+        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
+        for p in logs {
+            p.apply_retention(now);
+        }
+    }
+
+    /// For the `interval` flush policy: sync every partition written since its last sync.
+    pub async fn sync_dirty(&self) {
+        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
+        for p in logs {
+            if let Err(e) = p.sync_if_dirty().await {
+                tracing::error!(topic = %p.topic, partition = p.index, "periodic flush failed: {e}");
+            }
+        }
+    }
+
+    /// Clean shutdown of every local partition.
+    pub async fn close_all(&self) {
+        let logs: Vec<_> = self.logs.borrow_mut().drain().map(|(_, p)| p).collect();
+        for p in logs {
+            if let Err(e) = p.close().await {
+                tracing::error!(topic = %p.topic, partition = p.index, "clean close failed: {e}");
+            }
+        }
+    }
+
+    pub fn controller_catalog(&self) -> Option<&RefCell<Catalog>> {
+        self.controller.as_ref()
+    }
+
+    pub fn local_partition_count(&self) -> usize {
+        self.logs.borrow().len()
+    }
+}
+
+fn local_offset_for_time(p: &Partition, timestamp: i64) -> Result<Option<(i64, i64)>, ErrorCode> {
+    if timestamp == -3 {
+        return Ok(p.max_timestamp_offset());
+    }
+    p.offset_for_time(timestamp)
+}

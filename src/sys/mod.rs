@@ -1,0 +1,126 @@
+//! The only module allowed `unsafe`: raw file descriptors, sendfile, memory maps and page-cache
+//! residency. Everything here is a thin, owning wrapper with the invariant stated beside each
+//! `unsafe` block, so the rest of the broker stays safe code.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+
+/// Puts a socket in non-blocking mode so `sendfile` returns EAGAIN instead of blocking the
+/// shard. glommio itself sends with MSG_DONTWAIT and polls through the ring, so its own I/O on
+/// the same socket is unaffected.
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    // SAFETY: the caller passes the fd of a socket it owns for the duration of this call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let flags = fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL).map_err(io::Error::from)?;
+    let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
+    fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(flags)).map_err(io::Error::from)?;
+    Ok(())
+}
+
+/// One `sendfile` call: copies up to `count` bytes of `file` from `offset` to the socket
+/// inside the kernel. Returns bytes sent; `WouldBlock` when the socket buffer is full.
+pub fn sendfile(socket: RawFd, file: &File, offset: u64, count: usize) -> io::Result<usize> {
+    // SAFETY: `socket` is an open socket owned by the calling connection for this call.
+    let out = unsafe { BorrowedFd::borrow_raw(socket) };
+    let mut off = offset as i64;
+    loop {
+        match nix::sys::sendfile::sendfile64(out, file.as_fd(), Some(&mut off), count) {
+            Ok(n) => return Ok(n),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+}
+
+/// Whether every page of `file[offset..offset+len]` is in the page cache, by `cachestat(2)`
+/// (Linux 6.5+). On older kernels this answers `true`: the caller then sends on the reactor,
+/// as a broker without the check would.
+pub fn resident(file: &File, offset: u64, len: u64) -> bool {
+    if len == 0 {
+        return true;
+    }
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    const SYS_CACHESTAT: libc::c_long = 451;
+    let page = 4096u64;
+    let first = offset / page * page;
+    let range = Range { off: first, len: offset + len - first };
+    let mut stat = Stat::default();
+    // SAFETY: cachestat reads `range` and writes `stat`, both live, correctly laid out
+    // (`struct cachestat_range` / `struct cachestat` of the kernel ABI) for the call.
+    let rc =
+        unsafe { libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range as *const Range, &mut stat as *mut Stat, 0) };
+    if rc != 0 {
+        return true;
+    }
+    let pages = range.len.div_ceil(page);
+    stat.nr_cache >= pages
+}
+
+/// A file mapped read-write into memory, for the sparse offset and time indexes. The map is
+/// private to the partition's home shard; the file behind it is never truncated while mapped
+/// (see `log::index`).
+pub struct MappedFile {
+    map: memmap2::MmapMut,
+}
+
+impl MappedFile {
+    /// Maps the first `len` bytes of `file` (which must already be at least that long).
+    pub fn map(file: &File, len: usize) -> io::Result<MappedFile> {
+        if len == 0 {
+            return Ok(MappedFile { map: memmap2::MmapMut::map_anon(0)? });
+        }
+        // SAFETY: the index file is owned by one shard, which never truncates it below `len`
+        // while this map lives; no other process is expected to modify the data directory.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(file)? };
+        Ok(MappedFile { map })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
+    /// Writes dirty pages back (msync), for a clean shutdown or a segment roll.
+    pub fn flush(&self) -> io::Result<()> {
+        self.map.flush()
+    }
+}
+
+/// The CPUs this process may run on (sched_getaffinity, which reflects the cgroup cpuset).
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).map_err(io::Error::from)?;
+    Ok((0..nix::sched::CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect())
+}
+
+/// RLIMIT_MEMLOCK soft limit in bytes (None when unlimited), for io_uring startup advice.
+pub fn memlock_limit() -> Option<u64> {
+    use nix::sys::resource::{getrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_MEMLOCK) {
+        Ok((soft, _)) if soft != nix::sys::resource::RLIM_INFINITY => Some(soft),
+        _ => None,
+    }
+}
+
+/// Shuts a socket down in both directions, waking any task blocked reading it.
+pub fn shutdown(fd: RawFd) -> io::Result<()> {
+    nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both).map_err(io::Error::from)
+}

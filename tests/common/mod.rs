@@ -1,0 +1,112 @@
+//! Shared helpers for integration tests: run the real `ringbroker` binary on 127.0.0.1 with
+//! a temporary data directory, and find the port it bound.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The line the broker prints on stdout once every shard accepts connections.
+const READY_PREFIX: &str = "ringbroker listening on ";
+
+pub struct Broker {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    pub data_dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Broker {
+    /// A broker on an ephemeral port with a fresh data directory and the default shards.
+    pub fn start() -> Broker {
+        Broker::start_args(&[])
+    }
+
+    /// A broker on an ephemeral port with a fresh data directory and extra flags.
+    pub fn start_args(args: &[&str]) -> Broker {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().to_path_buf();
+        let mut b = Broker::start_in(&dir, "127.0.0.1:0", args);
+        b._tmp = Some(tmp);
+        b
+    }
+
+    /// A broker on `listen` using `data_dir` (kept by the caller, so a restart sees the data).
+    pub fn start_in(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+            .arg("--listen")
+            .arg(listen)
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(args)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn ringbroker");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.strip_prefix(READY_PREFIX) {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(rest.trim().to_string());
+                    }
+                } else {
+                    println!("[broker stdout] {line}");
+                }
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(a) => a.parse().expect("broker printed a socket address"),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("ringbroker did not report it was listening within 60 s");
+            }
+        };
+        Broker { child: Some(child), addr, data_dir: data_dir.to_path_buf(), _tmp: None }
+    }
+
+    /// `host:port` for a client's bootstrap.servers.
+    pub fn bootstrap(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// SIGKILL: no shutdown path runs, as in a power cut of the process.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait for a clean exit; returns the exit status.
+    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        let mut c = self.child.take()?;
+        let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+        for _ in 0..300 {
+            if let Ok(Some(st)) = c.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = c.kill();
+        c.wait().ok()
+    }
+
+    /// Keeps the data directory alive past this broker (for restarts in the same dir).
+    pub fn take_tempdir(&mut self) -> Option<tempfile::TempDir> {
+        self._tmp.take()
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}

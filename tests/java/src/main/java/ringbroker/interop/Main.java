@@ -1,0 +1,98 @@
+package ringbroker.interop;
+
+import java.util.Arrays;
+
+/**
+ * Entry point of the Java interop harness: the Apache Kafka Java client against Ringbroker.
+ *
+ * <pre>
+ *   roundtrip     --bootstrap H:P --topic T [--partitions 3] [--records 10000] [--compression none|gzip|snappy|lz4|zstd]
+ *   crash-produce --bootstrap H:P --topic T --acked-file F
+ *   crash-verify  --bootstrap H:P --topic T --acked-file F
+ * </pre>
+ *
+ * Exit codes: 0 success, 1 a check failed (the message says which), 2 bad usage, 3 an unexpected
+ * error (exception) got in the way of checking.
+ */
+public final class Main {
+    static final int EXIT_OK = 0;
+    static final int EXIT_MISMATCH = 1;
+    static final int EXIT_USAGE = 2;
+    static final int EXIT_ERROR = 3;
+
+    private Main() {}
+
+    public static void main(String[] argv) {
+        // Quiet client logging unless the caller asked otherwise (-Dorg.slf4j.simpleLogger...).
+        // Must run before any Kafka class creates a logger.
+        setDefault("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        setDefault("org.slf4j.simpleLogger.logFile", "System.err");
+        setDefault("org.slf4j.simpleLogger.showDateTime", "true");
+        setDefault("org.slf4j.simpleLogger.dateTimeFormat", "HH:mm:ss.SSS");
+
+        if (argv.length == 0) {
+            usage("missing subcommand");
+            return;
+        }
+        String sub = argv[0];
+        String[] rest = Arrays.copyOfRange(argv, 1, argv.length);
+        int code;
+        try {
+            Args args = Args.parse(rest);
+            switch (sub) {
+                case "roundtrip":
+                    code = Roundtrip.run(args);
+                    break;
+                case "crash-produce":
+                    // The broker is killed under this producer on purpose: connection warnings
+                    // from the network client are expected noise then.
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient", "error");
+                    code = CrashProduce.run(args);
+                    break;
+                case "crash-verify":
+                    code = CrashVerify.run(args);
+                    break;
+                case "-h":
+                case "--help":
+                case "help":
+                    usage(null);
+                    return;
+                default:
+                    usage("unknown subcommand: " + sub);
+                    return;
+            }
+        } catch (Args.UsageException e) {
+            usage(e.getMessage());
+            return;
+        } catch (Throwable t) {
+            System.err.println("[" + sub + "] FAILED with an unexpected error: " + t);
+            t.printStackTrace(System.err);
+            code = EXIT_ERROR;
+        }
+        System.out.flush();
+        System.err.flush();
+        // Kafka client threads are closed by now, but exit explicitly so a stuck non-daemon
+        // thread can never keep the harness alive.
+        System.exit(code);
+    }
+
+    private static void setDefault(String key, String value) {
+        if (System.getProperty(key) == null) {
+            System.setProperty(key, value);
+        }
+    }
+
+    private static void usage(String error) {
+        if (error != null) {
+            System.err.println("error: " + error);
+        }
+        System.err.println(String.join("\n",
+                "usage: ringbroker.interop.Main <subcommand> [options]",
+                "  roundtrip     --bootstrap H:P --topic T [--partitions 3] [--records 10000]",
+                "                [--compression none|gzip|snappy|lz4|zstd] [--timeout-sec 60] [--seed 42]",
+                "  crash-produce --bootstrap H:P --topic T --acked-file F [--partitions 3]",
+                "                [--give-up-ms 10000] [--max-records 2000000] [--max-seconds 300] [--max-outstanding 2000]",
+                "  crash-verify  --bootstrap H:P --topic T --acked-file F [--timeout-sec 60]"));
+        System.exit(error == null ? EXIT_OK : EXIT_USAGE);
+    }
+}
