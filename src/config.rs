@@ -72,6 +72,9 @@ pub struct Config {
     pub default_partitions: u32,
     /// Requests one connection may have in flight before the broker stops reading it.
     pub max_in_flight_per_connection: usize,
+    /// Send fetched records file→socket with sendfile. `false` reads them into memory and
+    /// writes them, as a broker without zero-copy would (kept for measuring the difference).
+    pub zero_copy_fetch: bool,
 }
 
 impl Default for Config {
@@ -97,6 +100,7 @@ impl Default for Config {
             auto_create_topics: true,
             default_partitions: 1,
             max_in_flight_per_connection: 64,
+            zero_copy_fetch: true,
         }
     }
 }
@@ -159,6 +163,9 @@ pub struct Cli {
     /// This broker's node id [default: 0]
     #[arg(long, env = "RINGBROKER_NODE_ID")]
     pub node_id: Option<i32>,
+    /// Send fetched records with sendfile (false: read and write them, for comparison) [default: true]
+    #[arg(long, env = "RINGBROKER_ZERO_COPY_FETCH")]
+    pub zero_copy_fetch: Option<bool>,
 }
 
 /// A setting that cannot be used, named as in the config file.
@@ -204,7 +211,7 @@ impl Config {
         }
         set!(listen, data_dir, flush, flush_interval_ms, segment_bytes, segment_ms, retention_bytes);
         set!(retention_ms, retention_check_interval_ms, max_request_bytes, message_max_bytes);
-        set!(auto_create_topics, default_partitions, node_id);
+        set!(auto_create_topics, default_partitions, node_id, zero_copy_fetch);
         set_opt!(advertise, cpus, numa_node);
     }
 

@@ -239,7 +239,11 @@ async fn shard_main(
 
     let listener =
         glommio::net::TcpListener::bind(addr).map_err(|e| format!("shard {} cannot bind {addr}: {e}", id.0))?;
-    let limits = Limits { max_frame: cfg.max_request_bytes, max_in_flight: cfg.max_in_flight_per_connection };
+    let limits = Limits {
+        max_frame: cfg.max_request_bytes,
+        max_in_flight: cfg.max_in_flight_per_connection,
+        zero_copy: cfg.zero_copy_fetch,
+    };
     let _ = ready.send(Ok(()));
     let acceptor = {
         let shard = shard.clone();

@@ -30,16 +30,34 @@ pub struct MappedEntries<const W: usize> {
 
 impl<const W: usize> MappedEntries<W> {
     /// Opens (creating if needed) with room for `capacity` entries. With `trust_contents`, the
-    /// entries already in the file are kept (a clean shutdown trimmed it to them); otherwise
-    /// the index starts empty and is rebuilt by the caller.
-    pub fn open(path: &Path, capacity: usize, trust_contents: bool) -> io::Result<Self> {
+    /// entries already in the file are kept — as far as each key (`key`) grows over the one
+    /// before it, which drops the zero tail of a file that was pre-sized and never trimmed —
+    /// and the capacity is at least what was kept (sealed segments reopen with capacity 0:
+    /// they take no new entries). Otherwise the index starts empty and is rebuilt by the caller.
+    fn open(path: &Path, capacity: usize, trust_contents: bool, key: fn(&[u8]) -> i64) -> io::Result<Self> {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
-        let existing = file.metadata()?.len() as usize / W;
-        let entries = if trust_contents { existing.min(capacity) } else { 0 };
+        let mut entries = 0;
+        if trust_contents {
+            let bytes = std::fs::read(path)?;
+            let mut prev = None;
+            for e in bytes.chunks_exact(W) {
+                let k = key(e);
+                if prev.is_some_and(|p| k <= p) {
+                    break;
+                }
+                prev = Some(k);
+                entries += 1;
+            }
+        }
+        let capacity = capacity.max(entries);
+        let old_len = file.metadata()?.len() as usize;
         file.set_len((capacity * W) as u64)?;
         let mut map = MappedFile::map(&file, capacity * W)?;
-        if !trust_contents {
-            map.bytes_mut().fill(0);
+        // Clear stale entries; growth past the old length reads as zero already (and stays
+        // unallocated until used, so an idle partition's index costs no memory).
+        let stale_end = old_len.min(capacity * W);
+        if stale_end > entries * W {
+            map.bytes_mut()[entries * W..stale_end].fill(0);
         }
         Ok(MappedEntries { file, map, entries, capacity })
     }
@@ -103,7 +121,7 @@ pub struct OffsetIndex(MappedEntries<8>);
 
 impl OffsetIndex {
     pub fn open(path: &Path, capacity: usize, trust: bool) -> io::Result<Self> {
-        MappedEntries::open(path, capacity, trust).map(OffsetIndex)
+        MappedEntries::open(path, capacity, trust, |e| u32_at(e, 0) as i64).map(OffsetIndex)
     }
     /// Records that the batch with relative offset `rel` starts at `pos`; false when full.
     pub fn append(&mut self, rel: u32, pos: u32) -> bool {
@@ -139,7 +157,7 @@ pub struct TimeIndex(MappedEntries<12>);
 
 impl TimeIndex {
     pub fn open(path: &Path, capacity: usize, trust: bool) -> io::Result<Self> {
-        MappedEntries::open(path, capacity, trust).map(TimeIndex)
+        MappedEntries::open(path, capacity, trust, |e| i64::from_be_bytes(e[..8].try_into().expect("8"))).map(TimeIndex)
     }
     pub fn append(&mut self, max_ts: i64, rel: u32) -> bool {
         if self.last().is_some_and(|(ts, _)| ts >= max_ts) {
@@ -204,6 +222,10 @@ mod tests {
         let idx = OffsetIndex::open(&p, 100, true).unwrap();
         assert_eq!(idx.last(), Some((12, 400)));
         assert_eq!(idx.lookup(7), 200);
+        let sealed = OffsetIndex::open(&p, 0, true).unwrap();
+        assert_eq!(sealed.last(), Some((12, 400)), "a sealed index keeps its entries");
+        assert!(sealed.is_full());
+        drop(sealed);
         let idx = OffsetIndex::open(&p, 100, false).unwrap();
         assert_eq!(idx.last(), None, "an untrusted index starts empty");
     }

@@ -359,9 +359,17 @@ impl Partition {
 
     /// fdatasync the active segment and advance the high watermark over what it covered.
     pub async fn sync(&self) -> Result<(), BrokerError> {
-        let (writer, written, size) = {
+        // What this sync covers, captured before it starts: a roll may happen meanwhile.
+        let (writer, written, base, size, unsynced) = {
             let st = self.st.borrow();
-            (st.writer.clone(), st.written, st.segments.last().map_or(0, |s| s.size.get()))
+            let seg = st.segments.last();
+            (
+                st.writer.clone(),
+                st.written,
+                seg.map_or(0, |s| s.base_offset),
+                seg.map_or(0, |s| s.size.get()),
+                st.unsynced_bytes,
+            )
         };
         let Some(writer) = writer else { return Ok(()) };
         self.syncing.set(true);
@@ -372,11 +380,11 @@ impl Partition {
             let mut st = self.st.borrow_mut();
             if written > st.hwm {
                 st.hwm = written;
-                if let Some(seg) = st.segments.last() {
+                if let Some(seg) = st.segments.iter().rev().find(|s| s.base_offset == base) {
                     seg.committed.set(seg.committed.get().max(size));
                 }
             }
-            st.unsynced_bytes = 0;
+            st.unsynced_bytes = st.unsynced_bytes.saturating_sub(unsynced);
         }
         self.wake_waiters();
         Ok(())
@@ -638,4 +646,179 @@ pub fn topic_log_config(base: &LogConfig, configs: &std::collections::BTreeMap<S
         c.message_max_bytes = v.min(i32::MAX as i64) as u32;
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(flush: FlushPolicy, segment_bytes: u64) -> LogConfig {
+        LogConfig {
+            segment_bytes,
+            segment_ms: u64::MAX / 2,
+            retention_bytes: -1,
+            retention_ms: -1,
+            index_interval_bytes: 256,
+            flush,
+            flush_interval_bytes: u64::MAX,
+            message_max_bytes: 1 << 20,
+        }
+    }
+
+    fn run<F: std::future::Future<Output = ()> + 'static>(f: F) {
+        glommio::LocalExecutorBuilder::default().io_memory(512 * 1024).make().unwrap().run(f);
+    }
+
+    fn batch(i: usize) -> Bytes {
+        let v = format!("value-{i:05}-{}", "x".repeat(i % 50));
+        Bytes::from(batch::build(1_000 + i as i64, &[v.as_bytes(), b"second"]))
+    }
+
+    async fn append_n(p: &Partition, from: usize, n: usize) -> Vec<i64> {
+        let mut offsets = Vec::new();
+        for i in from..from + n {
+            let rx = p.append(&batch(i)).unwrap();
+            offsets.push(rx.await.unwrap().unwrap().base_offset);
+        }
+        offsets
+    }
+
+    /// Reads every batch back through `read`, checking offsets are dense from log start.
+    fn read_all(p: &Partition) -> Vec<BatchHeader> {
+        use std::os::unix::fs::FileExt;
+        let mut out = Vec::new();
+        let mut next = p.offsets().log_start;
+        while next < p.offsets().high_watermark {
+            let r = p.read(next, 1 << 20, true).unwrap();
+            let region = r.records.expect("records below the high watermark");
+            let mut buf = vec![0; region.len as usize];
+            region.file.read_exact_at(&mut buf, region.pos).unwrap();
+            let mut at = 0;
+            while at + batch::HEADER_LEN <= buf.len() {
+                let Some(Ok(size)) = batch::batch_size(&buf[at..]) else { break };
+                if at + size > buf.len() {
+                    break;
+                }
+                let h = batch::check_batch(&buf[at..at + size]).unwrap();
+                if h.last_offset() >= next {
+                    assert_eq!(h.base_offset, next, "offsets are dense");
+                    next = h.last_offset() + 1;
+                    out.push(h);
+                }
+                at += size;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn appends_roll_segments_and_read_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let p = Partition::open("t", 0, path.clone(), cfg(FlushPolicy::Always, 2048)).await.unwrap();
+            let offsets = append_n(&p, 0, 60).await;
+            assert_eq!(offsets, (0..60).map(|i| i * 2).collect::<Vec<i64>>());
+            assert!(p.segment_count() > 3, "small segments roll: {}", p.segment_count());
+            assert_eq!(p.offsets().high_watermark, 120);
+            assert_eq!(read_all(&p).len(), 60);
+            // a read in the middle of a batch starts at that batch
+            let r = p.read(7, 1, true).unwrap();
+            assert_eq!(r.first_batch_len as usize, batch(3).len());
+            assert_eq!(p.read(121, 1, true).unwrap_err(), ErrorCode::OffsetOutOfRange);
+            assert!(p.read(120, 1, true).unwrap().records.is_none());
+            // by time: batch i has timestamp 1000 + i
+            assert_eq!(p.offset_for_time(1_030).unwrap(), Some((60, 1_030)));
+            assert_eq!(p.offset_for_time(5_000).unwrap(), None);
+            p.close().await.unwrap();
+        });
+    }
+
+    #[test]
+    fn reopening_after_clean_or_unclean_stops_keeps_every_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let c = cfg(FlushPolicy::Always, 4096);
+            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            append_n(&p, 0, 40).await;
+            p.close().await.unwrap();
+            assert!(path.join(CLEAN_MARKER).exists());
+
+            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            assert!(!path.join(CLEAN_MARKER).exists(), "the marker is consumed at open");
+            assert_eq!(p.offsets().log_end, 80);
+            assert_eq!(read_all(&p).len(), 40);
+            append_n(&p, 40, 10).await;
+            drop(p); // no close: as after kill -9
+
+            let p = Partition::open("t", 0, path.clone(), c).await.unwrap();
+            assert_eq!(p.offsets().log_end, 100);
+            assert_eq!(read_all(&p).len(), 50);
+            assert_eq!(append_n(&p, 50, 1).await, vec![100], "offsets continue, never reused");
+        });
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_at_the_last_whole_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let c = cfg(FlushPolicy::Always, 1 << 20);
+            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            append_n(&p, 0, 10).await;
+            drop(p);
+            let log = path.join(segment::file_name(0, "log"));
+            let good_len = std::fs::metadata(&log).unwrap().len();
+            let torn = batch(99);
+            let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+            std::io::Write::write_all(&mut f, &torn[..torn.len() / 2]).unwrap();
+            drop(f);
+
+            let p = Partition::open("t", 0, path.clone(), c).await.unwrap();
+            assert_eq!(std::fs::metadata(&log).unwrap().len(), good_len, "torn bytes removed");
+            assert_eq!(p.offsets().log_end, 20);
+            assert_eq!(read_all(&p).len(), 10);
+            assert_eq!(append_n(&p, 10, 1).await, vec![20]);
+        });
+    }
+
+    #[test]
+    fn retention_by_bytes_deletes_whole_old_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let mut c = cfg(FlushPolicy::Os, 2048);
+            c.retention_bytes = 4096;
+            let p = Partition::open("t", 0, path.clone(), c).await.unwrap();
+            append_n(&p, 0, 100).await;
+            let before = p.segment_count();
+            let deleted = p.apply_retention(unix_now_ms());
+            assert!(deleted > 0 && p.segment_count() == before - deleted);
+            let start = p.offsets().log_start;
+            assert!(start > 0);
+            assert_eq!(p.read(start - 1, 100, true).unwrap_err(), ErrorCode::OffsetOutOfRange);
+            assert!(p.read(start, 100, true).unwrap().records.is_some());
+            let logs = std::fs::read_dir(&path)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "log"))
+                .count();
+            assert_eq!(logs, p.segment_count());
+        });
+    }
+
+    #[test]
+    fn bad_batches_are_refused_with_kafka_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let p = Partition::open("t", 0, path, cfg(FlushPolicy::Os, 1 << 20)).await.unwrap();
+            let mut b = batch(1).to_vec();
+            let last = b.len() - 1;
+            b[last] ^= 1;
+            assert_eq!(p.append(&Bytes::from(b)).unwrap_err(), ErrorCode::CorruptMessage);
+            assert_eq!(p.offsets().log_end, 0, "a refused batch takes no offsets");
+            assert_eq!(append_n(&p, 0, 1).await, vec![0]);
+        });
+    }
 }

@@ -21,7 +21,7 @@ use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpStream;
 use glommio::Task;
 
-use super::sendfile::send_region;
+use super::sendfile::{copy_region, send_region};
 use crate::protocol::frame::{self, Framing};
 use crate::protocol::response::{Chunk, Response};
 use crate::sys;
@@ -30,6 +30,8 @@ use crate::sys;
 pub struct Limits {
     pub max_frame: u32,
     pub max_in_flight: usize,
+    /// Send file regions with sendfile (otherwise read them and write the bytes).
+    pub zero_copy: bool,
 }
 
 /// Why a handler refused a request: logged, then the connection closes.
@@ -50,7 +52,7 @@ where
     let _ = stream.set_nodelay(true);
     let (reader, writer) = futures_lite::io::split(stream);
     let (tx, rx) = local_channel::new_bounded(limits.max_in_flight);
-    let writer = glommio::spawn_local(write_loop(writer, fd, peer, rx));
+    let writer = glommio::spawn_local(write_loop(writer, fd, peer, limits.zero_copy, rx));
     if let Err(reason) = read_loop(reader, limits, &dispatch, &tx).await {
         tracing::warn!(%peer, "closing connection: {reason}");
     }
@@ -103,11 +105,14 @@ async fn write_loop(
     mut writer: WriteHalf<TcpStream>,
     fd: RawFd,
     peer: SocketAddr,
+    zero_copy: bool,
     rx: LocalReceiver<Task<Result<Option<Response>, Refusal>>>,
 ) {
     while let Some(task) = rx.recv().await {
         let failure = match task.await {
-            Ok(Some(resp)) => write_response(&mut writer, fd, resp).await.err().map(|e| format!("write failed: {e}")),
+            Ok(Some(resp)) => {
+                write_response(&mut writer, fd, zero_copy, resp).await.err().map(|e| format!("write failed: {e}"))
+            }
             Ok(None) => None,
             Err(reason) => Some(reason),
         };
@@ -124,11 +129,12 @@ async fn write_loop(
     }
 }
 
-async fn write_response(w: &mut WriteHalf<TcpStream>, fd: RawFd, resp: Response) -> io::Result<()> {
+async fn write_response(w: &mut WriteHalf<TcpStream>, fd: RawFd, zero_copy: bool, resp: Response) -> io::Result<()> {
     for chunk in &resp.chunks {
         match chunk {
             Chunk::Bytes(b) => w.write_all(b).await?,
-            Chunk::File(region) => send_region(w, fd, region).await?,
+            Chunk::File(region) if zero_copy => send_region(w, fd, region).await?,
+            Chunk::File(region) => copy_region(w, region).await?,
         }
     }
     Ok(())

@@ -55,3 +55,18 @@ pub async fn send_region<W: AsyncWrite + Unpin>(w: &mut W, socket: RawFd, region
     }
     Ok(())
 }
+
+/// The copying path: read the region into memory, then write it. Used only when
+/// `zero_copy_fetch` is off, to measure what sendfile saves.
+pub async fn copy_region<W: AsyncWrite + Unpin>(w: &mut W, region: &FileRegion) -> io::Result<()> {
+    let mut buf = vec![0u8; CHUNK.min(region.len as usize)];
+    let end = region.pos + region.len as u64;
+    let mut pos = region.pos;
+    while pos < end {
+        let n = buf.len().min((end - pos) as usize);
+        region.file.read_exact_at(&mut buf[..n], pos)?;
+        w.write_all(&buf[..n]).await?;
+        pos += n as u64;
+    }
+    Ok(())
+}
