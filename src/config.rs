@@ -75,6 +75,19 @@ pub struct Config {
     /// Send fetched records file→socket with sendfile. `false` reads them into memory and
     /// writes them, as a broker without zero-copy would (kept for measuring the difference).
     pub zero_copy_fetch: bool,
+    /// `group.min.session.timeout.ms`
+    pub group_min_session_timeout_ms: u64,
+    /// `group.max.session.timeout.ms`
+    pub group_max_session_timeout_ms: u64,
+    /// `group.initial.rebalance.delay.ms`: how long the first rebalance of an empty group
+    /// waits for more members.
+    pub group_initial_rebalance_delay_ms: u64,
+    /// `group.max.size`
+    pub group_max_size: u32,
+    /// `offsets.retention.minutes`: committed offsets of an empty group are kept this long.
+    pub offsets_retention_minutes: u64,
+    /// `offsets.retention.check.interval.ms`
+    pub offsets_retention_check_interval_ms: u64,
 }
 
 impl Default for Config {
@@ -101,6 +114,12 @@ impl Default for Config {
             default_partitions: 1,
             max_in_flight_per_connection: 64,
             zero_copy_fetch: true,
+            group_min_session_timeout_ms: 6_000,
+            group_max_session_timeout_ms: 1_800_000,
+            group_initial_rebalance_delay_ms: 3_000,
+            group_max_size: i32::MAX as u32,
+            offsets_retention_minutes: 7 * 24 * 60,
+            offsets_retention_check_interval_ms: 600_000,
         }
     }
 }
@@ -166,6 +185,18 @@ pub struct Cli {
     /// Send fetched records with sendfile (false: read and write them, for comparison) [default: true]
     #[arg(long, env = "RINGBROKER_ZERO_COPY_FETCH")]
     pub zero_copy_fetch: Option<bool>,
+    /// How long the first rebalance of a new group waits for more members, ms [default: 3000]
+    #[arg(long, env = "RINGBROKER_GROUP_INITIAL_REBALANCE_DELAY_MS")]
+    pub group_initial_rebalance_delay_ms: Option<u64>,
+    /// Smallest session timeout a group member may ask for, ms [default: 6000]
+    #[arg(long, env = "RINGBROKER_GROUP_MIN_SESSION_TIMEOUT_MS")]
+    pub group_min_session_timeout_ms: Option<u64>,
+    /// Keep committed offsets of an empty group this long, minutes [default: 10080]
+    #[arg(long, env = "RINGBROKER_OFFSETS_RETENTION_MINUTES")]
+    pub offsets_retention_minutes: Option<u64>,
+    /// How often expired committed offsets are removed, ms [default: 600000]
+    #[arg(long, env = "RINGBROKER_OFFSETS_RETENTION_CHECK_INTERVAL_MS")]
+    pub offsets_retention_check_interval_ms: Option<u64>,
 }
 
 /// A setting that cannot be used, named as in the config file.
@@ -212,6 +243,8 @@ impl Config {
         set!(listen, data_dir, flush, flush_interval_ms, segment_bytes, segment_ms, retention_bytes);
         set!(retention_ms, retention_check_interval_ms, max_request_bytes, message_max_bytes);
         set!(auto_create_topics, default_partitions, node_id, zero_copy_fetch);
+        set!(group_initial_rebalance_delay_ms, group_min_session_timeout_ms);
+        set!(offsets_retention_minutes, offsets_retention_check_interval_ms);
         set_opt!(advertise, cpus, numa_node);
     }
 
@@ -255,6 +288,15 @@ impl Config {
         }
         if self.max_in_flight_per_connection == 0 {
             return Err(bad("max_in_flight_per_connection", "must be at least 1"));
+        }
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms {
+            return Err(bad("group_min_session_timeout_ms", "must not exceed group_max_session_timeout_ms"));
+        }
+        if self.offsets_retention_minutes == 0 || self.offsets_retention_check_interval_ms == 0 {
+            return Err(bad("offsets_retention_minutes", "retention and its check interval must be at least 1"));
+        }
+        if self.group_max_size == 0 {
+            return Err(bad("group_max_size", "must be at least 1"));
         }
         if self.node_id < 0 {
             return Err(bad("node_id", "must not be negative"));

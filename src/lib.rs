@@ -2,12 +2,13 @@
 //!
 //! Layering, top to bottom: `server` (startup, each shard's serve loop) joins `net`
 //! connections to `api` dispatch; `api` works through `shard` (routing to home shards,
-//! the mesh, the controller); below are `log`, `metadata`, then `protocol`, `config`
+//! the mesh, the controller); below are `log`, `group`, `metadata`, then `protocol`, `config`
 //! and `sys` (the only module with `unsafe`).
 
 pub mod api;
 pub mod config;
 pub mod error;
+pub mod group;
 pub mod log;
 pub mod metadata;
 pub mod net;

@@ -104,6 +104,29 @@ impl Catalog {
         &self.topics[name]
     }
 
+    /// Adds an internal topic with partition `i` homed on shard `i % shards`, so every shard
+    /// hosts its share (used for `__consumer_offsets`). No-op if it exists.
+    pub fn ensure_internal_topic(
+        &mut self,
+        name: &str,
+        partitions: u32,
+        shards: usize,
+        configs: BTreeMap<String, String>,
+    ) -> bool {
+        if self.topics.contains_key(name) {
+            return false;
+        }
+        let homes = (0..partitions as usize).map(|i| i % shards.max(1)).collect();
+        let mut id = Uuid::new_v4();
+        while self.by_id.contains_key(&id) || id.is_nil() {
+            id = Uuid::new_v4();
+        }
+        self.topics.insert(name.to_string(), TopicMeta { name: name.to_string(), id, homes, configs });
+        self.version += 1;
+        self.reindex();
+        true
+    }
+
     pub fn remove_topic(&mut self, name: &str) -> Option<TopicMeta> {
         let t = self.topics.remove(name)?;
         self.version += 1;

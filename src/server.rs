@@ -116,7 +116,14 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     let cpus = crate::config::resolve_cpus(&cfg, &allowed, Path::new("/sys"))?;
     let n = cpus.len();
     let _lock = lock_data_dir(&cfg.data_dir)?;
-    let catalog = Catalog::load_or_create(&cfg.data_dir, n)?;
+    let mut catalog = Catalog::load_or_create(&cfg.data_dir, n)?;
+    // Committed offsets live in an internal topic with one partition per shard (at first
+    // start), never deleted by retention (there is no compaction yet).
+    let internal = [("retention.ms", "-1"), ("retention.bytes", "-1"), ("cleanup.policy", "compact")];
+    let configs = internal.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    if catalog.ensure_internal_topic(crate::group::offsets::TOPIC, n as u32, n, configs) {
+        catalog.persist(&cfg.data_dir)?;
+    }
     let addr = reserve_port(cfg.listen_addr()?)?;
     let adv = advertised(&cfg, addr);
     let cfg = Arc::new(cfg);
@@ -234,6 +241,7 @@ async fn shard_main(
     }
     // Open (and if needed recover) the partitions homed here before taking connections.
     shard.apply_catalog(Arc::new(catalog)).await;
+    shard.replay_group_offsets();
     tracing::debug!(shard = id.0, partitions = shard.local_partition_count(), "partitions open");
     spawn_background(&shard);
 
@@ -255,7 +263,7 @@ async fn shard_main(
                         let shard = shard.clone();
                         glommio::spawn_local(connection::serve(stream, peer, limits, move |frame| {
                             let shard = shard.clone();
-                            async move { api::dispatch(&shard, frame).await.map_err(|f| f.to_string()) }
+                            async move { api::dispatch(&shard, frame, peer).await.map_err(|f| f.to_string()) }
                         }))
                         .detach();
                     }
@@ -290,6 +298,27 @@ fn spawn_background(shard: &Rc<Shard>) {
             loop {
                 glommio::timer::sleep(every).await;
                 s.apply_retention();
+            }
+        },
+        tq,
+    )
+    .expect("background queue exists")
+    .detach();
+    let s = shard.clone();
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(Duration::from_millis(100)).await;
+            s.tick_groups();
+        }
+    })
+    .detach();
+    let s = shard.clone();
+    let every = Duration::from_millis(s.config.offsets_retention_check_interval_ms.max(1));
+    glommio::spawn_local_into(
+        async move {
+            loop {
+                glommio::timer::sleep(every).await;
+                s.expire_group_offsets().await;
             }
         },
         tq,

@@ -32,6 +32,7 @@ fn topic_entry(shard: &Shard, t: &TopicMeta) -> MetadataResponseTopic {
     let mut rt = MetadataResponseTopic::default();
     rt.name = Some(TopicName(str_bytes(t.name.clone())));
     rt.topic_id = t.id;
+    rt.is_internal = t.name == crate::group::offsets::TOPIC;
     rt.topic_authorized_operations = AUTH_OPS_OMITTED;
     rt.partitions = (0..t.partitions())
         .map(|i| {

@@ -6,15 +6,26 @@
 
 pub mod api_versions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
+mod group_call;
+pub mod heartbeat;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
 
 use std::rc::Rc;
 
@@ -57,6 +68,16 @@ pub const APIS: &[ApiSpec] = &[
     describe_configs::SPEC,
     describe_cluster::SPEC,
     find_coordinator::SPEC,
+    join_group::SPEC,
+    sync_group::SPEC,
+    heartbeat::SPEC,
+    leave_group::SPEC,
+    offset_commit::SPEC,
+    offset_fetch::SPEC,
+    list_groups::SPEC,
+    describe_groups::SPEC,
+    delete_groups::SPEC,
+    offset_delete::SPEC,
 ];
 
 pub fn spec(key: ApiKey) -> Option<&'static ApiSpec> {
@@ -69,6 +90,8 @@ pub struct Request {
     pub version: i16,
     pub correlation_id: i32,
     pub client_id: Option<String>,
+    /// The client's address (DescribeGroups shows it as the member's host).
+    pub peer: std::net::SocketAddr,
     pub body: Bytes,
 }
 
@@ -107,7 +130,7 @@ impl Request {
 }
 
 /// Parses a request frame (without its size prefix) and runs its handler.
-pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
+pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAddr) -> Outcome {
     let pre = header::preamble(&frame).ok_or(Fault::NoHeader)?;
     let api = ApiKey::try_from(pre.api_key).map_err(|_| Fault::UnknownApi(pre.api_key))?;
     let Some(spec) = spec(api) else {
@@ -131,6 +154,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
         version: pre.api_version,
         correlation_id: pre.correlation_id,
         client_id: hdr.client_id.map(|c| c.to_string()),
+        peer,
         body,
     };
     match api {
@@ -145,6 +169,16 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
         ApiKey::DescribeConfigs => describe_configs::handle(shard, req),
         ApiKey::DescribeCluster => describe_cluster::handle(shard, req),
         ApiKey::FindCoordinator => find_coordinator::handle(shard, req),
+        ApiKey::JoinGroup => join_group::handle(shard, req).await,
+        ApiKey::SyncGroup => sync_group::handle(shard, req).await,
+        ApiKey::Heartbeat => heartbeat::handle(shard, req).await,
+        ApiKey::LeaveGroup => leave_group::handle(shard, req).await,
+        ApiKey::OffsetCommit => offset_commit::handle(shard, req).await,
+        ApiKey::OffsetFetch => offset_fetch::handle(shard, req).await,
+        ApiKey::ListGroups => list_groups::handle(shard, req).await,
+        ApiKey::DescribeGroups => describe_groups::handle(shard, req).await,
+        ApiKey::DeleteGroups => delete_groups::handle(shard, req).await,
+        ApiKey::OffsetDelete => offset_delete::handle(shard, req).await,
         _ => Err(Fault::UnknownApi(pre.api_key)),
     }
 }

@@ -29,6 +29,8 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             let pending = match (meta, p.records) {
                 _ if !acks_ok => Err(ErrorCode::InvalidRequiredAcks),
                 (None, _) => Err(unknown),
+                // Only the broker writes its internal topics (Kafka answers the same).
+                (Some(m), _) if m.name == crate::group::offsets::TOPIC => Err(ErrorCode::InvalidTopicException),
                 (Some(m), _) if p.index < 0 || p.index >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
                 (Some(_), None) => Err(ErrorCode::InvalidRecord),
                 (Some(m), Some(records)) => {

@@ -588,6 +588,24 @@ impl Partition {
         std::fs::remove_dir_all(&self.dir)
     }
 
+    /// Calls `f` with every committed batch, oldest first (replay of internal logs).
+    pub fn scan_batches(&self, mut f: impl FnMut(&[u8])) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let st = self.st.borrow();
+        let mut buf = Vec::new();
+        for seg in &st.segments {
+            let end = seg.committed.get();
+            let mut pos = 0;
+            while let Some(h) = seg.header_at(pos, end)? {
+                buf.resize(h.size, 0);
+                seg.file.read_exact_at(&mut buf, pos)?;
+                f(&buf);
+                pos += h.size as u64;
+            }
+        }
+        Ok(())
+    }
+
     pub fn segment_count(&self) -> usize {
         self.st.borrow().segments.len()
     }
@@ -603,8 +621,8 @@ fn first_record_at(file: &std::fs::File, h: &BatchHeader, seg: &Segment, ts: i64
     let (pos, _) = seg.find(h.base_offset).ok()??;
     let mut buf = vec![0u8; h.size];
     file.read_exact_at(&mut buf, pos).ok()?;
-    let found = batch::record_timestamps(&buf).find(|(_, t)| *t >= ts);
-    found.map(|(delta, t)| (h.base_offset + delta as i64, t))
+    let found = batch::records(&buf).find(|r| r.timestamp >= ts);
+    found.map(|r| (h.base_offset + r.offset_delta as i64, r.timestamp))
 }
 
 /// Writes the whole buffer at `pos`. glommio consumes the buffer, so a short write (which

@@ -202,18 +202,34 @@ pub fn patch(buf: &mut [u8], base_offset: i64, leader_epoch: i32) {
     buf[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
 }
 
-/// Builds a valid uncompressed batch of `count` records with the given values: for tests
-/// and for the load tool. Keys are absent, headers empty.
+/// A record's key and value, either of which may be null.
+pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// Builds a valid uncompressed batch of records with the given values (no keys, no
+/// headers): for tests and the load tool.
 pub fn build(base_timestamp: i64, values: &[&[u8]]) -> Vec<u8> {
+    let kvs: Vec<KeyValue> = values.iter().map(|v| (None, Some(*v))).collect();
+    build_keyed(base_timestamp, &kvs)
+}
+
+/// Builds a valid uncompressed batch of (key, value) records, all with `base_timestamp`,
+/// producer id -1 (not idempotent).
+pub fn build_keyed(base_timestamp: i64, kvs: &[KeyValue]) -> Vec<u8> {
     let mut records = Vec::new();
-    for (i, v) in values.iter().enumerate() {
+    for (i, (k, v)) in kvs.iter().enumerate() {
         let mut r = Vec::new();
         r.push(0u8); // attributes
         put_varint(&mut r, 0); // timestamp delta
         put_varint(&mut r, i as i64); // offset delta
-        put_varint(&mut r, -1); // key length: null
-        put_varint(&mut r, v.len() as i64);
-        r.extend_from_slice(v);
+        for field in [k, v] {
+            match field {
+                Some(b) => {
+                    put_varint(&mut r, b.len() as i64);
+                    r.extend_from_slice(b);
+                }
+                None => put_varint(&mut r, -1),
+            }
+        }
         put_varint(&mut r, 0); // headers
         put_varint(&mut records, r.len() as i64);
         records.extend_from_slice(&r);
@@ -223,23 +239,34 @@ pub fn build(base_timestamp: i64, values: &[&[u8]]) -> Vec<u8> {
     let len = (b.len() - LOG_OVERHEAD) as i32;
     b[8..12].copy_from_slice(&len.to_be_bytes());
     b[16] = 2;
-    b[23..27].copy_from_slice(&(values.len() as i32 - 1).to_be_bytes());
+    b[23..27].copy_from_slice(&(kvs.len() as i32 - 1).to_be_bytes());
     b[27..35].copy_from_slice(&base_timestamp.to_be_bytes());
     b[35..43].copy_from_slice(&base_timestamp.to_be_bytes());
     b[43..51].copy_from_slice(&(-1i64).to_be_bytes());
     b[51..53].copy_from_slice(&(-1i16).to_be_bytes());
     b[53..57].copy_from_slice(&(-1i32).to_be_bytes());
-    b[57..61].copy_from_slice(&(values.len() as i32).to_be_bytes());
+    b[57..61].copy_from_slice(&(kvs.len() as i32).to_be_bytes());
     let crc = crc32c::crc32c(&b[21..]);
     b[17..21].copy_from_slice(&crc.to_be_bytes());
     b
 }
 
-/// (offset delta, timestamp) of each record of an uncompressed batch, stopping quietly at the
-/// first malformed record. Used to answer ListOffsets by timestamp to the exact record.
-pub fn record_timestamps(buf: &[u8]) -> impl Iterator<Item = (i32, i64)> + '_ {
+/// One record of an uncompressed batch, borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawRecord<'a> {
+    pub offset_delta: i32,
+    pub timestamp: i64,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+}
+
+/// The records of an uncompressed batch (headers skipped), stopping quietly at the first
+/// malformed one. Used for ListOffsets by timestamp and to replay the broker's own internal
+/// logs; client batches may be compressed and are never decoded.
+pub fn records(buf: &[u8]) -> impl Iterator<Item = RawRecord<'_>> + '_ {
     let base_ts = if buf.len() >= HEADER_LEN { be_i64(buf, 27) } else { 0 };
-    let mut pos = HEADER_LEN;
+    let compressed = buf.len() >= HEADER_LEN && be_i16(buf, 21) & 0x7 != 0;
+    let mut pos = if compressed { buf.len() } else { HEADER_LEN };
     std::iter::from_fn(move || {
         let (len, n) = get_varint(buf.get(pos..)?)?;
         let rec = buf.get(pos + n..pos + n + usize::try_from(len).ok()?)?;
@@ -247,9 +274,25 @@ pub fn record_timestamps(buf: &[u8]) -> impl Iterator<Item = (i32, i64)> + '_ {
         let mut r = rec.get(1..)?; // attributes
         let (ts_delta, n) = get_varint(r)?;
         r = &r[n..];
-        let (off_delta, _) = get_varint(r)?;
-        Some((off_delta as i32, base_ts + ts_delta))
+        let (off_delta, n) = get_varint(r)?;
+        r = &r[n..];
+        let key = bytes_field(&mut r)?;
+        let value = bytes_field(&mut r)?;
+        Some(RawRecord { offset_delta: off_delta as i32, timestamp: base_ts + ts_delta, key, value })
     })
+}
+
+/// A varint-length-prefixed byte field (-1 = null), advancing `r` past it.
+fn bytes_field<'a>(r: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
+    let (len, n) = get_varint(r)?;
+    *r = &r[n..];
+    if len < 0 {
+        return Some(None);
+    }
+    let len = usize::try_from(len).ok()?;
+    let (v, rest) = (r.get(..len)?, r.get(len..)?);
+    *r = rest;
+    Some(Some(v))
 }
 
 fn get_varint(b: &[u8]) -> Option<(i64, usize)> {
@@ -333,11 +376,18 @@ mod tests {
     }
 
     #[test]
-    fn record_timestamps_walk_an_uncompressed_batch() {
-        let b = sample();
-        let ts: Vec<_> = record_timestamps(&b).collect();
-        assert_eq!(ts, vec![(0, 1_700_000_000_000), (1, 1_700_000_000_000), (2, 1_700_000_000_000)]);
-        assert_eq!(record_timestamps(&b[..HEADER_LEN + 2]).count(), 0);
+    fn records_walk_an_uncompressed_batch() {
+        let b = build_keyed(7, &[(Some(b"k"), Some(b"v1")), (None, None), (Some(b""), Some(b"v3"))]);
+        check_batch(&b).unwrap();
+        let r: Vec<_> = records(&b).collect();
+        assert_eq!(r.len(), 3);
+        assert_eq!(
+            (r[0].offset_delta, r[0].timestamp, r[0].key, r[0].value),
+            (0, 7, Some(&b"k"[..]), Some(&b"v1"[..]))
+        );
+        assert_eq!((r[1].key, r[1].value), (None, None));
+        assert_eq!((r[2].offset_delta, r[2].key, r[2].value), (2, Some(&b""[..]), Some(&b"v3"[..])));
+        assert_eq!(records(&b[..HEADER_LEN + 2]).count(), 0, "a cut batch yields what is whole");
     }
 
     #[test]

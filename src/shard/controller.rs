@@ -109,6 +109,10 @@ pub async fn delete_topics(shard: &Rc<Shard>, names: Vec<String>) -> Vec<Result<
     {
         let mut cat = master.borrow_mut();
         for n in &names {
+            if n == crate::group::offsets::TOPIC {
+                results.push(Err(ErrorCode::InvalidTopicException));
+                continue;
+            }
             match cat.remove_topic(n) {
                 Some(t) => {
                     changed = true;

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 use uuid::Uuid;
 
+use crate::group::{GroupListing, GroupOp};
 use crate::log::{Appended, Offsets, ReadOut};
 use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
@@ -74,5 +75,15 @@ pub enum Msg {
     ApplyCatalog {
         catalog: Arc<Catalog>,
         reply: oneshot::Sender<()>,
+    },
+    /// To a group's home shard.
+    Group {
+        group: String,
+        op: GroupOp,
+    },
+    /// To every shard: the groups it coordinates, filtered by state (empty: all).
+    ListGroups {
+        states: Vec<String>,
+        reply: oneshot::Sender<Vec<GroupListing>>,
     },
 }

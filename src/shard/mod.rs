@@ -16,6 +16,8 @@ use futures_channel::oneshot;
 use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender};
 
 use crate::config::Config;
+use crate::group::coordinator::Coordinator;
+use crate::group::{offsets, GroupLimits, GroupListing, GroupOp};
 use crate::log::{Appended, LogConfig, Offsets, Partition, ReadOut};
 use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
@@ -44,6 +46,8 @@ pub struct Shard {
     peers: Vec<Option<ConnectedSender<Msg>>>,
     /// The writable catalog, on the controller shard only.
     controller: Option<RefCell<Catalog>>,
+    /// The consumer groups homed on this shard.
+    pub groups: Coordinator,
 }
 
 /// What went wrong sending to another shard: it has stopped.
@@ -61,7 +65,15 @@ impl Shard {
     ) -> Rc<Shard> {
         let count = peers.len();
         let controller = (id.0 == 0).then(|| RefCell::new(catalog.clone()));
+        let limits = GroupLimits {
+            min_session_ms: config.group_min_session_timeout_ms,
+            max_session_ms: config.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            max_size: config.group_max_size as usize,
+        };
+        let retention_ms = (config.offsets_retention_minutes * 60_000).min(i64::MAX as u64) as i64;
         Rc::new(Shard {
+            groups: Coordinator::new(limits, retention_ms),
             id,
             count,
             log_config: LogConfig::from_config(&config),
@@ -262,6 +274,80 @@ impl Shard {
                 self.apply_catalog(catalog).await;
                 let _ = reply.send(());
             }
+            Msg::Group { group, op } => self.run_group_op(group, op).await,
+            Msg::ListGroups { states, reply } => {
+                let _ = reply.send(self.groups.list(&states));
+            }
+        }
+    }
+
+    /// The `__consumer_offsets` partition of a group and the shard that homes it.
+    fn group_home(&self, group: &str) -> Result<(usize, Tp), ErrorCode> {
+        let cat = self.catalog.borrow();
+        let t = cat.topic(offsets::TOPIC).ok_or(ErrorCode::CoordinatorNotAvailable)?;
+        let p = offsets::partition_for(group, t.homes.len() as u32);
+        Ok((t.homes[p as usize], Tp { topic: t.id, partition: p }))
+    }
+
+    /// Runs a group operation on the group's home shard. Replies travel in `op`; if the
+    /// home cannot be reached the reply channel is dropped, which callers turn into
+    /// COORDINATOR_NOT_AVAILABLE (clients retry).
+    pub async fn group_op(&self, group: String, op: GroupOp) {
+        let Ok((home, _)) = self.group_home(&group) else { return };
+        if home == self.id.0 {
+            self.run_group_op(group, op).await;
+        } else {
+            let _ = self.send(home, Msg::Group { group, op }).await;
+        }
+    }
+
+    async fn run_group_op(&self, group: String, op: GroupOp) {
+        let log = self.group_home(&group).ok().and_then(|(_, tp)| self.log(&tp).ok());
+        self.groups.handle(group, op, log).await;
+    }
+
+    /// ListGroups across every shard.
+    pub async fn list_groups(&self, states: Vec<String>) -> Vec<GroupListing> {
+        let mut out = self.groups.list(&states);
+        let mut waits = Vec::new();
+        for shard in (0..self.count).filter(|s| *s != self.id.0) {
+            let (reply, rx) = oneshot::channel();
+            if self.send(shard, Msg::ListGroups { states: states.clone(), reply }).await.is_ok() {
+                waits.push(rx);
+            }
+        }
+        for w in waits {
+            out.extend(w.await.unwrap_or_default());
+        }
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
+    }
+
+    /// Rebuilds the committed offsets of the groups homed here from the local
+    /// `__consumer_offsets` partitions (at start, after they are open).
+    pub fn replay_group_offsets(&self) {
+        let Some(topic) = self.catalog.borrow().topic(offsets::TOPIC).map(|t| t.id) else { return };
+        let logs: Vec<Rc<Partition>> =
+            self.logs.borrow().iter().filter(|(tp, _)| tp.topic == topic).map(|(_, p)| p.clone()).collect();
+        let mut records = Vec::new();
+        for p in logs {
+            if let Err(e) = p.scan_batches(|b| records.extend(offsets::from_batch(b))) {
+                tracing::error!(partition = p.index, "cannot replay {}: {e}", offsets::TOPIC);
+            }
+        }
+        self.groups.replay(records);
+    }
+
+    /// Session/rebalance timers of the groups homed here.
+    pub fn tick_groups(&self) {
+        self.groups.tick();
+    }
+
+    /// Removes committed offsets of empty groups past `offsets_retention_minutes`.
+    pub async fn expire_group_offsets(&self) {
+        for (group, records) in self.groups.expire_offsets() {
+            let log = self.group_home(&group).ok().and_then(|(_, tp)| self.log(&tp).ok());
+            self.groups.apply_expiry(&group, records, log).await;
         }
     }
 

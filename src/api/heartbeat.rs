@@ -1,0 +1,30 @@
+//! Heartbeat: keeps a member's session alive and tells it when to rejoin.
+
+use std::rc::Rc;
+
+use proto_kafka::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
+
+use super::group_call::{call, opt_str};
+use super::{ApiSpec, Outcome, Request};
+use crate::group::GroupOp;
+use crate::protocol::ErrorCode;
+use crate::shard::Shard;
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::Heartbeat, 0, 4);
+
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: HeartbeatRequest = req.decode()?;
+    let group = r.group_id.to_string();
+    let result = if group.is_empty() {
+        Err(ErrorCode::InvalidGroupId)
+    } else {
+        let (member_id, instance_id, generation) =
+            (r.member_id.to_string(), opt_str(&r.group_instance_id), r.generation_id);
+        call(shard, &group, |reply| GroupOp::Heartbeat { member_id, instance_id, generation, reply })
+            .await
+            .and_then(|r| r)
+    };
+    let mut resp = HeartbeatResponse::default();
+    resp.error_code = result.err().map_or(0, |e| e.code());
+    req.respond(&resp)
+}

@@ -1,0 +1,54 @@
+//! LeaveGroup: one member (v0–2) or a batch of members by id or instance id (v3+).
+
+use std::rc::Rc;
+
+use proto_kafka::messages::leave_group_response::MemberResponse;
+use proto_kafka::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse};
+
+use super::group_call::{call, opt_str};
+use super::{ApiSpec, Outcome, Request};
+use crate::group::GroupOp;
+use crate::protocol::ErrorCode;
+use crate::shard::Shard;
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::LeaveGroup, 0, 5);
+
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: LeaveGroupRequest = req.decode()?;
+    let group = r.group_id.to_string();
+    let members: Vec<(String, Option<String>)> = if req.version >= 3 {
+        r.members.iter().map(|m| (m.member_id.to_string(), opt_str(&m.group_instance_id))).collect()
+    } else {
+        vec![(r.member_id.to_string(), None)]
+    };
+    let result = if group.is_empty() {
+        Err(ErrorCode::InvalidGroupId)
+    } else {
+        let m = members.clone();
+        call(shard, &group, |reply| GroupOp::Leave { members: m, reply }).await.and_then(|r| r)
+    };
+    let mut resp = LeaveGroupResponse::default();
+    match result {
+        Ok(per) => {
+            if req.version < 3 {
+                resp.error_code = per.first().and_then(|r| r.err()).map_or(0, |e| e.code());
+            }
+            resp.members = members
+                .into_iter()
+                .zip(per)
+                .map(|((id, iid), r)| {
+                    let mut m = MemberResponse::default();
+                    m.member_id = super::str_bytes(id);
+                    m.group_instance_id = iid.map(super::str_bytes);
+                    m.error_code = r.err().map_or(0, |e| e.code());
+                    m
+                })
+                .collect();
+            if req.version < 3 {
+                resp.members.clear();
+            }
+        }
+        Err(e) => resp.error_code = e.code(),
+    }
+    req.respond(&resp)
+}

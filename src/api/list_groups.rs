@@ -1,0 +1,36 @@
+//! ListGroups: the groups of every shard, filtered by state (v4+) and type (v5+; all
+//! groups here are "classic").
+
+use std::rc::Rc;
+
+use proto_kafka::messages::list_groups_response::ListedGroup;
+use proto_kafka::messages::{ApiKey, GroupId, ListGroupsRequest, ListGroupsResponse};
+
+use super::{str_bytes, ApiSpec, Outcome, Request};
+use crate::shard::Shard;
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::ListGroups, 0, 5);
+
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: ListGroupsRequest = req.decode()?;
+    let mut resp = ListGroupsResponse::default();
+    let classic_wanted =
+        r.types_filter.is_empty() || r.types_filter.iter().any(|t| t.as_str().eq_ignore_ascii_case("classic"));
+    if classic_wanted {
+        let states = r.states_filter.iter().map(|s| s.to_string()).collect();
+        resp.groups = shard
+            .list_groups(states)
+            .await
+            .into_iter()
+            .map(|g| {
+                let mut l = ListedGroup::default();
+                l.group_id = GroupId(str_bytes(g.group_id));
+                l.protocol_type = str_bytes(g.protocol_type);
+                l.group_state = str_bytes(g.state);
+                l.group_type = str_bytes("classic");
+                l
+            })
+            .collect();
+    }
+    req.respond(&resp)
+}

@@ -1,0 +1,62 @@
+//! OffsetDelete: drops committed offsets of a group for partitions of topics the group no
+//! longer subscribes to (GROUP_SUBSCRIBED_TO_TOPIC otherwise).
+
+use std::rc::Rc;
+
+use proto_kafka::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
+use proto_kafka::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse};
+
+use super::group_call::call;
+use super::{ApiSpec, Outcome, Request};
+use crate::group::GroupOp;
+use crate::protocol::ErrorCode;
+use crate::shard::Shard;
+
+pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::OffsetDelete, 0, 0);
+
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+    let r: OffsetDeleteRequest = req.decode()?;
+    let group = r.group_id.to_string();
+    let catalog = shard.catalog();
+    let mut slots = Vec::new();
+    let mut asked = Vec::new();
+    for t in &r.topics {
+        let meta = catalog.topic(t.name.as_str());
+        for p in &t.partitions {
+            let known = meta.is_some_and(|m| p.partition_index >= 0 && p.partition_index < m.partitions());
+            if known {
+                asked.push((t.name.to_string(), p.partition_index));
+            }
+            slots.push((t.name.clone(), p.partition_index, known));
+        }
+    }
+    let mut resp = OffsetDeleteResponse::default();
+    let result = if group.is_empty() {
+        Err(ErrorCode::InvalidGroupId)
+    } else {
+        call(shard, &group, |reply| GroupOp::DeleteOffsets { partitions: asked, reply }).await.and_then(|r| r)
+    };
+    match result {
+        Err(e) => resp.error_code = e.code(),
+        Ok(per) => {
+            let mut per = per.into_iter();
+            for (name, partition, known) in slots {
+                let code = if known {
+                    per.next().and_then(|r| r.err()).map_or(0, |e| e.code())
+                } else {
+                    ErrorCode::UnknownTopicOrPartition.code()
+                };
+                if resp.topics.last().is_none_or(|t| t.name != name) {
+                    let mut t = OffsetDeleteResponseTopic::default();
+                    t.name = name.clone();
+                    resp.topics.push(t);
+                }
+                let mut p = OffsetDeleteResponsePartition::default();
+                p.partition_index = partition;
+                p.error_code = code;
+                resp.topics.last_mut().expect("pushed").partitions.push(p);
+            }
+        }
+    }
+    req.respond(&resp)
+}

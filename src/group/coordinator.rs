@@ -1,0 +1,382 @@
+//! The group coordinator of one shard: the groups homed here, their committed offsets, and
+//! the requests waiting on a rebalance. It feeds requests and the clock into the pure
+//! `state::Group` and delivers the effects; commits and deletions are appended to the
+//! shard's `__consumer_offsets` partition and applied once the flush policy has made them
+//! durable. At start the shard replays that partition to rebuild the committed offsets
+//! (groups come back `Empty`: their members rejoin, as after a Kafka coordinator move).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+
+use super::offsets::{self, OffsetStore, Record};
+use super::state::{Effect, Group, GroupLimits, State, Token};
+use super::{Committed, GroupDescription, GroupListing, GroupOp};
+use crate::log::Partition;
+use crate::protocol::ErrorCode;
+
+enum Waiter {
+    Join(oneshot::Sender<super::JoinResponse>),
+    Sync(oneshot::Sender<super::SyncResponse>),
+}
+
+pub struct Coordinator {
+    groups: RefCell<HashMap<String, Group>>,
+    offsets: RefCell<OffsetStore>,
+    waiting: RefCell<HashMap<Token, Waiter>>,
+    next_token: Cell<Token>,
+    started: Instant,
+    limits: GroupLimits,
+    retention_ms: i64,
+}
+
+fn wall_ms() -> i64 {
+    crate::log::partition::unix_now_ms()
+}
+
+impl Coordinator {
+    pub fn new(limits: GroupLimits, retention_ms: i64) -> Coordinator {
+        Coordinator {
+            groups: RefCell::new(HashMap::new()),
+            offsets: RefCell::new(OffsetStore::default()),
+            waiting: RefCell::new(HashMap::new()),
+            next_token: Cell::new(1),
+            started: Instant::now(),
+            limits,
+            retention_ms,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn token(&self) -> Token {
+        let t = self.next_token.get();
+        self.next_token.set(t + 1);
+        t
+    }
+
+    fn deliver(&self, fx: Vec<Effect>) {
+        let mut waiting = self.waiting.borrow_mut();
+        for e in fx {
+            match e {
+                Effect::Join(t, r) => {
+                    if let Some(Waiter::Join(tx)) = waiting.remove(&t) {
+                        let _ = tx.send(r);
+                    }
+                }
+                Effect::Sync(t, r) => {
+                    if let Some(Waiter::Sync(tx)) = waiting.remove(&t) {
+                        let _ = tx.send(r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rebuilds committed offsets from this shard's `__consumer_offsets` records.
+    pub fn replay(&self, records: impl IntoIterator<Item = Record>) {
+        let mut store = self.offsets.borrow_mut();
+        let mut n = 0usize;
+        for r in records {
+            store.apply(r);
+            n += 1;
+        }
+        let now = self.now();
+        let mut groups = self.groups.borrow_mut();
+        for g in store.groups() {
+            groups.entry(g.clone()).or_insert_with(|| Group::new(g, now, self.limits));
+        }
+        if n > 0 {
+            tracing::info!(records = n, groups = groups.len(), "replayed committed offsets");
+        }
+    }
+
+    /// Runs one group operation. `log` is this shard's `__consumer_offsets` partition for
+    /// the group.
+    pub async fn handle(&self, group: String, op: GroupOp, log: Option<Rc<Partition>>) {
+        let now = self.now();
+        match op {
+            GroupOp::Join { mut req, reply } => {
+                let token = self.token();
+                req.token = token;
+                self.waiting.borrow_mut().insert(token, Waiter::Join(reply));
+                let known = self.groups.borrow().contains_key(&group);
+                let fx = if !known && !req.member_id.is_empty() {
+                    vec![Effect::Join(
+                        token,
+                        super::JoinResponse {
+                            error: Some(ErrorCode::UnknownMemberId),
+                            generation: -1,
+                            member_id: req.member_id.clone(),
+                            ..Default::default()
+                        },
+                    )]
+                } else {
+                    let mut groups = self.groups.borrow_mut();
+                    let g = groups.entry(group.clone()).or_insert_with(|| Group::new(&group, now, self.limits));
+                    g.join(now, req)
+                };
+                self.deliver(fx);
+            }
+            GroupOp::Sync { mut req, reply } => {
+                let token = self.token();
+                req.token = token;
+                self.waiting.borrow_mut().insert(token, Waiter::Sync(reply));
+                let fx = match self.groups.borrow_mut().get_mut(&group) {
+                    Some(g) => g.sync(now, req),
+                    None => vec![Effect::Sync(
+                        token,
+                        super::SyncResponse { error: Some(ErrorCode::UnknownMemberId), ..Default::default() },
+                    )],
+                };
+                self.deliver(fx);
+            }
+            GroupOp::Heartbeat { member_id, instance_id, generation, reply } => {
+                let r = match self.groups.borrow_mut().get_mut(&group) {
+                    Some(g) => g.heartbeat(now, &member_id, instance_id.as_deref(), generation),
+                    None => Err(ErrorCode::UnknownMemberId),
+                };
+                let _ = reply.send(r);
+            }
+            GroupOp::Leave { members, reply } => {
+                let out = match self.groups.borrow_mut().get_mut(&group) {
+                    Some(g) => {
+                        let (results, fx) = g.leave(now, &members);
+                        Ok((results, fx))
+                    }
+                    None => Err(ErrorCode::UnknownMemberId),
+                };
+                let r = out.map(|(results, fx)| {
+                    self.deliver(fx);
+                    results
+                });
+                let _ = reply.send(r);
+            }
+            GroupOp::Commit { member_id, instance_id, generation, entries, reply } => {
+                let _ = reply
+                    .send(self.commit(now, &group, &member_id, instance_id.as_deref(), generation, entries, log).await);
+            }
+            GroupOp::FetchOffsets { topics, reply } => {
+                let store = self.offsets.borrow();
+                let out = match topics {
+                    Some(topics) => topics
+                        .into_iter()
+                        .flat_map(|(t, parts)| parts.into_iter().map(move |p| (t.clone(), p)))
+                        .map(|(t, p)| {
+                            let c = store.get(&group, &t, p).cloned();
+                            (t, p, c)
+                        })
+                        .collect(),
+                    None => store
+                        .group(&group)
+                        .map(|m| m.iter().map(|((t, p), c)| (t.clone(), *p, Some(c.clone()))).collect())
+                        .unwrap_or_default(),
+                };
+                let _ = reply.send(out);
+            }
+            GroupOp::Describe { reply } => {
+                let d = match self.groups.borrow().get(&group) {
+                    Some(g) => GroupDescription {
+                        found: true,
+                        state: g.state().name().to_string(),
+                        protocol_type: g.protocol_type().unwrap_or_default().to_string(),
+                        protocol: if g.state() == State::Stable {
+                            g.protocol().unwrap_or_default().to_string()
+                        } else {
+                            String::new()
+                        },
+                        members: g.members(),
+                    },
+                    None => {
+                        GroupDescription { found: false, state: State::Dead.name().to_string(), ..Default::default() }
+                    }
+                };
+                let _ = reply.send(d);
+            }
+            GroupOp::Delete { reply } => {
+                let _ = reply.send(self.delete_group(&group, log).await);
+            }
+            GroupOp::DeleteOffsets { partitions, reply } => {
+                let _ = reply.send(self.delete_offsets(&group, partitions, log).await);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn commit(
+        &self,
+        now: u64,
+        group: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+        entries: Vec<super::CommitEntry>,
+        log: Option<Rc<Partition>>,
+    ) -> Result<(), ErrorCode> {
+        {
+            let mut groups = self.groups.borrow_mut();
+            match groups.get_mut(group) {
+                Some(g) => g.validate_commit(now, member_id, instance_id, generation)?,
+                // A commit outside any group membership (standalone consumers, admin tools)
+                // creates the group, empty.
+                None if generation < 0 => {
+                    groups.insert(group.to_string(), Group::new(group, now, self.limits));
+                }
+                None => return Err(ErrorCode::IllegalGeneration),
+            }
+        }
+        let ts = wall_ms();
+        let records: Vec<Record> = entries
+            .into_iter()
+            .map(|e| Record::Commit {
+                group: group.to_string(),
+                topic: e.topic,
+                partition: e.partition,
+                value: Committed {
+                    offset: e.offset,
+                    leader_epoch: e.leader_epoch,
+                    metadata: e.metadata,
+                    commit_ts: ts,
+                },
+            })
+            .collect();
+        self.append(&records, log).await?;
+        let mut store = self.offsets.borrow_mut();
+        for r in records {
+            store.apply(r);
+        }
+        Ok(())
+    }
+
+    async fn append(&self, records: &[Record], log: Option<Rc<Partition>>) -> Result<(), ErrorCode> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let log = log.ok_or(ErrorCode::CoordinatorNotAvailable)?;
+        let batch = Bytes::from(offsets::to_batch(records, wall_ms()));
+        let rx = log.append(&batch).map_err(|e| {
+            tracing::error!("cannot append to {}: {e:?}", offsets::TOPIC);
+            ErrorCode::CoordinatorNotAvailable
+        })?;
+        match rx.await {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(ErrorCode::CoordinatorNotAvailable),
+        }
+    }
+
+    async fn delete_group(&self, group: &str, log: Option<Rc<Partition>>) -> Result<(), ErrorCode> {
+        let exists = self.groups.borrow().contains_key(group) || self.offsets.borrow().group(group).is_some();
+        if !exists {
+            return Err(ErrorCode::GroupIdNotFound);
+        }
+        if self.groups.borrow().get(group).is_some_and(|g| !g.is_empty()) {
+            return Err(ErrorCode::NonEmptyGroup);
+        }
+        self.append(&[Record::DeleteGroup { group: group.to_string() }], log).await?;
+        self.offsets.borrow_mut().apply(Record::DeleteGroup { group: group.to_string() });
+        if let Some(mut g) = self.groups.borrow_mut().remove(group) {
+            g.mark_dead();
+        }
+        Ok(())
+    }
+
+    async fn delete_offsets(
+        &self,
+        group: &str,
+        partitions: Vec<(String, i32)>,
+        log: Option<Rc<Partition>>,
+    ) -> Result<super::PerEntry, ErrorCode> {
+        let subscribed = {
+            let groups = self.groups.borrow();
+            let Some(g) = groups.get(group) else {
+                return Err(ErrorCode::GroupIdNotFound);
+            };
+            if !g.is_empty() && g.protocol_type() != Some("consumer") {
+                return Err(ErrorCode::NonEmptyGroup);
+            }
+            g.subscribed_topics().unwrap_or_default()
+        };
+        let mut results = Vec::with_capacity(partitions.len());
+        let mut records = Vec::new();
+        for (t, p) in partitions {
+            if subscribed.contains(&t) {
+                results.push(Err(ErrorCode::GroupSubscribedToTopic));
+            } else {
+                records.push(Record::DeleteOffset { group: group.to_string(), topic: t, partition: p });
+                results.push(Ok(()));
+            }
+        }
+        self.append(&records, log).await?;
+        let mut store = self.offsets.borrow_mut();
+        for r in records {
+            store.apply(r);
+        }
+        Ok(results)
+    }
+
+    /// Session and rebalance timers; call often (every ~100 ms).
+    pub fn tick(&self) {
+        let now = self.now();
+        let mut fx = Vec::new();
+        for g in self.groups.borrow_mut().values_mut() {
+            fx.extend(g.tick(now));
+        }
+        self.deliver(fx);
+    }
+
+    /// Offset retention for empty groups (Kafka's offsets.retention.minutes), and removal of
+    /// empty groups left with no offsets. Returns the tombstones to append.
+    pub fn expire_offsets(&self) -> Vec<(String, Vec<Record>)> {
+        let now = self.now();
+        let wall = wall_ms();
+        let store = self.offsets.borrow();
+        let mut out = Vec::new();
+        let mut groups = self.groups.borrow_mut();
+        groups.retain(|id, g| {
+            if g.state() != State::Empty {
+                return true;
+            }
+            let empty_since_wall = wall - (now.saturating_sub(g.empty_since)) as i64;
+            let expired = store.expired(id, wall, empty_since_wall, self.retention_ms);
+            let remaining = store.group(id).map_or(0, |m| m.len()) - expired.len();
+            if !expired.is_empty() {
+                let recs = expired
+                    .into_iter()
+                    .map(|(topic, partition)| Record::DeleteOffset { group: id.clone(), topic, partition })
+                    .collect();
+                out.push((id.clone(), recs));
+            }
+            remaining > 0
+        });
+        out
+    }
+
+    pub async fn apply_expiry(&self, group: &str, records: Vec<Record>, log: Option<Rc<Partition>>) {
+        if self.append(&records, log).await.is_ok() {
+            let mut store = self.offsets.borrow_mut();
+            for r in records {
+                store.apply(r);
+            }
+            tracing::info!(group, "expired committed offsets of an empty group");
+        }
+    }
+
+    pub fn list(&self, states: &[String]) -> Vec<GroupListing> {
+        self.groups
+            .borrow()
+            .iter()
+            .filter(|(_, g)| states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(g.state().name())))
+            .map(|(id, g)| GroupListing {
+                group_id: id.clone(),
+                protocol_type: g.protocol_type().unwrap_or_default().to_string(),
+                state: g.state().name().to_string(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,1020 @@
+//! The classic consumer-group protocol as a pure state machine: requests and the time go
+//! in, replies (effects) come out. No I/O, no clocks, no randomness: the driver
+//! (`coordinator.rs`) supplies `now` (monotonic milliseconds) and fresh member ids, and
+//! routes each effect to the request waiting for it (by token).
+//!
+//! States, as in Kafka: `Empty` → `PreparingRebalance` (members (re)join) →
+//! `CompletingRebalance` (join answered; waiting for the leader's SyncGroup with the
+//! assignment) → `Stable`; any membership change goes back to `PreparingRebalance`.
+//! `Dead` is a deleted group. The rebalance ends when every member has rejoined or the
+//! largest rebalance timeout passes (members that did not rejoin are removed); a group that
+//! was empty first waits `initial_rebalance_delay` (extended per joining member, within the
+//! rebalance timeout) so that a starting fleet of consumers lands in one generation.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+
+use crate::protocol::ErrorCode;
+
+/// Identifies a request waiting for a JoinGroup or SyncGroup answer.
+pub type Token = u64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+    Dead,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Empty => "Empty",
+            State::PreparingRebalance => "PreparingRebalance",
+            State::CompletingRebalance => "CompletingRebalance",
+            State::Stable => "Stable",
+            State::Dead => "Dead",
+        }
+    }
+}
+
+/// Broker-wide group settings (Kafka's names in the comments).
+#[derive(Debug, Clone, Copy)]
+pub struct GroupLimits {
+    /// group.min.session.timeout.ms
+    pub min_session_ms: u64,
+    /// group.max.session.timeout.ms
+    pub max_session_ms: u64,
+    /// group.initial.rebalance.delay.ms
+    pub initial_rebalance_delay_ms: u64,
+    /// group.max.size
+    pub max_size: usize,
+}
+
+impl Default for GroupLimits {
+    fn default() -> Self {
+        GroupLimits {
+            min_session_ms: 6_000,
+            max_session_ms: 1_800_000,
+            initial_rebalance_delay_ms: 3_000,
+            max_size: usize::MAX,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct JoinRequest {
+    pub token: Token,
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub session_timeout_ms: u64,
+    pub rebalance_timeout_ms: u64,
+    pub protocol_type: String,
+    /// (name, metadata) in the member's order of preference.
+    pub protocols: Vec<(String, Bytes)>,
+    /// v4+: a member without an id gets one and must join again with it (KIP-394).
+    pub require_known_member_id: bool,
+    /// An id to give this member if it needs one (the driver makes it unique).
+    pub fresh_member_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinedMember {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub metadata: Bytes,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct JoinResponse {
+    pub error: Option<ErrorCode>,
+    pub generation: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub leader: String,
+    pub member_id: String,
+    /// Every member with its metadata for the chosen protocol: for the leader only.
+    pub members: Vec<JoinedMember>,
+}
+
+impl JoinResponse {
+    fn error(e: ErrorCode, member_id: &str) -> JoinResponse {
+        JoinResponse { error: Some(e), generation: -1, member_id: member_id.to_string(), ..Default::default() }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SyncRequest {
+    pub token: Token,
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub generation: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignments: Vec<(String, Bytes)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SyncResponse {
+    pub error: Option<ErrorCode>,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignment: Bytes,
+}
+
+impl SyncResponse {
+    fn error(e: ErrorCode) -> SyncResponse {
+        SyncResponse { error: Some(e), ..Default::default() }
+    }
+}
+
+/// A reply the driver must deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Join(Token, JoinResponse),
+    Sync(Token, SyncResponse),
+}
+
+/// What DescribeGroups shows of a member.
+#[derive(Debug, Clone)]
+pub struct MemberView {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub metadata: Bytes,
+    pub assignment: Bytes,
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    instance_id: Option<String>,
+    client_id: String,
+    client_host: String,
+    session_timeout_ms: u64,
+    rebalance_timeout_ms: u64,
+    protocols: Vec<(String, Bytes)>,
+    assignment: Bytes,
+    heartbeat_deadline: u64,
+    join: Option<Token>,
+    sync: Option<Token>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub id: String,
+    state: State,
+    generation: i32,
+    protocol_type: Option<String>,
+    protocol: Option<String>,
+    leader: Option<String>,
+    members: BTreeMap<String, Member>,
+    /// Ids handed out with MEMBER_ID_REQUIRED, until they join or expire.
+    pending: BTreeMap<String, u64>,
+    /// group.instance.id → member id, for static members.
+    statics: HashMap<String, String>,
+    rebalance_deadline: u64,
+    /// While the first rebalance of an empty group waits for more members.
+    initial_until: Option<u64>,
+    /// When the group last became empty (offset retention counts from here).
+    pub empty_since: u64,
+    limits: GroupLimits,
+}
+
+impl Group {
+    pub fn new(id: &str, now: u64, limits: GroupLimits) -> Group {
+        Group {
+            id: id.to_string(),
+            state: State::Empty,
+            generation: 0,
+            protocol_type: None,
+            protocol: None,
+            leader: None,
+            members: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            statics: HashMap::new(),
+            rebalance_deadline: 0,
+            initial_until: None,
+            empty_since: now,
+            limits,
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+    pub fn generation(&self) -> i32 {
+        self.generation
+    }
+    pub fn protocol_type(&self) -> Option<&str> {
+        self.protocol_type.as_deref()
+    }
+    pub fn protocol(&self) -> Option<&str> {
+        self.protocol.as_deref()
+    }
+    pub fn leader(&self) -> Option<&str> {
+        self.leader.as_deref()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+    pub fn member_ids(&self) -> impl Iterator<Item = &str> {
+        self.members.keys().map(String::as_str)
+    }
+
+    pub fn members(&self) -> Vec<MemberView> {
+        self.members
+            .iter()
+            .map(|(id, m)| MemberView {
+                member_id: id.clone(),
+                instance_id: m.instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                metadata: self.protocol.as_ref().and_then(|p| metadata_for(m, p)).unwrap_or_default(),
+                assignment: m.assignment.clone(),
+            })
+            .collect()
+    }
+
+    /// Marks the group deleted: every later request sees COORDINATOR_NOT_AVAILABLE or
+    /// GROUP_ID_NOT_FOUND, as the driver decides.
+    pub fn mark_dead(&mut self) {
+        self.state = State::Dead;
+    }
+
+    fn fenced(&self, member_id: &str, instance_id: Option<&str>) -> bool {
+        instance_id.is_some_and(|iid| self.statics.get(iid).is_some_and(|m| m != member_id))
+    }
+
+    /// Why a request from this member is refused, if it is (the checks every API shares).
+    fn check_member(&self, member_id: &str, instance_id: Option<&str>) -> Result<(), ErrorCode> {
+        if self.state == State::Dead {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        if self.fenced(member_id, instance_id) {
+            return Err(ErrorCode::FencedInstanceId);
+        }
+        if !self.members.contains_key(member_id) {
+            return Err(ErrorCode::UnknownMemberId);
+        }
+        Ok(())
+    }
+
+    fn supports(&self, protocol_type: &str, protocols: &[(String, Bytes)], except: &str) -> bool {
+        if protocol_type.is_empty() || protocols.is_empty() {
+            return false;
+        }
+        let others: Vec<&Member> =
+            self.members.iter().filter(|(id, _)| id.as_str() != except).map(|(_, m)| m).collect();
+        if others.is_empty() {
+            return true;
+        }
+        if self.protocol_type.as_deref().is_some_and(|t| t != protocol_type) {
+            return false;
+        }
+        protocols.iter().any(|(name, _)| others.iter().all(|m| m.protocols.iter().any(|(n, _)| n == name)))
+    }
+
+    fn current_join(&self, member_id: &str) -> JoinResponse {
+        let leader = self.leader.clone().unwrap_or_default();
+        let members = if leader == member_id { self.joined_members() } else { Vec::new() };
+        JoinResponse {
+            error: None,
+            generation: self.generation,
+            protocol_type: self.protocol_type.clone(),
+            protocol_name: self.protocol.clone(),
+            leader,
+            member_id: member_id.to_string(),
+            members,
+        }
+    }
+
+    fn joined_members(&self) -> Vec<JoinedMember> {
+        let Some(p) = &self.protocol else { return Vec::new() };
+        self.members
+            .iter()
+            .map(|(id, m)| JoinedMember {
+                member_id: id.clone(),
+                instance_id: m.instance_id.clone(),
+                metadata: metadata_for(m, p).unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    pub fn join(&mut self, now: u64, req: JoinRequest) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let reply = |fx: &mut Vec<Effect>, e: ErrorCode| {
+            fx.push(Effect::Join(req.token, JoinResponse::error(e, &req.member_id)))
+        };
+        if self.state == State::Dead {
+            reply(&mut fx, ErrorCode::CoordinatorNotAvailable);
+            return fx;
+        }
+        if req.session_timeout_ms < self.limits.min_session_ms || req.session_timeout_ms > self.limits.max_session_ms {
+            reply(&mut fx, ErrorCode::InvalidSessionTimeout);
+            return fx;
+        }
+        if !self.supports(&req.protocol_type, &req.protocols, &req.member_id) {
+            reply(&mut fx, ErrorCode::InconsistentGroupProtocol);
+            return fx;
+        }
+        let iid = req.instance_id.clone();
+        if req.member_id.is_empty() {
+            if let Some(old) = iid.as_ref().and_then(|i| self.statics.get(i)).cloned() {
+                self.replace_static(now, &old, req, &mut fx);
+            } else if iid.is_none() && req.require_known_member_id {
+                if self.members.len() + self.pending.len() >= self.limits.max_size {
+                    reply(&mut fx, ErrorCode::GroupMaxSizeReached);
+                    return fx;
+                }
+                self.pending.insert(req.fresh_member_id.clone(), now + req.session_timeout_ms);
+                let mut r = JoinResponse::error(ErrorCode::MemberIdRequired, &req.fresh_member_id);
+                r.member_id = req.fresh_member_id.clone();
+                fx.push(Effect::Join(req.token, r));
+                return fx;
+            } else {
+                if self.members.len() + self.pending.len() >= self.limits.max_size {
+                    reply(&mut fx, ErrorCode::GroupMaxSizeReached);
+                    return fx;
+                }
+                let id = req.fresh_member_id.clone();
+                self.add_member(now, id, req, &mut fx);
+            }
+        } else if self.pending.remove(&req.member_id).is_some() {
+            let id = req.member_id.clone();
+            self.add_member(now, id, req, &mut fx);
+        } else if self.fenced(&req.member_id, iid.as_deref()) {
+            reply(&mut fx, ErrorCode::FencedInstanceId);
+            return fx;
+        } else if !self.members.contains_key(&req.member_id) {
+            reply(&mut fx, ErrorCode::UnknownMemberId);
+            return fx;
+        } else {
+            self.rejoin(now, req, &mut fx);
+        }
+        fx.extend(self.maybe_complete_join(now));
+        fx
+    }
+
+    fn member_from(now: u64, req: &JoinRequest) -> Member {
+        Member {
+            instance_id: req.instance_id.clone(),
+            client_id: req.client_id.clone(),
+            client_host: req.client_host.clone(),
+            session_timeout_ms: req.session_timeout_ms,
+            rebalance_timeout_ms: req.rebalance_timeout_ms,
+            protocols: req.protocols.clone(),
+            assignment: Bytes::new(),
+            heartbeat_deadline: now + req.session_timeout_ms,
+            join: Some(req.token),
+            sync: None,
+        }
+    }
+
+    fn add_member(&mut self, now: u64, id: String, req: JoinRequest, fx: &mut Vec<Effect>) {
+        if self.members.is_empty() {
+            self.protocol_type = Some(req.protocol_type.clone());
+        }
+        if let Some(iid) = &req.instance_id {
+            self.statics.insert(iid.clone(), id.clone());
+        }
+        let m = Group::member_from(now, &req);
+        self.members.insert(id, m);
+        if let Some(until) = self.initial_until.as_mut() {
+            // Each new member in the first rebalance buys the others more time to arrive.
+            *until = (now + self.limits.initial_rebalance_delay_ms).min(self.rebalance_deadline);
+        }
+        self.prepare_rebalance(now, fx);
+    }
+
+    fn rejoin(&mut self, now: u64, req: JoinRequest, fx: &mut Vec<Effect>) {
+        let id = req.member_id.clone();
+        let is_leader = self.leader.as_deref() == Some(id.as_str());
+        let m = self.members.get_mut(&id).expect("checked by caller");
+        let same = m.protocols == req.protocols;
+        m.heartbeat_deadline = now + req.session_timeout_ms;
+        match self.state {
+            State::CompletingRebalance | State::Stable if same && !(is_leader && self.state == State::Stable) => {
+                fx.push(Effect::Join(req.token, self.current_join(&id)));
+            }
+            _ => {
+                let m = self.members.get_mut(&id).expect("member");
+                m.protocols = req.protocols;
+                m.session_timeout_ms = req.session_timeout_ms;
+                m.rebalance_timeout_ms = req.rebalance_timeout_ms;
+                if let Some(old) = m.join.replace(req.token) {
+                    fx.push(Effect::Join(old, JoinResponse::error(ErrorCode::RebalanceInProgress, &id)));
+                }
+                self.prepare_rebalance(now, fx);
+            }
+        }
+    }
+
+    /// A static member came back with a new process (empty member id): it takes over the old
+    /// member's place under a new id, and the old one is fenced.
+    fn replace_static(&mut self, now: u64, old: &str, req: JoinRequest, fx: &mut Vec<Effect>) {
+        let new_id = req.fresh_member_id.clone();
+        let mut m = self.members.remove(old).expect("static member is a member");
+        if let Some(t) = m.join.take() {
+            fx.push(Effect::Join(t, JoinResponse::error(ErrorCode::FencedInstanceId, old)));
+        }
+        if let Some(t) = m.sync.take() {
+            fx.push(Effect::Sync(t, SyncResponse::error(ErrorCode::FencedInstanceId)));
+        }
+        let same = m.protocols == req.protocols;
+        m.protocols = req.protocols.clone();
+        m.client_id = req.client_id.clone();
+        m.client_host = req.client_host.clone();
+        m.session_timeout_ms = req.session_timeout_ms;
+        m.rebalance_timeout_ms = req.rebalance_timeout_ms;
+        m.heartbeat_deadline = now + req.session_timeout_ms;
+        let was_leader = self.leader.as_deref() == Some(old);
+        if was_leader {
+            self.leader = Some(new_id.clone());
+        }
+        self.statics.insert(req.instance_id.clone().expect("static"), new_id.clone());
+        if self.state == State::Stable && same && !was_leader {
+            // Same subscription: keep the assignment, no rebalance (KIP-345).
+            self.members.insert(new_id.clone(), m);
+            fx.push(Effect::Join(req.token, self.current_join(&new_id)));
+        } else {
+            m.join = Some(req.token);
+            self.members.insert(new_id, m);
+            self.prepare_rebalance(now, fx);
+        }
+    }
+
+    fn prepare_rebalance(&mut self, now: u64, fx: &mut Vec<Effect>) {
+        if self.state == State::PreparingRebalance {
+            return;
+        }
+        for m in self.members.values_mut() {
+            if let Some(t) = m.sync.take() {
+                fx.push(Effect::Sync(t, SyncResponse::error(ErrorCode::RebalanceInProgress)));
+            }
+        }
+        let longest = self.members.values().map(|m| m.rebalance_timeout_ms).max().unwrap_or(0);
+        self.rebalance_deadline = now + longest;
+        self.initial_until = (self.state == State::Empty && self.limits.initial_rebalance_delay_ms > 0)
+            .then(|| (now + self.limits.initial_rebalance_delay_ms).min(self.rebalance_deadline));
+        self.state = State::PreparingRebalance;
+    }
+
+    fn maybe_complete_join(&mut self, now: u64) -> Vec<Effect> {
+        if self.state != State::PreparingRebalance {
+            return Vec::new();
+        }
+        if self.initial_until.is_some_and(|t| now < t) {
+            return Vec::new();
+        }
+        let all_joined = self.pending.is_empty() && self.members.values().all(|m| m.join.is_some());
+        if all_joined || now >= self.rebalance_deadline {
+            return self.complete_join(now);
+        }
+        Vec::new()
+    }
+
+    fn complete_join(&mut self, now: u64) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let gone: Vec<String> =
+            self.members.iter().filter(|(_, m)| m.join.is_none()).map(|(id, _)| id.clone()).collect();
+        for id in gone {
+            self.remove_member(&id, &mut fx);
+        }
+        self.pending.clear();
+        self.initial_until = None;
+        self.generation += 1;
+        if self.members.is_empty() {
+            self.state = State::Empty;
+            self.protocol = None;
+            self.leader = None;
+            self.empty_since = now;
+            return fx;
+        }
+        self.state = State::CompletingRebalance;
+        self.protocol = self.select_protocol();
+        if !self.leader.as_ref().is_some_and(|l| self.members.contains_key(l)) {
+            self.leader = self.members.keys().next().cloned();
+        }
+        let ids: Vec<String> = self.members.keys().cloned().collect();
+        for id in ids {
+            let resp = self.current_join(&id);
+            let m = self.members.get_mut(&id).expect("member");
+            m.heartbeat_deadline = now + m.session_timeout_ms;
+            m.assignment = Bytes::new();
+            if let Some(t) = m.join.take() {
+                fx.push(Effect::Join(t, resp));
+            }
+        }
+        fx
+    }
+
+    /// The protocol every member supports that most members prefer (Kafka's vote).
+    fn select_protocol(&self) -> Option<String> {
+        let first = self.members.values().next()?;
+        let candidates: Vec<&String> = first
+            .protocols
+            .iter()
+            .map(|(n, _)| n)
+            .filter(|n| self.members.values().all(|m| m.protocols.iter().any(|(p, _)| p == *n)))
+            .collect();
+        let mut votes: BTreeMap<&String, usize> = BTreeMap::new();
+        for m in self.members.values() {
+            if let Some((n, _)) = m.protocols.iter().find(|(n, _)| candidates.contains(&n)) {
+                *votes.entry(n).or_default() += 1;
+            }
+        }
+        // Most votes; ties go to the first member's preference order.
+        candidates
+            .iter()
+            .max_by_key(|c| {
+                (votes.get(**c).copied().unwrap_or(0), std::cmp::Reverse(candidates.iter().position(|x| x == *c)))
+            })
+            .map(|c| (*c).clone())
+    }
+
+    fn remove_member(&mut self, id: &str, fx: &mut Vec<Effect>) {
+        if let Some(m) = self.members.remove(id) {
+            if let Some(t) = m.join {
+                fx.push(Effect::Join(t, JoinResponse::error(ErrorCode::UnknownMemberId, id)));
+            }
+            if let Some(t) = m.sync {
+                fx.push(Effect::Sync(t, SyncResponse::error(ErrorCode::UnknownMemberId)));
+            }
+            if let Some(iid) = m.instance_id {
+                if self.statics.get(&iid).is_some_and(|x| x == id) {
+                    self.statics.remove(&iid);
+                }
+            }
+        }
+    }
+
+    fn on_members_removed(&mut self, now: u64, fx: &mut Vec<Effect>) {
+        match self.state {
+            State::Stable | State::CompletingRebalance => self.prepare_rebalance(now, fx),
+            _ => {}
+        }
+        fx.extend(self.maybe_complete_join(now));
+    }
+
+    pub fn sync(&mut self, now: u64, req: SyncRequest) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let err = |e| vec![Effect::Sync(req.token, SyncResponse::error(e))];
+        if let Err(e) = self.check_member(&req.member_id, req.instance_id.as_deref()) {
+            return err(e);
+        }
+        if req.generation != self.generation {
+            return err(ErrorCode::IllegalGeneration);
+        }
+        if req.protocol_type.as_ref().is_some_and(|t| Some(t) != self.protocol_type.as_ref())
+            || req.protocol_name.as_ref().is_some_and(|p| Some(p) != self.protocol.as_ref())
+        {
+            return err(ErrorCode::InconsistentGroupProtocol);
+        }
+        let reply = |g: &Group, a: Bytes| SyncResponse {
+            error: None,
+            protocol_type: g.protocol_type.clone(),
+            protocol_name: g.protocol.clone(),
+            assignment: a,
+        };
+        match self.state {
+            State::PreparingRebalance => return err(ErrorCode::RebalanceInProgress),
+            State::Stable => {
+                let m = self.members.get_mut(&req.member_id).expect("checked");
+                m.heartbeat_deadline = now + m.session_timeout_ms;
+                let a = m.assignment.clone();
+                fx.push(Effect::Sync(req.token, reply(self, a)));
+            }
+            State::CompletingRebalance => {
+                let m = self.members.get_mut(&req.member_id).expect("checked");
+                m.heartbeat_deadline = now + m.session_timeout_ms;
+                if let Some(old) = m.sync.replace(req.token) {
+                    fx.push(Effect::Sync(old, SyncResponse::error(ErrorCode::RebalanceInProgress)));
+                }
+                if self.leader.as_deref() == Some(req.member_id.as_str()) {
+                    let given: HashMap<&str, &Bytes> = req.assignments.iter().map(|(id, a)| (id.as_str(), a)).collect();
+                    for (id, m) in self.members.iter_mut() {
+                        m.assignment = given.get(id.as_str()).map(|a| (*a).clone()).unwrap_or_default();
+                    }
+                    self.state = State::Stable;
+                    let waiting: Vec<(Token, Bytes)> = self
+                        .members
+                        .values_mut()
+                        .filter_map(|m| m.sync.take().map(|t| (t, m.assignment.clone())))
+                        .collect();
+                    for (t, a) in waiting {
+                        fx.push(Effect::Sync(t, reply(self, a)));
+                    }
+                }
+            }
+            State::Empty | State::Dead => return err(ErrorCode::UnknownMemberId),
+        }
+        fx
+    }
+
+    pub fn heartbeat(
+        &mut self,
+        now: u64,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), ErrorCode> {
+        self.check_member(member_id, instance_id)?;
+        if generation != self.generation {
+            return Err(ErrorCode::IllegalGeneration);
+        }
+        let m = self.members.get_mut(member_id).expect("checked");
+        m.heartbeat_deadline = now + m.session_timeout_ms;
+        match self.state {
+            State::PreparingRebalance => Err(ErrorCode::RebalanceInProgress),
+            State::CompletingRebalance | State::Stable => Ok(()),
+            State::Empty | State::Dead => Err(ErrorCode::UnknownMemberId),
+        }
+    }
+
+    /// LeaveGroup for each (member id, instance id); one result per entry.
+    pub fn leave(
+        &mut self,
+        now: u64,
+        leaving: &[(String, Option<String>)],
+    ) -> (Vec<Result<(), ErrorCode>>, Vec<Effect>) {
+        let mut fx = Vec::new();
+        let mut results = Vec::with_capacity(leaving.len());
+        let mut removed = false;
+        for (member_id, iid) in leaving {
+            if self.state == State::Dead {
+                results.push(Err(ErrorCode::CoordinatorNotAvailable));
+                continue;
+            }
+            let target = match iid {
+                Some(i) => match self.statics.get(i) {
+                    Some(m) if member_id.is_empty() || m == member_id => Some(m.clone()),
+                    Some(_) => {
+                        results.push(Err(ErrorCode::FencedInstanceId));
+                        continue;
+                    }
+                    None => None,
+                },
+                None => Some(member_id.clone()),
+            };
+            match target {
+                Some(id) if self.members.contains_key(&id) => {
+                    self.remove_member(&id, &mut fx);
+                    removed = true;
+                    results.push(Ok(()));
+                }
+                Some(id) if self.pending.remove(&id).is_some() => {
+                    removed = true;
+                    results.push(Ok(()));
+                }
+                _ => results.push(Err(ErrorCode::UnknownMemberId)),
+            }
+        }
+        if removed {
+            self.on_members_removed(now, &mut fx);
+        }
+        (results, fx)
+    }
+
+    /// Expires members whose session ran out (those waiting for a join or sync answer are
+    /// kept alive), pending ids nobody used, and ends a rebalance whose time is up.
+    pub fn tick(&mut self, now: u64) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        self.pending.retain(|_, deadline| *deadline > now);
+        let expired: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.join.is_none() && m.sync.is_none() && m.heartbeat_deadline <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            self.remove_member(id, &mut fx);
+        }
+        if !expired.is_empty() {
+            self.on_members_removed(now, &mut fx);
+        } else {
+            fx.extend(self.maybe_complete_join(now));
+        }
+        fx
+    }
+
+    /// Whether an OffsetCommit from this member may be applied (Kafka's rules for classic
+    /// groups: a commit outside any generation is only for an empty group).
+    pub fn validate_commit(
+        &mut self,
+        now: u64,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), ErrorCode> {
+        if self.state == State::Dead {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        if generation < 0 && self.state == State::Empty {
+            return Ok(());
+        }
+        self.check_member(member_id, instance_id)?;
+        if self.state == State::CompletingRebalance {
+            return Err(ErrorCode::RebalanceInProgress);
+        }
+        if generation != self.generation {
+            return Err(ErrorCode::IllegalGeneration);
+        }
+        let m = self.members.get_mut(member_id).expect("checked");
+        m.heartbeat_deadline = now + m.session_timeout_ms;
+        Ok(())
+    }
+
+    /// The topics the members subscribe to, for the "consumer" protocol (OffsetDelete may
+    /// not drop offsets of a topic the group still consumes).
+    pub fn subscribed_topics(&self) -> Option<Vec<String>> {
+        if self.protocol_type.as_deref() != Some("consumer") || self.members.is_empty() {
+            return None;
+        }
+        let p = self.protocol.as_ref()?;
+        let mut topics = Vec::new();
+        for m in self.members.values() {
+            topics.extend(consumer_subscription(&metadata_for(m, p)?)?);
+        }
+        topics.sort();
+        topics.dedup();
+        Some(topics)
+    }
+}
+
+fn metadata_for(m: &Member, protocol: &str) -> Option<Bytes> {
+    m.protocols.iter().find(|(n, _)| n == protocol).map(|(_, md)| md.clone())
+}
+
+/// Topics of a ConsumerProtocolSubscription (version i16, then an array of strings; the
+/// rest does not matter here).
+pub fn consumer_subscription(md: &[u8]) -> Option<Vec<String>> {
+    let n = i32::from_be_bytes(md.get(2..6)?.try_into().ok()?);
+    if n < 0 || n as usize > md.len() {
+        return None;
+    }
+    let mut at = 6;
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let len = i16::from_be_bytes(md.get(at..at + 2)?.try_into().ok()?);
+        if len < 0 {
+            return None;
+        }
+        at += 2;
+        out.push(String::from_utf8(md.get(at..at + len as usize)?.to_vec()).ok()?);
+        at += len as usize;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: GroupLimits =
+        GroupLimits { min_session_ms: 1_000, max_session_ms: 60_000, initial_rebalance_delay_ms: 0, max_size: 100 };
+
+    fn join(token: Token, member: &str, fresh: &str) -> JoinRequest {
+        JoinRequest {
+            token,
+            member_id: member.into(),
+            instance_id: None,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::from_static(b"md")), ("roundrobin".into(), Bytes::new())],
+            require_known_member_id: true,
+            fresh_member_id: fresh.into(),
+        }
+    }
+
+    fn sync(token: Token, member: &str, generation: i32, assignments: &[(&str, &'static [u8])]) -> SyncRequest {
+        SyncRequest {
+            token,
+            member_id: member.into(),
+            instance_id: None,
+            generation,
+            protocol_type: None,
+            protocol_name: None,
+            assignments: assignments.iter().map(|(m, a)| (m.to_string(), Bytes::from_static(a))).collect(),
+        }
+    }
+
+    fn join_reply(fx: &[Effect], token: Token) -> JoinResponse {
+        fx.iter()
+            .find_map(|e| match e {
+                Effect::Join(t, r) if *t == token => Some(r.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no join reply for token {token} in {fx:?}"))
+    }
+
+    fn sync_reply(fx: &[Effect], token: Token) -> SyncResponse {
+        fx.iter()
+            .find_map(|e| match e {
+                Effect::Sync(t, r) if *t == token => Some(r.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no sync reply for token {token} in {fx:?}"))
+    }
+
+    /// One member joins (two-step, KIP-394) and syncs: the group is Stable at generation 1.
+    fn stable_with_one() -> Group {
+        let mut g = Group::new("g", 0, LIMITS);
+        let fx = g.join(0, join(1, "", "m1"));
+        let r = join_reply(&fx, 1);
+        assert_eq!(r.error, Some(ErrorCode::MemberIdRequired));
+        assert_eq!(r.member_id, "m1");
+        let fx = g.join(1, join(2, "m1", "unused"));
+        let r = join_reply(&fx, 2);
+        assert_eq!((r.error, r.generation, r.leader.as_str()), (None, 1, "m1"));
+        assert_eq!(r.protocol_name.as_deref(), Some("range"));
+        assert_eq!(r.members.len(), 1, "the leader sees the members");
+        let fx = g.sync(2, sync(3, "m1", 1, &[("m1", b"A1")]));
+        assert_eq!(sync_reply(&fx, 3).assignment, Bytes::from_static(b"A1"));
+        assert_eq!(g.state(), State::Stable);
+        g
+    }
+
+    #[test]
+    fn a_member_joins_and_syncs_to_a_stable_group() {
+        stable_with_one();
+    }
+
+    #[test]
+    fn a_second_member_triggers_a_rebalance_that_everyone_rejoins() {
+        let mut g = stable_with_one();
+        let fx = g.join(10, join(4, "", "m2"));
+        assert_eq!(join_reply(&fx, 4).error, Some(ErrorCode::MemberIdRequired));
+        let fx = g.join(11, join(5, "m2", ""));
+        assert!(fx.is_empty(), "m2 waits for m1 to rejoin");
+        assert_eq!(g.state(), State::PreparingRebalance);
+        assert_eq!(g.heartbeat(12, "m1", None, 1), Err(ErrorCode::RebalanceInProgress));
+        let fx = g.join(13, join(6, "m1", ""));
+        let (r1, r2) = (join_reply(&fx, 6), join_reply(&fx, 5));
+        assert_eq!((r1.generation, r2.generation), (2, 2));
+        assert_eq!(r1.leader, "m1", "the leader stays");
+        assert_eq!((r1.members.len(), r2.members.len()), (2, 0));
+        // follower syncs first and waits for the leader
+        let fx = g.sync(14, sync(7, "m2", 2, &[]));
+        assert!(fx.is_empty());
+        let fx = g.sync(15, sync(8, "m1", 2, &[("m1", b"A"), ("m2", b"B")]));
+        assert_eq!(sync_reply(&fx, 7).assignment, Bytes::from_static(b"B"));
+        assert_eq!(sync_reply(&fx, 8).assignment, Bytes::from_static(b"A"));
+        assert_eq!(g.state(), State::Stable);
+        assert_eq!(g.heartbeat(16, "m2", None, 2), Ok(()));
+    }
+
+    #[test]
+    fn stale_generations_and_unknown_members_are_fenced() {
+        let mut g = stable_with_one();
+        assert_eq!(g.heartbeat(5, "m1", None, 0), Err(ErrorCode::IllegalGeneration));
+        assert_eq!(g.heartbeat(5, "nobody", None, 1), Err(ErrorCode::UnknownMemberId));
+        assert_eq!(sync_reply(&g.sync(5, sync(9, "m1", 7, &[])), 9).error, Some(ErrorCode::IllegalGeneration));
+        assert_eq!(g.validate_commit(5, "m1", None, 0), Err(ErrorCode::IllegalGeneration));
+        assert_eq!(g.validate_commit(5, "nobody", None, 1), Err(ErrorCode::UnknownMemberId));
+        assert_eq!(g.validate_commit(5, "", None, -1), Err(ErrorCode::UnknownMemberId), "group has members");
+        assert_eq!(g.validate_commit(5, "m1", None, 1), Ok(()));
+        assert_eq!(join_reply(&g.join(5, join(9, "ghost", "")), 9).error, Some(ErrorCode::UnknownMemberId));
+    }
+
+    #[test]
+    fn an_expired_session_removes_the_member_and_rebalances() {
+        let mut g = stable_with_one();
+        g.join(10, join(4, "", "m2"));
+        g.join(10, join(5, "m2", ""));
+        let fx = g.join(10, join(6, "m1", ""));
+        join_reply(&fx, 6);
+        g.sync(11, sync(7, "m1", 2, &[("m1", b"A"), ("m2", b"B")]));
+        g.sync(11, sync(8, "m2", 2, &[]));
+        assert_eq!(g.state(), State::Stable);
+        // m2 keeps heartbeating, m1 goes silent
+        for t in (1_000..=10_000).step_by(1_000) {
+            assert_eq!(g.heartbeat(t, "m2", None, 2), Ok(()));
+            assert!(g.tick(t).is_empty());
+        }
+        let fx = g.tick(10_012);
+        assert!(fx.is_empty());
+        assert_eq!(g.state(), State::PreparingRebalance, "m1's session ended");
+        assert_eq!(g.member_ids().collect::<Vec<_>>(), vec!["m2"]);
+        let fx = g.join(10_020, join(9, "m2", ""));
+        let r = join_reply(&fx, 9);
+        assert_eq!((r.generation, r.leader.as_str()), (3, "m2"), "a new leader is chosen");
+    }
+
+    #[test]
+    fn members_that_do_not_rejoin_are_dropped_at_the_rebalance_timeout() {
+        let mut g = stable_with_one();
+        g.join(100, join(4, "", "m2"));
+        g.join(100, join(5, "m2", ""));
+        // m1 heartbeats (told to rejoin) but never rejoins; only the rebalance timeout applies
+        for t in [9_000, 18_000, 27_000] {
+            assert_eq!(g.heartbeat(t, "m1", None, 1), Err(ErrorCode::RebalanceInProgress));
+            assert!(g.tick(t).is_empty(), "m1 still has time (rebalance timeout 30 s)");
+        }
+        let fx = g.tick(30_100);
+        let r = join_reply(&fx, 5);
+        assert_eq!((r.error, r.generation, r.leader.as_str()), (None, 2, "m2"));
+        assert_eq!(g.member_ids().collect::<Vec<_>>(), vec!["m2"]);
+    }
+
+    #[test]
+    fn leaving_rebalances_and_the_last_leave_empties_the_group() {
+        let mut g = stable_with_one();
+        let (res, _) = g.leave(5, &[("m1".into(), None), ("zzz".into(), None)]);
+        assert_eq!(res, vec![Ok(()), Err(ErrorCode::UnknownMemberId)]);
+        assert_eq!(g.state(), State::Empty);
+        assert_eq!(g.generation(), 2, "emptying completes a (memberless) generation");
+        assert_eq!(g.validate_commit(6, "", None, -1), Ok(()), "an empty group takes standalone commits");
+    }
+
+    #[test]
+    fn static_members_rejoin_without_a_rebalance_and_fence_the_old_instance() {
+        let mut g = Group::new("g", 0, LIMITS);
+        let mut a = join(1, "", "a1");
+        a.instance_id = Some("host-a".into());
+        let r = join_reply(&g.join(0, a.clone()), 1);
+        assert_eq!((r.error, r.member_id.as_str()), (None, "a1"), "static members need no second join");
+        let mut b = join(2, "", "b1");
+        b.instance_id = Some("host-b".into());
+        g.join(1, b.clone());
+        let fx = g.join(2, JoinRequest { token: 3, member_id: "a1".into(), ..a.clone() });
+        let gen = join_reply(&fx, 3).generation;
+        g.sync(3, sync(4, "a1", gen, &[("a1", b"A"), ("b1", b"B")]));
+        assert_eq!(g.state(), State::Stable);
+
+        // host-b restarts: new member id, same instance id, same protocols
+        let fx = g.join(4, JoinRequest { token: 5, fresh_member_id: "b2".into(), ..b.clone() });
+        let r = join_reply(&fx, 5);
+        assert_eq!((r.error, r.member_id.as_str(), r.generation), (None, "b2", gen));
+        assert_eq!(g.state(), State::Stable, "no rebalance");
+        let fx = g.sync(5, SyncRequest { instance_id: Some("host-b".into()), ..sync(6, "b2", gen, &[]) });
+        assert_eq!(sync_reply(&fx, 6).assignment, Bytes::from_static(b"B"), "keeps its assignment");
+        assert_eq!(g.heartbeat(6, "b1", Some("host-b"), gen), Err(ErrorCode::FencedInstanceId));
+        assert_eq!(g.validate_commit(6, "b1", Some("host-b"), gen), Err(ErrorCode::FencedInstanceId));
+        let (res, _) = g.leave(7, &[("b1".into(), Some("host-b".into()))]);
+        assert_eq!(res, vec![Err(ErrorCode::FencedInstanceId)]);
+    }
+
+    #[test]
+    fn incompatible_protocols_and_bad_timeouts_are_refused() {
+        let mut g = stable_with_one();
+        let mut other = join(9, "", "x");
+        other.protocols = vec![("sticky".into(), Bytes::new())];
+        other.require_known_member_id = false;
+        assert_eq!(join_reply(&g.join(1, other.clone()), 9).error, Some(ErrorCode::InconsistentGroupProtocol));
+        other.protocol_type = "connect".into();
+        other.protocols = vec![("range".into(), Bytes::new())];
+        assert_eq!(join_reply(&g.join(1, other), 9).error, Some(ErrorCode::InconsistentGroupProtocol));
+        let mut slow = join(10, "", "y");
+        slow.session_timeout_ms = 999_999;
+        assert_eq!(join_reply(&g.join(1, slow), 10).error, Some(ErrorCode::InvalidSessionTimeout));
+    }
+
+    #[test]
+    fn the_first_rebalance_waits_for_more_members() {
+        let limits = GroupLimits { initial_rebalance_delay_ms: 3_000, ..LIMITS };
+        let mut g = Group::new("g", 0, limits);
+        let mut a = join(1, "", "a");
+        a.require_known_member_id = false;
+        assert!(g.join(0, a.clone()).is_empty(), "waits for the initial delay");
+        let mut b = join(2, "", "b");
+        b.require_known_member_id = false;
+        assert!(g.join(2_000, b).is_empty(), "a new member extends the wait");
+        assert!(g.tick(3_500).is_empty());
+        let fx = g.tick(5_000);
+        assert_eq!(join_reply(&fx, 1).generation, 1);
+        assert_eq!(join_reply(&fx, 2).generation, 1, "both land in the first generation");
+    }
+
+    #[test]
+    fn a_rebalance_during_sync_tells_waiting_members_to_rejoin() {
+        let mut g = stable_with_one();
+        g.join(10, join(4, "", "m2"));
+        g.join(10, join(5, "m2", ""));
+        let fx = g.join(11, join(6, "m1", ""));
+        let gen = join_reply(&fx, 6).generation;
+        assert!(g.sync(12, sync(7, "m2", gen, &[])).is_empty());
+        assert_eq!(g.validate_commit(12, "m2", None, gen), Err(ErrorCode::RebalanceInProgress));
+        // a third member arrives before the leader syncs
+        let mut c = join(8, "", "m3");
+        c.require_known_member_id = false;
+        let fx = g.join(13, c);
+        assert_eq!(sync_reply(&fx, 7).error, Some(ErrorCode::RebalanceInProgress));
+    }
+
+    #[test]
+    fn consumer_subscriptions_are_read_from_member_metadata() {
+        // version 1, topics ["a", "bc"], then user data we ignore
+        let md = [0u8, 1, 0, 0, 0, 2, 0, 1, b'a', 0, 2, b'b', b'c', 0xff, 0xff, 0xff, 0xff];
+        assert_eq!(consumer_subscription(&md), Some(vec!["a".to_string(), "bc".to_string()]));
+        assert_eq!(consumer_subscription(&[0, 1, 0x7f, 0xff, 0xff, 0xff]), None, "hostile count");
+    }
+}
