@@ -88,6 +88,8 @@ pub struct Config {
     pub offsets_retention_minutes: u64,
     /// `offsets.retention.check.interval.ms`
     pub offsets_retention_check_interval_ms: u64,
+    /// `producer.id.expiration.ms`: idempotence state of a producer idle this long is dropped.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for Config {
@@ -120,6 +122,7 @@ impl Default for Config {
             group_max_size: i32::MAX as u32,
             offsets_retention_minutes: 7 * 24 * 60,
             offsets_retention_check_interval_ms: 600_000,
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod group;
 pub mod log;
 pub mod metadata;
 pub mod net;
+pub mod producer;
 pub mod protocol;
 pub mod server;
 pub mod shard;

@@ -360,8 +360,8 @@ fn produce(s: &Scenario, bootstrap: &str, topic: &str, expected: &[Rec]) -> Vec<
     // "broker" debug: to see which protocol features librdkafka enabled (checked below).
     let mut cfg = base_config_debug(bootstrap, "broker");
     cfg.set("acks", "all")
-        // Until idempotent producing (InitProducerId, sequence numbers) lands in the broker.
-        .set("enable.idempotence", "false")
+        // Idempotent, as most deployments run it: InitProducerId and sequence-numbered batches.
+        .set("enable.idempotence", "true")
         .set("compression.type", s.codec)
         .set("message.timeout.ms", "60000")
         .set("queue.buffering.max.messages", "100000");

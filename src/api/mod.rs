@@ -15,6 +15,7 @@ pub mod fetch;
 pub mod find_coordinator;
 mod group_call;
 pub mod heartbeat;
+pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
@@ -78,6 +79,7 @@ pub const APIS: &[ApiSpec] = &[
     describe_groups::SPEC,
     delete_groups::SPEC,
     offset_delete::SPEC,
+    init_producer_id::SPEC,
 ];
 
 pub fn spec(key: ApiKey) -> Option<&'static ApiSpec> {
@@ -179,6 +181,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAdd
         ApiKey::DescribeGroups => describe_groups::handle(shard, req).await,
         ApiKey::DeleteGroups => delete_groups::handle(shard, req).await,
         ApiKey::OffsetDelete => offset_delete::handle(shard, req).await,
+        ApiKey::InitProducerId => init_producer_id::handle(shard, req).await,
         _ => Err(Fault::UnknownApi(pre.api_key)),
     }
 }

@@ -4,5 +4,6 @@
 pub mod index;
 pub mod partition;
 pub mod segment;
+pub mod snapshot;
 
 pub use partition::{Appended, LogConfig, Offsets, Partition, ReadOut};

@@ -28,8 +28,10 @@ use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::io::BufferedFile;
 
 use super::segment::{self, Segment};
+use super::snapshot;
 use crate::config::FlushPolicy;
 use crate::error::BrokerError;
+use crate::producer::{ProducerState, Verdict};
 use crate::protocol::batch::{self, BatchHeader};
 use crate::protocol::response::FileRegion;
 use crate::protocol::ErrorCode;
@@ -45,6 +47,8 @@ pub struct LogConfig {
     pub flush: FlushPolicy,
     pub flush_interval_bytes: u64,
     pub message_max_bytes: u32,
+    /// `producer.id.expiration.ms`: idempotence state of an idle producer is dropped after.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl LogConfig {
@@ -58,6 +62,7 @@ impl LogConfig {
             flush: c.flush,
             flush_interval_bytes: c.flush_interval_bytes,
             message_max_bytes: c.message_max_bytes,
+            producer_id_expiration_ms: c.producer_id_expiration_ms,
         }
     }
 }
@@ -86,6 +91,9 @@ pub struct ReadOut {
     /// Size of the first batch in `records`, which a response must never cut.
     pub first_batch_len: u32,
 }
+
+/// Where a producer's append result goes.
+type AppendReply = oneshot::Sender<Result<Appended, ErrorCode>>;
 
 const CLEAN_MARKER: &str = ".clean-shutdown";
 
@@ -124,6 +132,9 @@ pub struct Partition {
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
     writer_done: RefCell<Option<oneshot::Receiver<()>>>,
     syncing: Cell<bool>,
+    producers: RefCell<ProducerState>,
+    /// Retried batches answered with their first offsets once those are committed.
+    duplicates: RefCell<Vec<(i64, Appended, AppendReply)>>,
 }
 
 fn now_ms() -> i64 {
@@ -209,6 +220,7 @@ impl Partition {
         }
         let _ = std::fs::remove_file(&marker);
         let next = segments.last().map_or(0, |s| s.next_offset.get());
+        let producers = snapshot::recover(&dir, &segments, next).map_err(|e| storage(&dir, e))?;
         let log_start = segments[0].base_offset;
         let active_path = segments.last().expect("one segment").path.clone();
         let writer = glommio::io::OpenOptions::new()
@@ -238,6 +250,8 @@ impl Partition {
             waiters: RefCell::new(Vec::new()),
             writer_done: RefCell::new(Some(done_rx)),
             syncing: Cell::new(false),
+            producers: RefCell::new(producers),
+            duplicates: RefCell::new(Vec::new()),
         });
         let writer = p.clone();
         glommio::spawn_local(async move {
@@ -264,15 +278,30 @@ impl Partition {
         if st.failed {
             return Err(ErrorCode::KafkaStorageError);
         }
+        let (tx, rx) = oneshot::channel();
+        match self.producers.borrow().check(&header)? {
+            Verdict::Append => {}
+            Verdict::Duplicate { first_offset, last_offset } => {
+                // A retry: answer with the first append's offsets, once those are committed.
+                let a = Appended { base_offset: first_offset, log_start_offset: st.log_start };
+                if st.hwm > last_offset {
+                    let _ = tx.send(Ok(a));
+                } else {
+                    self.duplicates.borrow_mut().push((last_offset, a, tx));
+                }
+                return Ok(rx);
+            }
+        }
         let base = st.next_offset;
         st.next_offset += header.record_count as i64;
         drop(st);
-        let (tx, rx) = oneshot::channel();
+        let header = BatchHeader { base_offset: base, ..header };
+        self.producers.borrow_mut().update(&header, now_ms());
         let mut q = self.queue.borrow_mut();
         let at = q.buf.len();
         q.buf.extend_from_slice(records);
         batch::patch(&mut q.buf[at..], base, 0);
-        q.items.push(Pending { header: BatchHeader { base_offset: base, ..header }, at, reply: Some(tx) });
+        q.items.push(Pending { header, at, reply: Some(tx) });
         drop(q);
         if let Some(w) = self.wake.borrow().as_ref() {
             let _ = w.try_send(()); // full means a wake-up is already pending
@@ -292,6 +321,9 @@ impl Partition {
                 if let Err(e) = &result {
                     tracing::error!(topic = %self.topic, partition = self.index, "log write failed, partition is now read-only: {e}");
                     self.st.borrow_mut().failed = true;
+                    for (_, _, tx) in self.duplicates.borrow_mut().drain(..) {
+                        let _ = tx.send(Err(ErrorCode::KafkaStorageError));
+                    }
                 }
                 let log_start = self.st.borrow().log_start;
                 for it in &mut items {
@@ -417,6 +449,15 @@ impl Partition {
         for w in self.waiters.borrow_mut().drain(..) {
             let _ = w.send(());
         }
+        let hwm = self.st.borrow().hwm;
+        let mut dups = self.duplicates.borrow_mut();
+        if !dups.is_empty() {
+            let (ready, waiting): (Vec<_>, Vec<_>) = dups.drain(..).partition(|(last, _, _)| *last < hwm);
+            *dups = waiting;
+            for (_, a, tx) in ready {
+                let _ = tx.send(Ok(a));
+            }
+        }
     }
 
     /// Resolves once the high watermark passes `offset` (at once if it already has).
@@ -456,6 +497,7 @@ impl Partition {
             seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
             (base, self.dir.join(segment::file_name(base, "log")))
         };
+        self.write_producer_snapshot(base)?;
         let cap = Segment::index_capacity(self.cfg.segment_bytes, self.cfg.index_interval_bytes);
         let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
         let writer =
@@ -579,8 +621,22 @@ impl Partition {
         if let Some(seg) = st.segments.last_mut() {
             seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
         }
+        let end = st.written;
+        drop(st);
+        self.write_producer_snapshot(end)?;
         std::fs::write(self.dir.join(CLEAN_MARKER), b"").map_err(|e| storage(&self.dir, e))?;
         Ok(())
+    }
+
+    /// Saves the idempotence state as of `offset` (everything before it is covered), after
+    /// dropping expired producers, so recovery only rescans batches after it.
+    fn write_producer_snapshot(&self, offset: i64) -> Result<(), BrokerError> {
+        let mut producers = self.producers.borrow_mut();
+        let expired = producers.expire(now_ms(), self.cfg.producer_id_expiration_ms);
+        if expired > 0 {
+            tracing::debug!(topic = %self.topic, partition = self.index, expired, "expired idle producer ids");
+        }
+        snapshot::write(&self.dir, offset, &producers).map_err(|e| storage(&self.dir, e))
     }
 
     /// Removes the partition's files (topic deletion). The caller has closed it.
@@ -680,7 +736,19 @@ mod tests {
             flush,
             flush_interval_bytes: u64::MAX,
             message_max_bytes: 1 << 20,
+            producer_id_expiration_ms: 86_400_000,
         }
+    }
+
+    fn idem(i: usize, pid: i64, epoch: i16, seq: i32) -> Bytes {
+        let mut b = batch(i).to_vec();
+        batch::set_producer(&mut b, pid, epoch, seq);
+        Bytes::from(b)
+    }
+
+    async fn send(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
+        let rx = p.append(b)?;
+        rx.await.unwrap().map(|a| a.base_offset)
     }
 
     fn run<F: std::future::Future<Output = ()> + 'static>(f: F) {
@@ -822,6 +890,36 @@ mod tests {
                 .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "log"))
                 .count();
             assert_eq!(logs, p.segment_count());
+        });
+    }
+
+    #[test]
+    fn retried_batches_are_not_appended_twice_even_after_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let c = cfg(FlushPolicy::Always, 1024);
+            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            // each batch holds 2 records: sequences 0-1, 2-3, ...
+            for i in 0..30 {
+                assert_eq!(send(&p, &idem(i, 7, 0, 2 * i as i32)).await, Ok(2 * i as i64));
+            }
+            assert_eq!(send(&p, &idem(29, 7, 0, 58)).await, Ok(58), "a retry gets its first offsets");
+            assert_eq!(send(&p, &idem(30, 7, 0, 62)).await, Err(ErrorCode::OutOfOrderSequenceNumber));
+            assert_eq!(p.offsets().log_end, 60, "nothing appended twice");
+            drop(p); // as after kill -9: state comes back from the last snapshot plus the log
+
+            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            assert!(p.segment_count() > 2, "rolled, so snapshots exist");
+            assert_eq!(send(&p, &idem(28, 7, 0, 56)).await, Ok(56), "retry after restart");
+            assert_eq!(send(&p, &idem(30, 7, 0, 60)).await, Ok(60));
+            p.close().await.unwrap();
+
+            let p = Partition::open("t", 0, path.clone(), c).await.unwrap();
+            assert_eq!(send(&p, &idem(30, 7, 0, 60)).await, Ok(60), "after a clean close too");
+            assert_eq!(send(&p, &idem(31, 7, 1, 0)).await, Ok(62), "an epoch bump starts over at 0");
+            assert_eq!(send(&p, &idem(32, 7, 0, 62)).await, Err(ErrorCode::InvalidProducerEpoch));
+            assert_eq!(read_all(&p).len(), 32);
         });
     }
 

@@ -251,6 +251,16 @@ pub fn build_keyed(base_timestamp: i64, kvs: &[KeyValue]) -> Vec<u8> {
     b
 }
 
+/// Marks a built batch as written by an idempotent producer (fields inside the CRC, which
+/// is recomputed): for tests and the load tool.
+pub fn set_producer(buf: &mut [u8], producer_id: i64, epoch: i16, base_sequence: i32) {
+    buf[43..51].copy_from_slice(&producer_id.to_be_bytes());
+    buf[51..53].copy_from_slice(&epoch.to_be_bytes());
+    buf[53..57].copy_from_slice(&base_sequence.to_be_bytes());
+    let crc = crc32c::crc32c(&buf[21..]);
+    buf[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// One record of an uncompressed batch, borrowed from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawRecord<'a> {

@@ -81,6 +81,10 @@ pub enum Msg {
         group: String,
         op: GroupOp,
     },
+    /// To the controller: a new producer id.
+    AllocateProducerId {
+        reply: oneshot::Sender<Result<i64, ErrorCode>>,
+    },
     /// To every shard: the groups it coordinates, filtered by state (empty: all).
     ListGroups {
         states: Vec<String>,

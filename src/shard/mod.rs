@@ -5,6 +5,7 @@
 
 pub mod controller;
 pub mod message;
+pub mod producer_ids;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -46,6 +47,8 @@ pub struct Shard {
     peers: Vec<Option<ConnectedSender<Msg>>>,
     /// The writable catalog, on the controller shard only.
     controller: Option<RefCell<Catalog>>,
+    /// Producer id allocation, on the controller shard only.
+    producer_ids: Option<producer_ids::ProducerIds>,
     /// The consumer groups homed on this shard.
     pub groups: Coordinator,
 }
@@ -72,7 +75,19 @@ impl Shard {
             max_size: config.group_max_size as usize,
         };
         let retention_ms = (config.offsets_retention_minutes * 60_000).min(i64::MAX as u64) as i64;
+        let producer_ids = if id.0 == 0 {
+            match producer_ids::ProducerIds::load(&config.data_dir) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    tracing::error!("producer ids unavailable, InitProducerId will fail: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Rc::new(Shard {
+            producer_ids,
             groups: Coordinator::new(limits, retention_ms),
             id,
             count,
@@ -275,10 +290,31 @@ impl Shard {
                 let _ = reply.send(());
             }
             Msg::Group { group, op } => self.run_group_op(group, op).await,
+            Msg::AllocateProducerId { reply } => {
+                let _ = reply.send(self.allocate_local_producer_id());
+            }
             Msg::ListGroups { states, reply } => {
                 let _ = reply.send(self.groups.list(&states));
             }
         }
+    }
+
+    /// A new producer id from the controller.
+    pub async fn allocate_producer_id(&self) -> Result<i64, ErrorCode> {
+        if self.id.0 == 0 {
+            return self.allocate_local_producer_id();
+        }
+        let (reply, rx) = oneshot::channel();
+        self.send(0, Msg::AllocateProducerId { reply }).await?;
+        rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable)?
+    }
+
+    fn allocate_local_producer_id(&self) -> Result<i64, ErrorCode> {
+        let ids = self.producer_ids.as_ref().ok_or(ErrorCode::CoordinatorNotAvailable)?;
+        ids.allocate().map_err(|e| {
+            tracing::error!("cannot allocate a producer id: {e}");
+            ErrorCode::CoordinatorNotAvailable
+        })
     }
 
     /// The `__consumer_offsets` partition of a group and the shard that homes it.

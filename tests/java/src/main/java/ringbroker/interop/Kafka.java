@@ -35,10 +35,8 @@ final class Kafka {
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         p.put(ProducerConfig.ACKS_CONFIG, "all");
-        // Idempotence is off until Ringbroker supports InitProducerId / idempotent producing
-        // (tracked by its own issue). With it on (the 3.0+ default) the client would first ask
-        // for a producer id and then send batches with producer id / epoch / sequence numbers.
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        // Idempotence stays at the client's default (on since Kafka 3.0): the producer asks
+        // for a producer id and sends sequence-numbered batches.
         return p;
     }
 

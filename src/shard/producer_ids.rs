@@ -1,0 +1,88 @@
+//! Producer ids for InitProducerId, handed out by the controller shard. Ids are reserved in
+//! blocks whose end is persisted (`producer_ids.json`, written atomically) before any id of
+//! the block is used, so ids stay unique across restarts (a restart skips the rest of the
+//! block).
+
+use std::cell::Cell;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::BrokerError;
+
+const FILE: &str = "producer_ids.json";
+const BLOCK: i64 = 1000;
+
+#[derive(Serialize, Deserialize)]
+struct Persisted {
+    reserved_until: i64,
+}
+
+pub struct ProducerIds {
+    next: Cell<i64>,
+    reserved_until: Cell<i64>,
+    path: PathBuf,
+}
+
+impl ProducerIds {
+    pub fn load(dir: &Path) -> Result<ProducerIds, BrokerError> {
+        let path = dir.join(FILE);
+        let reserved = match std::fs::read(&path) {
+            Ok(b) => {
+                serde_json::from_slice::<Persisted>(&b)
+                    .map_err(|e| BrokerError::Metadata { path: path.clone(), reason: format!("unreadable: {e}") })?
+                    .reserved_until
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(BrokerError::Metadata { path, reason: e.to_string() }),
+        };
+        Ok(ProducerIds { next: Cell::new(reserved), reserved_until: Cell::new(reserved), path })
+    }
+
+    pub fn allocate(&self) -> Result<i64, BrokerError> {
+        let id = self.next.get();
+        if id >= self.reserved_until.get() {
+            let until = id + BLOCK;
+            self.persist(until)?;
+            self.reserved_until.set(until);
+        }
+        self.next.set(id + 1);
+        Ok(id)
+    }
+
+    fn persist(&self, reserved_until: i64) -> Result<(), BrokerError> {
+        let err = |e: std::io::Error| BrokerError::Metadata { path: self.path.clone(), reason: e.to_string() };
+        let tmp = self.path.with_extension("json.tmp");
+        let mut f = std::fs::File::create(&tmp).map_err(err)?;
+        f.write_all(&serde_json::to_vec(&Persisted { reserved_until }).expect("serializes")).map_err(err)?;
+        f.sync_all().map_err(err)?;
+        std::fs::rename(&tmp, &self.path).map_err(err)?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(err)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = ProducerIds::load(dir.path()).unwrap();
+        let first: Vec<i64> = (0..3).map(|_| a.allocate().unwrap()).collect();
+        assert_eq!(first, vec![0, 1, 2]);
+        drop(a);
+        let b = ProducerIds::load(dir.path()).unwrap();
+        let next = b.allocate().unwrap();
+        assert!(next > 2, "a restart never hands out an id again: {next}");
+        for _ in 0..(2 * BLOCK) {
+            b.allocate().unwrap();
+        }
+        let c = ProducerIds::load(dir.path()).unwrap();
+        assert!(c.allocate().unwrap() > next + 2 * BLOCK);
+    }
+}
