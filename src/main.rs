@@ -19,6 +19,8 @@ fn main() {
     };
     if let Err(e) = ringbroker::server::run(cfg) {
         eprintln!("ringbroker: {e}");
-        std::process::exit(1);
+        // A setting that only proves wrong against the machine (CPUs) is still a bad setting.
+        let code = if matches!(e, ringbroker::error::BrokerError::Config(_)) { 2 } else { 1 };
+        std::process::exit(code);
     }
 }

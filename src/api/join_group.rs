@@ -34,6 +34,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             protocols: r.protocols.iter().map(|p| (p.name.to_string(), p.metadata.clone())).collect(),
             require_known_member_id: req.version >= 4,
             fresh_member_id: fresh_member_id(req.client_id.as_deref()),
+            supports_skip_assignment: req.version >= 9,
         };
         let member_id = join.member_id.clone();
         call(shard, &group, |reply| GroupOp::Join { req: join, reply }).await.unwrap_or_else(|e| JoinResponse {
@@ -54,6 +55,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         None => None,
     };
     resp.leader = str_bytes(result.leader);
+    resp.skip_assignment = result.skip_assignment;
     resp.member_id = str_bytes(result.member_id);
     resp.members = result
         .members

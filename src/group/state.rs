@@ -81,6 +81,8 @@ pub struct JoinRequest {
     pub require_known_member_id: bool,
     /// An id to give this member if it needs one (the driver makes it unique).
     pub fresh_member_id: String,
+    /// v9+ (KIP-814): a returning static leader can be told to skip computing an assignment.
+    pub supports_skip_assignment: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +102,8 @@ pub struct JoinResponse {
     pub member_id: String,
     /// Every member with its metadata for the chosen protocol: for the leader only.
     pub members: Vec<JoinedMember>,
+    /// The leader must not assign: the group keeps its current assignment (KIP-814).
+    pub skip_assignment: bool,
 }
 
 impl JoinResponse {
@@ -291,6 +295,7 @@ impl Group {
             leader,
             member_id: member_id.to_string(),
             members,
+            skip_assignment: false,
         }
     }
 
@@ -426,7 +431,6 @@ impl Group {
         if let Some(t) = m.sync.take() {
             fx.push(Effect::Sync(t, SyncResponse::error(ErrorCode::FencedInstanceId)));
         }
-        let same = m.protocols == req.protocols;
         m.protocols = req.protocols.clone();
         m.client_id = req.client_id.clone();
         m.client_host = req.client_host.clone();
@@ -438,13 +442,20 @@ impl Group {
             self.leader = Some(new_id.clone());
         }
         self.statics.insert(req.instance_id.clone().expect("static"), new_id.clone());
-        if self.state == State::Stable && same && !was_leader {
-            // Same subscription: keep the assignment, no rebalance (KIP-345).
-            self.members.insert(new_id.clone(), m);
-            fx.push(Effect::Join(req.token, self.current_join(&new_id)));
+        self.members.insert(new_id.clone(), m);
+        // Kafka's test: a rebalance is needed only if the protocol the group would now select
+        // differs. (Member metadata itself changes on every restart: it lists the partitions
+        // the consumer owns, none in a fresh process.)
+        let same_protocol = self.select_protocol() == self.protocol;
+        let keep = self.state == State::Stable && same_protocol && (!was_leader || req.supports_skip_assignment);
+        if keep {
+            // No rebalance (KIP-345): the member keeps its assignment. A returning leader
+            // gets the members but is told not to assign (KIP-814).
+            let mut resp = self.current_join(&new_id);
+            resp.skip_assignment = was_leader;
+            fx.push(Effect::Join(req.token, resp));
         } else {
-            m.join = Some(req.token);
-            self.members.insert(new_id, m);
+            self.members.get_mut(&new_id).expect("just inserted").join = Some(req.token);
             self.prepare_rebalance(now, fx);
         }
     }
@@ -718,12 +729,13 @@ impl Group {
         if generation < 0 && self.state == State::Empty {
             return Ok(());
         }
+        // Kafka's order: the member, then its generation, then the group's state.
         self.check_member(member_id, instance_id)?;
-        if self.state == State::CompletingRebalance {
-            return Err(ErrorCode::RebalanceInProgress);
-        }
         if generation != self.generation {
             return Err(ErrorCode::IllegalGeneration);
+        }
+        if self.state == State::CompletingRebalance {
+            return Err(ErrorCode::RebalanceInProgress);
         }
         let m = self.members.get_mut(member_id).expect("checked");
         m.heartbeat_deadline = now + m.session_timeout_ms;
@@ -792,6 +804,7 @@ mod tests {
             protocols: vec![("range".into(), Bytes::from_static(b"md")), ("roundrobin".into(), Bytes::new())],
             require_known_member_id: true,
             fresh_member_id: fresh.into(),
+            supports_skip_assignment: true,
         }
     }
 
@@ -961,6 +974,18 @@ mod tests {
         assert_eq!(g.validate_commit(6, "b1", Some("host-b"), gen), Err(ErrorCode::FencedInstanceId));
         let (res, _) = g.leave(7, &[("b1".into(), Some("host-b".into()))]);
         assert_eq!(res, vec![Err(ErrorCode::FencedInstanceId)]);
+
+        // the leader (host-a) restarts too: no rebalance; it gets the members and must not assign
+        let fx = g.join(8, JoinRequest { token: 7, fresh_member_id: "a2".into(), ..a.clone() });
+        let r = join_reply(&fx, 7);
+        assert_eq!((r.error, r.generation, r.leader.as_str(), r.skip_assignment), (None, gen, "a2", true));
+        assert_eq!(r.members.len(), 2);
+        assert_eq!(g.state(), State::Stable);
+        // an old client (JoinGroup < v9) cannot skip the assignment: the group rebalances
+        let fx =
+            g.join(9, JoinRequest { token: 8, fresh_member_id: "a3".into(), supports_skip_assignment: false, ..a });
+        assert!(fx.iter().all(|e| !matches!(e, Effect::Join(8, _))), "waits for the rebalance");
+        assert_eq!(g.state(), State::PreparingRebalance);
     }
 
     #[test]
@@ -1003,6 +1028,7 @@ mod tests {
         let gen = join_reply(&fx, 6).generation;
         assert!(g.sync(12, sync(7, "m2", gen, &[])).is_empty());
         assert_eq!(g.validate_commit(12, "m2", None, gen), Err(ErrorCode::RebalanceInProgress));
+        assert_eq!(g.validate_commit(12, "m2", None, gen - 1), Err(ErrorCode::IllegalGeneration), "generation first");
         // a third member arrives before the leader syncs
         let mut c = join(8, "", "m3");
         c.require_known_member_id = false;

@@ -570,7 +570,10 @@ impl Partition {
         let seg = st.segments.iter().filter(|s| s.max_timestamp.get() >= 0).max_by_key(|s| s.max_timestamp.get())?;
         let ts = seg.max_timestamp.get();
         let h = seg.find_by_time(ts).ok()??;
-        Some((h.last_offset().min(st.hwm - 1), ts))
+        // The first record carrying the maximum, as Kafka answers; a compressed batch is not
+        // decoded, so its base offset stands in.
+        let (offset, _) = first_record_at(&seg.file, &h, seg, ts).unwrap_or((h.base_offset, ts));
+        Some((offset.min(st.hwm - 1), ts))
     }
 
     /// Deletes whole old segments beyond `retention_bytes` / `retention_ms` (never the

@@ -9,6 +9,10 @@ import java.util.Arrays;
  *   roundtrip     --bootstrap H:P --topic T [--partitions 3] [--records 10000] [--compression none|gzip|snappy|lz4|zstd]
  *   crash-produce --bootstrap H:P --topic T --acked-file F
  *   crash-verify  --bootstrap H:P --topic T --acked-file F
+ *   group-produce --bootstrap H:P --topic T --acked-file F [--partitions 6] [--records 30000] [--rate 2500]
+ *   group-consume --bootstrap H:P --topic T --group G --name N [--assignor range|cooperative-sticky|...]
+ *                 [--instance-id I] [--session-timeout-ms 10000] [--heartbeat-ms 1000]
+ *   group-stale-commit --bootstrap H:P --topic T --group G
  * </pre>
  *
  * Exit codes: 0 success, 1 a check failed (the message says which), 2 bad usage, 3 an unexpected
@@ -52,6 +56,15 @@ public final class Main {
                 case "crash-verify":
                     code = CrashVerify.run(args);
                     break;
+                case "group-produce":
+                    code = GroupProduce.run(args);
+                    break;
+                case "group-consume":
+                    code = GroupConsume.run(args);
+                    break;
+                case "group-stale-commit":
+                    code = StaleCommit.run(args);
+                    break;
                 case "-h":
                 case "--help":
                 case "help":
@@ -92,7 +105,14 @@ public final class Main {
                 "                [--compression none|gzip|snappy|lz4|zstd] [--timeout-sec 60] [--seed 42]",
                 "  crash-produce --bootstrap H:P --topic T --acked-file F [--partitions 3]",
                 "                [--give-up-ms 10000] [--max-records 2000000] [--max-seconds 300] [--max-outstanding 2000]",
-                "  crash-verify  --bootstrap H:P --topic T --acked-file F [--timeout-sec 60]"));
+                "  crash-verify  --bootstrap H:P --topic T --acked-file F [--timeout-sec 60]",
+                "  group-produce --bootstrap H:P --topic T --acked-file F [--partitions 6] [--records 30000]",
+                "                [--rate 2500] [--max-seconds 120]",
+                "  group-consume --bootstrap H:P --topic T --group G --name N [--assignor default|range|roundrobin|",
+                "                sticky|cooperative-sticky|CLASS] [--instance-id I] [--session-timeout-ms 10000]",
+                "                [--heartbeat-ms 1000] [--max-poll-interval-ms 300000] [--max-seconds 120]",
+                "                (stdin: a line 'stop', or end of input, commits and closes cleanly)",
+                "  group-stale-commit --bootstrap H:P --topic T --group G [--timeout-sec 45]"));
         System.exit(error == null ? EXIT_OK : EXIT_USAGE);
     }
 }
