@@ -40,6 +40,32 @@ fn by_topic(rows: Vec<(String, i32, Option<Committed>)>) -> Vec<TopicOffsets> {
     out
 }
 
+/// Builds the response topics from fetched rows. v1–7 and v8+ use different generated
+/// types with the same field names, hence a macro rather than a function.
+macro_rules! topics_out {
+    ($rows:expr, $topic:ident, $partition:ident) => {
+        by_topic($rows)
+            .into_iter()
+            .map(|(t, parts)| {
+                let mut ot = $topic::default();
+                ot.name = TopicName(str_bytes(t));
+                ot.partitions = parts
+                    .into_iter()
+                    .map(|(p, c)| {
+                        let mut op = $partition::default();
+                        op.partition_index = p;
+                        op.committed_offset = c.as_ref().map_or(-1, |c| c.offset);
+                        op.committed_leader_epoch = c.as_ref().map_or(-1, |c| c.leader_epoch);
+                        op.metadata = Some(str_bytes(c.and_then(|c| c.metadata).unwrap_or_default()));
+                        op
+                    })
+                    .collect();
+                ot
+            })
+            .collect()
+    };
+}
+
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: OffsetFetchRequest = req.decode()?;
     let mut resp = OffsetFetchResponse::default();
@@ -52,27 +78,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             let mut out = OffsetFetchResponseGroup::default();
             out.group_id = GroupId(g.group_id.0.clone());
             match fetch(shard, g.group_id.as_str(), topics).await {
-                Ok(rows) => {
-                    out.topics = by_topic(rows)
-                        .into_iter()
-                        .map(|(t, parts)| {
-                            let mut ot = OffsetFetchResponseTopics::default();
-                            ot.name = TopicName(str_bytes(t));
-                            ot.partitions = parts
-                                .into_iter()
-                                .map(|(p, c)| {
-                                    let mut op = OffsetFetchResponsePartitions::default();
-                                    op.partition_index = p;
-                                    op.committed_offset = c.as_ref().map_or(-1, |c| c.offset);
-                                    op.committed_leader_epoch = c.as_ref().map_or(-1, |c| c.leader_epoch);
-                                    op.metadata = Some(str_bytes(c.and_then(|c| c.metadata).unwrap_or_default()));
-                                    op
-                                })
-                                .collect();
-                            ot
-                        })
-                        .collect();
-                }
+                Ok(rows) => out.topics = topics_out!(rows, OffsetFetchResponseTopics, OffsetFetchResponsePartitions),
                 Err(e) => out.error_code = e.code(),
             }
             resp.groups.push(out);
@@ -81,27 +87,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         let topics =
             r.topics.as_ref().map(|ts| ts.iter().map(|t| (t.name.to_string(), t.partition_indexes.clone())).collect());
         match fetch(shard, r.group_id.as_str(), topics).await {
-            Ok(rows) => {
-                resp.topics = by_topic(rows)
-                    .into_iter()
-                    .map(|(t, parts)| {
-                        let mut ot = OffsetFetchResponseTopic::default();
-                        ot.name = TopicName(str_bytes(t));
-                        ot.partitions = parts
-                            .into_iter()
-                            .map(|(p, c)| {
-                                let mut op = OffsetFetchResponsePartition::default();
-                                op.partition_index = p;
-                                op.committed_offset = c.as_ref().map_or(-1, |c| c.offset);
-                                op.committed_leader_epoch = c.as_ref().map_or(-1, |c| c.leader_epoch);
-                                op.metadata = Some(str_bytes(c.and_then(|c| c.metadata).unwrap_or_default()));
-                                op
-                            })
-                            .collect();
-                        ot
-                    })
-                    .collect();
-            }
+            Ok(rows) => resp.topics = topics_out!(rows, OffsetFetchResponseTopic, OffsetFetchResponsePartition),
             Err(e) => resp.error_code = e.code(),
         }
     }

@@ -132,7 +132,11 @@ pub struct Partition {
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
     writer_done: RefCell<Option<oneshot::Receiver<()>>>,
     syncing: Cell<bool>,
+    /// Idempotence state including queued batches: what new batches are checked against.
     producers: RefCell<ProducerState>,
+    /// The same state over written batches only: what snapshots save, so a snapshot at
+    /// offset X never holds a batch at X or later (a crash may take those back).
+    producers_written: RefCell<ProducerState>,
     /// Retried batches answered with their first offsets once those are committed.
     duplicates: RefCell<Vec<(i64, Appended, AppendReply)>>,
 }
@@ -250,6 +254,7 @@ impl Partition {
             waiters: RefCell::new(Vec::new()),
             writer_done: RefCell::new(Some(done_rx)),
             syncing: Cell::new(false),
+            producers_written: RefCell::new(producers.clone()),
             producers: RefCell::new(producers),
             duplicates: RefCell::new(Vec::new()),
         });
@@ -366,10 +371,14 @@ impl Partition {
             let interval = self.cfg.index_interval_bytes;
             let seg = st.segments.last_mut().expect("active segment");
             let mut at = pos;
+            let mut written = self.producers_written.borrow_mut();
+            let now = now_ms();
             for it in &items[first..last] {
                 seg.note_batch(&it.header, at, interval);
+                written.update(&it.header, now);
                 at += it.header.size as u64;
             }
+            drop(written);
             if seg.first_append.get().is_none() {
                 seg.first_append.set(Some(Instant::now()));
             }
@@ -634,12 +643,15 @@ impl Partition {
     /// Saves the idempotence state as of `offset` (everything before it is covered), after
     /// dropping expired producers, so recovery only rescans batches after it.
     fn write_producer_snapshot(&self, offset: i64) -> Result<(), BrokerError> {
-        let mut producers = self.producers.borrow_mut();
-        let expired = producers.expire(now_ms(), self.cfg.producer_id_expiration_ms);
+        let now = now_ms();
+        let expiry = self.cfg.producer_id_expiration_ms;
+        let expired = self.producers.borrow_mut().expire(now, expiry);
+        let mut written = self.producers_written.borrow_mut();
+        written.expire(now, expiry);
         if expired > 0 {
             tracing::debug!(topic = %self.topic, partition = self.index, expired, "expired idle producer ids");
         }
-        snapshot::write(&self.dir, offset, &producers).map_err(|e| storage(&self.dir, e))
+        snapshot::write(&self.dir, offset, &written).map_err(|e| storage(&self.dir, e))
     }
 
     /// Removes the partition's files (topic deletion). The caller has closed it.

@@ -13,6 +13,8 @@ import java.util.Arrays;
  *   group-consume --bootstrap H:P --topic T --group G --name N [--assignor range|cooperative-sticky|...]
  *                 [--instance-id I] [--session-timeout-ms 10000] [--heartbeat-ms 1000]
  *   group-stale-commit --bootstrap H:P --topic T --group G
+ *   idem-produce  --bootstrap H:P --topic T --acked-file F [--partitions 4] [--records 100000] [--rate 0]
+ *                 [--delivery-timeout-ms 120000] [--request-timeout-ms 30000] [--max-seconds 150]
  * </pre>
  *
  * Exit codes: 0 success, 1 a check failed (the message says which), 2 bad usage, 3 an unexpected
@@ -65,6 +67,18 @@ public final class Main {
                 case "group-stale-commit":
                     code = StaleCommit.run(args);
                     break;
+                case "idem-produce":
+                    // Connections are cut (by a proxy, or a broker kill) under this producer on
+                    // purpose: the network client's warnings about them are expected noise.
+                    // The sender logs every retried batch at WARN; the retry count is printed at the end.
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient", "error");
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.producer.internals.Sender",
+                            "error");
+                    // Producer id / epoch changes (an epoch bump means the broker refused a sequence).
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.producer.internals"
+                            + ".TransactionManager", "info");
+                    code = IdemProduce.run(args);
+                    break;
                 case "-h":
                 case "--help":
                 case "help":
@@ -112,7 +126,10 @@ public final class Main {
                 "                sticky|cooperative-sticky|CLASS] [--instance-id I] [--session-timeout-ms 10000]",
                 "                [--heartbeat-ms 1000] [--max-poll-interval-ms 300000] [--max-seconds 120]",
                 "                (stdin: a line 'stop', or end of input, commits and closes cleanly)",
-                "  group-stale-commit --bootstrap H:P --topic T --group G [--timeout-sec 45]"));
+                "  group-stale-commit --bootstrap H:P --topic T --group G [--timeout-sec 45]",
+                "  idem-produce  --bootstrap H:P --topic T --acked-file F [--partitions 4] [--records 100000]",
+                "                [--rate 0 (records/s, 0: unlimited)] [--delivery-timeout-ms 120000]",
+                "                [--request-timeout-ms 30000] [--max-seconds 150]"));
         System.exit(error == null ? EXIT_OK : EXIT_USAGE);
     }
 }
