@@ -1,0 +1,13 @@
+//! ringbench: a load tool for Kafka-compatible brokers. It speaks the Kafka protocol itself
+//! (the broker's own codec), drives producers and consumers over plain blocking sockets with
+//! pipelined requests, and reports what OpenMessaging Benchmark reports: publish rate,
+//! publish and end-to-end latency percentiles, and publish delay (how late sends left against
+//! a fixed-rate schedule, i.e. coordinated omission made visible), from HDR histograms.
+
+pub mod client;
+pub mod report;
+pub mod run;
+pub mod schedule;
+pub mod stats;
+
+pub use run::{run, Config};

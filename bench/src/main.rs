@@ -1,0 +1,92 @@
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+
+/// Load tool for Kafka-compatible brokers (Ringbroker, Apache Kafka, ...).
+#[derive(Debug, Parser)]
+#[command(name = "ringbench", version)]
+struct Args {
+    /// Broker address HOST:PORT
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    broker: String,
+    #[arg(long, default_value = "ringbench")]
+    topic: String,
+    /// Partitions of the topic if it has to be created
+    #[arg(long, default_value_t = 6)]
+    partitions: i32,
+    /// Producer connections (0: consume only)
+    #[arg(long, default_value_t = 1)]
+    producers: usize,
+    /// Consumer connections, partitions assigned round-robin (0: produce only)
+    #[arg(long, default_value_t = 1)]
+    consumers: usize,
+    /// Records per second over all producers; 0 = as fast as possible
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
+    /// Bytes per record value (at least 8: the send timestamp)
+    #[arg(long, default_value_t = 1024)]
+    record_size: usize,
+    /// Records per batch (one batch per Produce request)
+    #[arg(long, default_value_t = 16)]
+    batch_records: usize,
+    /// 0, 1 or -1 (all)
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    acks: i16,
+    /// Produce requests in flight per connection
+    #[arg(long, default_value_t = 5)]
+    max_in_flight: usize,
+    /// Seconds to produce
+    #[arg(long, default_value_t = 30)]
+    duration: u64,
+    /// Stop after this many records instead of after --duration
+    #[arg(long)]
+    records: Option<u64>,
+    /// Seconds at the start not counted in latency figures
+    #[arg(long, default_value_t = 5)]
+    warmup: u64,
+    /// Consumers read from the beginning of the log (consume-throughput runs)
+    #[arg(long)]
+    from_beginning: bool,
+    /// Directory for report.json, .hgrm files and latency.svg
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// No progress lines
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn main() -> Result<()> {
+    let a = Args::parse();
+    let broker =
+        a.broker.to_socket_addrs().with_context(|| format!("resolving {}", a.broker))?.next().context("no address")?;
+    let cfg = ringbench::Config {
+        broker,
+        topic: a.topic,
+        partitions: a.partitions,
+        producers: a.producers,
+        consumers: a.consumers,
+        rate: a.rate,
+        record_size: a.record_size,
+        batch_records: a.batch_records,
+        acks: a.acks,
+        max_in_flight: a.max_in_flight,
+        duration: Duration::from_secs(a.duration),
+        records: a.records,
+        warmup: Duration::from_secs(a.warmup),
+        from_beginning: a.from_beginning,
+        consume_records: None,
+        progress: !a.quiet,
+    };
+    let outcome = ringbench::run(&cfg)?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let report = ringbench::report::Report::new(&cfg, &outcome, command);
+    print!("{}", report.text());
+    if let Some(dir) = a.out {
+        ringbench::report::write(&dir, &report, &outcome)?;
+        println!("wrote {}", dir.display());
+    }
+    Ok(())
+}

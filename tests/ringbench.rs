@@ -1,0 +1,71 @@
+//! The load tool against a real broker: a short fixed-rate run and a consume-from-beginning
+//! run, checking the report's counts and files (never its timings).
+
+mod common;
+
+use std::time::Duration;
+
+fn config(broker: std::net::SocketAddr) -> ringbench::Config {
+    ringbench::Config {
+        broker,
+        topic: "bench".into(),
+        partitions: 4,
+        producers: 2,
+        consumers: 2,
+        rate: 4_000.0,
+        record_size: 100,
+        batch_records: 10,
+        acks: -1,
+        max_in_flight: 5,
+        duration: Duration::from_secs(3),
+        records: None,
+        warmup: Duration::ZERO,
+        from_beginning: false,
+        consume_records: None,
+        progress: false,
+    }
+}
+
+#[test]
+fn a_fixed_rate_run_accounts_for_every_record_and_writes_its_report() {
+    let broker = common::Broker::start_args(&["--flush", "os"]);
+    let cfg = config(broker.addr);
+    let out = ringbench::run(&cfg).expect("run");
+    assert!(out.records_sent > 0);
+    assert_eq!(out.records_sent, out.records_acked, "every record acknowledged");
+    assert_eq!(out.records_acked, out.records_consumed, "every acknowledged record consumed");
+    assert_eq!(out.produce_errors, 0);
+    // no warm-up: every acknowledged record is in the publish histogram, every consumed one
+    // in the end-to-end histogram, every batch in the publish-delay histogram
+    assert_eq!(out.publish_latency.len(), out.records_acked);
+    assert_eq!(out.e2e_latency.len(), out.records_consumed);
+    assert_eq!(out.publish_delay.len() * cfg.batch_records as u64, out.records_sent);
+
+    let dir = tempfile::tempdir().unwrap();
+    let report = ringbench::report::Report::new(&cfg, &out, "ringbench test".into());
+    ringbench::report::write(dir.path(), &report, &out).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["records_sent"], out.records_sent);
+    assert_eq!(json["records_consumed"], out.records_consumed);
+    assert_eq!(json["publish_latency_ms"]["count"], out.records_acked);
+    assert!(json["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert!(json["publish_latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+    for f in ["publish-latency.hgrm", "publish-delay.hgrm", "end-to-end-latency.hgrm"] {
+        let text = std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert!(text.contains("Total count"), "{f}: {text}");
+    }
+    assert!(std::fs::read_to_string(dir.path().join("latency.svg")).unwrap().contains("<polyline"));
+}
+
+#[test]
+fn a_consume_run_reads_the_whole_log_from_the_beginning() {
+    let broker = common::Broker::start_args(&["--flush", "os"]);
+    let fill = ringbench::Config { rate: 0.0, consumers: 0, records: Some(20_000), ..config(broker.addr) };
+    let produced = ringbench::run(&fill).expect("fill");
+    assert_eq!(produced.records_acked, 20_000);
+    let read = ringbench::Config { producers: 0, consumers: 3, from_beginning: true, ..config(broker.addr) };
+    let out = ringbench::run(&read).expect("consume");
+    assert_eq!(out.records_consumed, 20_000);
+    assert_eq!(out.records_sent, 0);
+}
