@@ -13,6 +13,7 @@
 #   KAFKA_BENCH_DIR    work dir: config, data, log, pid (default ${TMPDIR:-/tmp}/ringbroker-bench-kafka)
 #   KAFKA_BENCH_HEAP   JVM heap, -Xms and -Xmx (default 1G, as Kafka's start script)
 #   KAFKA_BENCH_PARTITIONS  num.partitions for auto-created topics (default 6)
+#   KAFKA_BENCH_EXTRA  extra server.properties lines (e.g. log.flush.interval.messages=1)
 #
 # Settings are Kafka's defaults apart from what one node needs (replication factors 1) and
 # num.partitions; in particular no fsync per message (log.flush.* unset: the OS writes back).
@@ -78,6 +79,10 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 EOF
+    # Extra server properties, one per line (e.g. log.flush.interval.messages=1 for fsync).
+    if [[ -n "${KAFKA_BENCH_EXTRA:-}" ]]; then
+        printf '%s\n' "$KAFKA_BENCH_EXTRA" >>"$WORK/server.properties"
+    fi
 }
 
 wait_ready() {

@@ -130,7 +130,20 @@ fn prepare_topic(cfg: &Config) -> Result<i32> {
     }
 }
 
+/// ListOffsets for every partition, retried while a just-created topic's leaders settle
+/// (Kafka answers NOT_LEADER_OR_FOLLOWER for a moment after creating a topic).
 fn offsets(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match offsets_once(cfg, partitions, timestamp) {
+            Ok(o) => return Ok(o),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn offsets_once(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>> {
     let mut c = Conn::connect(cfg.broker)?;
     let mut t = ListOffsetsTopic::default();
     t.name = topic_name(&cfg.topic);
