@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Broker;
+use common::{restart, Broker};
 
 const TOPIC: &str = "java-crash";
 /// Acknowledged records to wait for before the kill.
@@ -48,23 +48,6 @@ fn wait_or_kill(child: &mut Child, limit: Duration) -> bool {
     let _ = child.wait();
     println!("crash-produce still ran {limit:?} after the kill: killed it");
     false
-}
-
-/// Restarts on the same data dir and address; the port may take a moment to be free again.
-fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
-    let mut last = None;
-    for attempt in 0..10 {
-        let r = std::panic::catch_unwind(|| Broker::start_in(data_dir, listen, args));
-        match r {
-            Ok(b) => return b,
-            Err(e) => {
-                println!("restart attempt {attempt} on {listen} failed; retrying");
-                last = Some(e);
-                std::thread::sleep(Duration::from_millis(500));
-            }
-        }
-    }
-    std::panic::resume_unwind(last.unwrap())
 }
 
 #[test]

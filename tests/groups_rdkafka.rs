@@ -17,12 +17,11 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use common::Broker;
+use common::{restart, Broker};
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError;
@@ -291,22 +290,6 @@ fn fetch_committed(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i32, O
 
 fn expect_committed(offsets: &BTreeMap<i32, i64>) -> BTreeMap<i32, Option<i64>> {
     (0..PARTITIONS).map(|p| (p, offsets.get(&p).copied())).collect()
-}
-
-/// Restarts on the same data dir and address; the port may take a moment to be free again.
-fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
-    let mut last = None;
-    for attempt in 0..10 {
-        match std::panic::catch_unwind(|| Broker::start_in(data_dir, listen, args)) {
-            Ok(b) => return b,
-            Err(e) => {
-                println!("restart attempt {attempt} on {listen} failed; retrying");
-                last = Some(e);
-                std::thread::sleep(Duration::from_millis(500));
-            }
-        }
-    }
-    std::panic::resume_unwind(last.unwrap())
 }
 
 /// Each acknowledged record was consumed exactly once across `parts`.

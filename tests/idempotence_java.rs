@@ -31,7 +31,7 @@ use std::process::{Child, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use client::{decode_batches, decode_records, Client};
-use common::Broker;
+use common::{restart, Broker};
 use proxy::{DropPolicy, Proxy};
 
 const PARTITIONS: i32 = 4;
@@ -264,22 +264,6 @@ fn dump(p: &Path) {
             println!("[java idem-produce] {l}");
         }
     }
-}
-
-/// Restarts on the same data dir and address; the port may take a moment to be free again.
-fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
-    let mut last = None;
-    for attempt in 0..10 {
-        match std::panic::catch_unwind(|| Broker::start_in(data_dir, listen, args)) {
-            Ok(b) => return b,
-            Err(e) => {
-                println!("restart attempt {attempt} on {listen} failed; retrying");
-                last = Some(e);
-                std::thread::sleep(Duration::from_millis(500));
-            }
-        }
-    }
-    std::panic::resume_unwind(last.unwrap())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,12 +18,11 @@ mod common;
 mod proxy;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use client::{produce_request, single_produce, Client, PRODUCE_V};
-use common::Broker;
+use common::{restart, Broker};
 use proxy::{DropPolicy, Proxy};
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -42,22 +41,6 @@ const NONE: i16 = 0;
 const INVALID_REQUEST: i16 = 42;
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 const INVALID_PRODUCER_EPOCH: i16 = 47;
-
-/// Restarts on the same data dir and address; the port may take a moment to be free again.
-fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
-    let mut last = None;
-    for attempt in 0..10 {
-        match std::panic::catch_unwind(|| Broker::start_in(data_dir, listen, args)) {
-            Ok(b) => return b,
-            Err(e) => {
-                println!("restart attempt {attempt} on {listen} failed; retrying");
-                last = Some(e);
-                std::thread::sleep(Duration::from_millis(500));
-            }
-        }
-    }
-    std::panic::resume_unwind(last.unwrap())
-}
 
 // =============================================================================================
 // librdkafka through the lossy proxy

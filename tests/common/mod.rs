@@ -110,3 +110,20 @@ impl Drop for Broker {
         self.kill9();
     }
 }
+
+/// Restarts on the same data dir and address, retrying for a few seconds: the port of a
+/// broker that was just stopped may take a moment to be free again.
+pub fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
+    let mut last = None;
+    for attempt in 0..10 {
+        match std::panic::catch_unwind(|| Broker::start_in(data_dir, listen, args)) {
+            Ok(b) => return b,
+            Err(e) => {
+                println!("restart attempt {attempt} on {listen} failed; retrying");
+                last = Some(e);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+    std::panic::resume_unwind(last.expect("at least one attempt"))
+}
