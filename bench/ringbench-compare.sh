@@ -6,6 +6,7 @@
 #   c  acks=all with fsync on both sides (Kafka log.flush.interval.messages=1, Ringbroker --flush always)
 #   d  consume throughput of the topic (a) filled, from the beginning
 #   e  end-to-end latency at a fixed rate (RATE_E records/s)
+# plus (a) and (d) against ringbench's null broker: the ceiling of the tool and loopback.
 # Writes bench/results/<date>-ringbench.md (table + ratios) and keeps every run's
 # report.json, .hgrm files and latency.svg under the run directory it names.
 #
@@ -91,6 +92,16 @@ stop_rb
 start_rb --flush always
 bench rb-c "$RB_PORT" --topic c --producers "$PRODUCERS" --consumers 0 --acks -1
 stop_rb
+
+# The null broker (acknowledges without storing, serves synthetic batches): the ceiling of
+# ringbench + loopback for (a) and (d).
+NULL_PORT="${NULL_PORT:-19494}"
+"$BENCH" --null-broker "127.0.0.1:$NULL_PORT" --null-records 500000 >"$RUN/null.log" 2>&1 &
+NULL_PID=$!
+sleep 0.5
+bench null-a "$NULL_PORT" --topic a --producers "$PRODUCERS" --consumers 0 --acks 1
+bench null-d "$NULL_PORT" --topic a --producers 0 --consumers 2 --from-beginning
+kill "$NULL_PID" 2>/dev/null || true
 
 OUT="$HERE/results/$(date -u +%Y-%m-%d)-ringbench.md"
 python3 "$HERE/ringbench_report.py" "$RUN" "$OUT" \

@@ -44,6 +44,20 @@ for label, key, path in FIGURES:
 rd, kd = report("rb-d"), report("kafka-d")
 rows.append(f"| (d) consume records/s from the beginning | {rate(rd):,.0f} | {rate(kd):,.0f} | {rate(rd) / rate(kd):.2f}× |")
 
+ceiling = []
+if os.path.exists(os.path.join(run, "null-a", "report.json")):
+    na, nd = report("null-a"), report("null-d")
+    ra, ka = report("rb-a"), report("kafka-a")
+    ceiling = [
+        "",
+        "Null broker (acknowledges without storing, serves synthetic batches): the ceiling of ringbench + loopback.",
+        "",
+        "| figure | null broker | Ringbroker, % of ceiling | Kafka, % of ceiling |",
+        "|---|---:|---:|---:|",
+        f"| (a) produce records/s | {na['publish_rate']:,.0f} | {100 * ra['publish_rate'] / na['publish_rate']:.0f}% | {100 * ka['publish_rate'] / na['publish_rate']:.0f}% |",
+        f"| (d) consume records/s | {rate(nd):,.0f} | {100 * rate(rd) / rate(nd):.0f}% | {100 * rate(kd) / rate(nd):.0f}% |",
+    ]
+
 m = report("rb-a")["machine"]
 lines = [
     "# ringbench: Ringbroker vs Apache Kafka 4.4.0",
@@ -56,6 +70,7 @@ lines = [
     *rows,
     "",
     f"(d) read {rd['records_consumed']:,} records (Ringbroker) and {kd['records_consumed']:,} (Kafka).",
+    *ceiling,
     "",
 ]
 with open(out, "w") as f:

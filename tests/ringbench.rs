@@ -69,3 +69,18 @@ fn a_consume_run_reads_the_whole_log_from_the_beginning() {
     assert_eq!(out.records_consumed, 20_000);
     assert_eq!(out.records_sent, 0);
 }
+
+#[test]
+fn the_null_broker_acknowledges_and_serves_verifiable_batches() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let null =
+        ringbench::null_broker::NullConfig { partitions: 3, records: 1_000, record_size: 100, batch_records: 10 };
+    std::thread::spawn(move || ringbench::null_broker::serve_on(listener, null));
+    let produce = ringbench::Config { consumers: 0, records: Some(5_000), rate: 0.0, ..config(addr) };
+    let out = ringbench::run(&produce).expect("produce to the null broker");
+    assert_eq!((out.records_sent, out.records_acked), (5_000, 5_000));
+    let consume = ringbench::Config { producers: 0, consumers: 2, from_beginning: true, ..config(addr) };
+    let out = ringbench::run(&consume).expect("consume from the null broker");
+    assert_eq!(out.records_consumed, 3 * 1_000, "every pretended record, each batch checked by offset");
+}

@@ -56,10 +56,27 @@ struct Args {
     /// No progress lines
     #[arg(long)]
     quiet: bool,
+    /// Instead of benchmarking, run the null broker (acknowledges without storing, serves
+    /// synthetic batches) on this address: the ceiling of ringbench + loopback
+    #[arg(long)]
+    null_broker: Option<String>,
+    /// With --null-broker: records each partition pretends to hold
+    #[arg(long, default_value_t = 1_000_000)]
+    null_records: i64,
 }
 
 fn main() -> Result<()> {
     let a = Args::parse();
+    if let Some(listen) = &a.null_broker {
+        let addr = listen.to_socket_addrs()?.next().context("no address")?;
+        let cfg = ringbench::null_broker::NullConfig {
+            partitions: a.partitions,
+            records: a.null_records,
+            record_size: a.record_size,
+            batch_records: a.batch_records,
+        };
+        return ringbench::null_broker::serve(addr, cfg);
+    }
     let broker =
         a.broker.to_socket_addrs().with_context(|| format!("resolving {}", a.broker))?.next().context("no address")?;
     let cfg = ringbench::Config {

@@ -89,7 +89,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         let mut watches = Vec::new();
         for w in topics.iter().flat_map(|t| &t.2) {
             if let Some(tp) = w.tp {
-                if let Ok(rx) = shard.watch(tp, w.offset).await {
+                if let Ok(rx) = shard.watch(tp, w.offset, deadline - now).await {
                     watches.push(rx);
                 }
             }

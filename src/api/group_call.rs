@@ -6,17 +6,14 @@ use crate::group::GroupOp;
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
-/// Sends `make(reply)` to the group's home shard and waits for the reply. A reply channel
-/// dropped on the way (home unreachable, shutting down) is COORDINATOR_NOT_AVAILABLE, which
-/// clients retry.
-pub async fn call<T>(
+/// Runs `make(reply)` on the group's home shard and waits for the reply; a home that
+/// cannot be reached is COORDINATOR_NOT_AVAILABLE, which clients retry.
+pub async fn call<T: Send + 'static>(
     shard: &Shard,
     group: &str,
     make: impl FnOnce(oneshot::Sender<T>) -> GroupOp,
 ) -> Result<T, ErrorCode> {
-    let (tx, rx) = oneshot::channel();
-    shard.group_op(group.to_string(), make(tx)).await;
-    rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable)
+    shard.group_op(group.to_string(), make).await
 }
 
 /// A member id for a new member: `<client id>-<uuid>`, as Kafka makes them.

@@ -1,8 +1,17 @@
-//! The typed messages shards send each other over the mesh. Each carries its reply channel
-//! (a oneshot, which wakes the caller's task on its own shard). Record bytes travel as
-//! `Bytes` and fetch results as file regions: nothing is copied between shards.
+//! The typed messages shards send each other over the mesh. Record bytes travel as `Bytes`
+//! and fetch results as file regions: nothing is copied between shards.
+//!
+//! A request's reply channel (a oneshot) is only ever completed and awaited on the *home*
+//! shard: a remote request travels inside `Msg::Call` together with a relay future that
+//! awaits the reply there and sends it back as `Msg::Reply`. glommio 0.9 must not have a task
+//! woken from another thread: such a foreign wake races with the task's own reference
+//! counting, seen as a double free under load.
 
+use std::any::Any;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_channel::oneshot;
@@ -32,7 +41,22 @@ pub struct NewTopic {
 
 pub type TopicResult = Result<crate::metadata::TopicMeta, (ErrorCode, String)>;
 
+/// Awaits a request's reply on the home shard, type-erased for the trip back.
+pub type Relay = Pin<Box<dyn Future<Output = Box<dyn Any + Send>> + Send>>;
+
 pub enum Msg {
+    /// A request from shard `origin`; `relay` resolves with the reply, which goes back as
+    /// `Reply { id }`.
+    Call {
+        origin: usize,
+        id: u64,
+        msg: Box<Msg>,
+        relay: Relay,
+    },
+    Reply {
+        id: u64,
+        value: Box<dyn Any + Send>,
+    },
     Produce {
         tp: Tp,
         records: Bytes,
@@ -44,11 +68,12 @@ pub enum Msg {
         max_bytes: u32,
         reply: oneshot::Sender<Result<ReadOut, ErrorCode>>,
     },
-    /// Notify when the high watermark passes `offset` (a delayed fetch waiting for data).
+    /// Answer when the high watermark passes `offset` or `wait` has passed (a delayed fetch).
     Watch {
         tp: Tp,
         offset: i64,
-        notify: oneshot::Sender<()>,
+        wait: Duration,
+        reply: oneshot::Sender<()>,
     },
     Offsets {
         tp: Tp,

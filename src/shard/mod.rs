@@ -7,10 +7,12 @@ pub mod controller;
 pub mod message;
 pub mod producer_ids;
 
-use std::cell::RefCell;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_channel::oneshot;
@@ -51,6 +53,9 @@ pub struct Shard {
     producer_ids: Option<producer_ids::ProducerIds>,
     /// The consumer groups homed on this shard.
     pub groups: Coordinator,
+    /// Requests sent to other shards, waiting for their `Msg::Reply`.
+    pending: RefCell<HashMap<u64, oneshot::Sender<Box<dyn Any + Send>>>>,
+    next_call: Cell<u64>,
 }
 
 /// What went wrong sending to another shard: it has stopped.
@@ -89,6 +94,8 @@ impl Shard {
         Rc::new(Shard {
             producer_ids,
             groups: Coordinator::new(limits, retention_ms),
+            pending: RefCell::new(HashMap::new()),
+            next_call: Cell::new(1),
             id,
             count,
             log_config: LogConfig::from_config(&config),
@@ -115,6 +122,28 @@ impl Shard {
         t.homes.get(tp.partition as usize).copied().ok_or(ErrorCode::UnknownTopicOrPartition)
     }
 
+    /// Runs `make(reply)` on `shard` and waits for the reply, which comes back over the mesh
+    /// (see `message.rs` for why the oneshot never crosses threads).
+    async fn call<T: Send + 'static>(
+        &self,
+        shard: usize,
+        make: impl FnOnce(oneshot::Sender<T>) -> Msg,
+    ) -> Result<T, ErrorCode> {
+        let (tx, rx) = oneshot::channel::<T>();
+        let msg = Box::new(make(tx));
+        let relay: message::Relay = Box::pin(async move { Box::new(rx.await.ok()) as Box<dyn Any + Send> });
+        let id = self.next_call.get();
+        self.next_call.set(id + 1);
+        let (back_tx, back_rx) = oneshot::channel();
+        self.pending.borrow_mut().insert(id, back_tx);
+        if let Err(e) = self.send(shard, Msg::Call { origin: self.id.0, id, msg, relay }).await {
+            self.pending.borrow_mut().remove(&id);
+            return Err(e);
+        }
+        let value = back_rx.await.map_err(peer_gone)?;
+        value.downcast::<Option<T>>().ok().and_then(|v| *v).ok_or(ErrorCode::NotLeaderOrFollower)
+    }
+
     async fn send(&self, shard: usize, msg: Msg) -> Result<(), ErrorCode> {
         let peer = self.peers.get(shard).and_then(Option::as_ref).ok_or(ErrorCode::NotLeaderOrFollower)?;
         peer.send(msg).await.map_err(peer_gone)
@@ -123,14 +152,11 @@ impl Shard {
     /// Appends a produced batch on the partition's home shard.
     pub async fn produce(&self, tp: Tp, records: Bytes) -> Result<Appended, ErrorCode> {
         let home = self.home(&tp)?;
-        let rx = if home == self.id.0 {
-            self.log(&tp)?.append(&records)?
-        } else {
-            let (reply, rx) = oneshot::channel();
-            self.send(home, Msg::Produce { tp, records, reply }).await?;
-            rx
-        };
-        rx.await.map_err(peer_gone)?
+        if home == self.id.0 {
+            let rx = self.log(&tp)?.append(&records)?;
+            return rx.await.map_err(peer_gone)?;
+        }
+        self.call(home, |reply| Msg::Produce { tp, records, reply }).await?
     }
 
     pub async fn fetch(&self, tp: Tp, offset: i64, max_bytes: u32) -> Result<ReadOut, ErrorCode> {
@@ -138,19 +164,29 @@ impl Shard {
         if home == self.id.0 {
             return self.log(&tp)?.read(offset, max_bytes, true);
         }
-        let (reply, rx) = oneshot::channel();
-        self.send(home, Msg::Fetch { tp, offset, max_bytes, reply }).await?;
-        rx.await.map_err(peer_gone)?
+        self.call(home, |reply| Msg::Fetch { tp, offset, max_bytes, reply }).await?
     }
 
-    /// A receiver that completes when the partition's high watermark passes `offset`.
-    pub async fn watch(&self, tp: Tp, offset: i64) -> Result<oneshot::Receiver<()>, ErrorCode> {
+    /// A receiver that completes when the partition's high watermark passes `offset`, or
+    /// after about `wait` (the home shard stops watching then, so idle partitions do not
+    /// collect watchers).
+    pub async fn watch(
+        self: &Rc<Self>,
+        tp: Tp,
+        offset: i64,
+        wait: Duration,
+    ) -> Result<oneshot::Receiver<()>, ErrorCode> {
         let home = self.home(&tp)?;
         let (notify, rx) = oneshot::channel();
         if home == self.id.0 {
             self.log(&tp)?.watch(offset, notify);
         } else {
-            self.send(home, Msg::Watch { tp, offset, notify }).await?;
+            let me = self.clone();
+            glommio::spawn_local(async move {
+                let _ = me.call(home, |reply| Msg::Watch { tp, offset, wait, reply }).await;
+                let _ = notify.send(());
+            })
+            .detach();
         }
         Ok(rx)
     }
@@ -160,9 +196,7 @@ impl Shard {
         if home == self.id.0 {
             return Ok(self.log(&tp)?.offsets());
         }
-        let (reply, rx) = oneshot::channel();
-        self.send(home, Msg::Offsets { tp, reply }).await?;
-        rx.await.map_err(peer_gone)?
+        self.call(home, |reply| Msg::Offsets { tp, reply }).await?
     }
 
     pub async fn offset_for_time(&self, tp: Tp, timestamp: i64) -> Result<Option<(i64, i64)>, ErrorCode> {
@@ -170,9 +204,7 @@ impl Shard {
         if home == self.id.0 {
             return local_offset_for_time(&*self.log(&tp)?, timestamp);
         }
-        let (reply, rx) = oneshot::channel();
-        self.send(home, Msg::OffsetForTime { tp, timestamp, reply }).await?;
-        rx.await.map_err(peer_gone)?
+        self.call(home, |reply| Msg::OffsetForTime { tp, timestamp, reply }).await?
     }
 
     pub async fn create_topics(self: &Rc<Self>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<TopicResult> {
@@ -180,14 +212,9 @@ impl Shard {
             return controller::create_topics(self, topics, validate_only).await;
         }
         let n = topics.len();
-        let (reply, rx) = oneshot::channel();
-        let sent = self.send(0, Msg::CreateTopics { topics, validate_only, reply }).await;
-        match sent {
-            Ok(()) => {
-                rx.await.unwrap_or_else(|_| vec![Err((ErrorCode::NotController, "controller stopped".into())); n])
-            }
-            Err(e) => vec![Err((e, "controller unreachable".into())); n],
-        }
+        self.call(0, |reply| Msg::CreateTopics { topics, validate_only, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
     }
 
     pub async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<Result<uuid::Uuid, ErrorCode>> {
@@ -195,11 +222,7 @@ impl Shard {
             return controller::delete_topics(self, names).await;
         }
         let n = names.len();
-        let (reply, rx) = oneshot::channel();
-        match self.send(0, Msg::DeleteTopics { names, reply }).await {
-            Ok(()) => rx.await.unwrap_or_else(|_| vec![Err(ErrorCode::NotController); n]),
-            Err(e) => vec![Err(e); n],
-        }
+        self.call(0, |reply| Msg::DeleteTopics { names, reply }).await.unwrap_or_else(|e| vec![Err(e); n])
     }
 
     /// Installs a catalog snapshot: opens partitions newly homed here, closes and deletes
@@ -251,8 +274,27 @@ impl Shard {
     /// task so a slow append never holds up the next message.
     pub async fn serve_peer(self: Rc<Self>, rx: ConnectedReceiver<Msg>) {
         while let Some(msg) = rx.recv().await {
-            let me = self.clone();
-            glommio::spawn_local(async move { me.handle(msg).await }).detach();
+            match msg {
+                Msg::Call { origin, id, msg, relay } => {
+                    let me = self.clone();
+                    glommio::spawn_local(async move {
+                        let value = relay.await;
+                        let _ = me.send(origin, Msg::Reply { id, value }).await;
+                    })
+                    .detach();
+                    let me = self.clone();
+                    glommio::spawn_local(async move { me.handle(*msg).await }).detach();
+                }
+                Msg::Reply { id, value } => {
+                    if let Some(tx) = self.pending.borrow_mut().remove(&id) {
+                        let _ = tx.send(value);
+                    }
+                }
+                msg => {
+                    let me = self.clone();
+                    glommio::spawn_local(async move { me.handle(msg).await }).detach();
+                }
+            }
         }
     }
 
@@ -268,10 +310,18 @@ impl Shard {
             Msg::Fetch { tp, offset, max_bytes, reply } => {
                 let _ = reply.send(self.log(&tp).and_then(|p| p.read(offset, max_bytes, true)));
             }
-            Msg::Watch { tp, offset, notify } => {
+            Msg::Watch { tp, offset, wait, reply } => {
+                // Answered when the data arrives or the wait is over; an unknown partition
+                // answers at once (the fetch then sees the error).
                 if let Ok(p) = self.log(&tp) {
-                    p.watch(offset, notify);
-                } // else: dropping `notify` wakes the waiter, which re-fetches and sees the error
+                    let (local, arrived) = oneshot::channel();
+                    p.watch(offset, local);
+                    futures_lite::future::or(async { arrived.await.unwrap_or(()) }, glommio::timer::sleep(wait)).await;
+                }
+                let _ = reply.send(());
+            }
+            Msg::Call { .. } | Msg::Reply { .. } => {
+                tracing::error!("a call or reply reached the message handler; serve_peer unwraps them")
             }
             Msg::Offsets { tp, reply } => {
                 let _ = reply.send(self.log(&tp).map(|p| p.offsets()));
@@ -304,9 +354,7 @@ impl Shard {
         if self.id.0 == 0 {
             return self.allocate_local_producer_id();
         }
-        let (reply, rx) = oneshot::channel();
-        self.send(0, Msg::AllocateProducerId { reply }).await?;
-        rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable)?
+        self.call(0, |reply| Msg::AllocateProducerId { reply }).await?
     }
 
     fn allocate_local_producer_id(&self) -> Result<i64, ErrorCode> {
@@ -325,16 +373,22 @@ impl Shard {
         Ok((t.homes[p as usize], Tp { topic: t.id, partition: p }))
     }
 
-    /// Runs a group operation on the group's home shard. Replies travel in `op`; if the
-    /// home cannot be reached the reply channel is dropped, which callers turn into
-    /// COORDINATOR_NOT_AVAILABLE (clients retry).
-    pub async fn group_op(&self, group: String, op: GroupOp) {
-        let Ok((home, _)) = self.group_home(&group) else { return };
+    /// Runs the group operation `make(reply)` on the group's home shard and waits for its
+    /// reply; an unreachable home is COORDINATOR_NOT_AVAILABLE (clients retry).
+    pub async fn group_op<T: Send + 'static>(
+        &self,
+        group: String,
+        make: impl FnOnce(oneshot::Sender<T>) -> GroupOp,
+    ) -> Result<T, ErrorCode> {
+        let (home, _) = self.group_home(&group)?;
         if home == self.id.0 {
-            self.run_group_op(group, op).await;
-        } else {
-            let _ = self.send(home, Msg::Group { group, op }).await;
+            let (tx, rx) = oneshot::channel();
+            self.run_group_op(group, make(tx)).await;
+            return rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable);
         }
+        self.call(home, move |tx| Msg::Group { group, op: make(tx) })
+            .await
+            .map_err(|_| ErrorCode::CoordinatorNotAvailable)
     }
 
     async fn run_group_op(&self, group: String, op: GroupOp) {
@@ -345,15 +399,9 @@ impl Shard {
     /// ListGroups across every shard.
     pub async fn list_groups(&self, states: Vec<String>) -> Vec<GroupListing> {
         let mut out = self.groups.list(&states);
-        let mut waits = Vec::new();
         for shard in (0..self.count).filter(|s| *s != self.id.0) {
-            let (reply, rx) = oneshot::channel();
-            if self.send(shard, Msg::ListGroups { states: states.clone(), reply }).await.is_ok() {
-                waits.push(rx);
-            }
-        }
-        for w in waits {
-            out.extend(w.await.unwrap_or_default());
+            let states = states.clone();
+            out.extend(self.call(shard, |reply| Msg::ListGroups { states, reply }).await.unwrap_or_default());
         }
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
@@ -390,20 +438,11 @@ impl Shard {
     /// Sends a catalog snapshot to every shard (this one included) and waits until all
     /// have applied it.
     pub async fn broadcast_catalog(&self, catalog: Arc<Catalog>) {
-        let mut waits = Vec::new();
-        for shard in 0..self.count {
-            if shard == self.id.0 {
-                continue;
-            }
-            let (reply, rx) = oneshot::channel();
-            if self.send(shard, Msg::ApplyCatalog { catalog: catalog.clone(), reply }).await.is_ok() {
-                waits.push(rx);
-            }
+        for shard in (0..self.count).filter(|s| *s != self.id.0) {
+            let catalog = catalog.clone();
+            let _ = self.call(shard, |reply| Msg::ApplyCatalog { catalog, reply }).await;
         }
         self.apply_catalog(catalog).await;
-        for w in waits {
-            let _ = w.await;
-        }
     }
 
     /// Runs retention over this shard's partitions.
