@@ -18,13 +18,10 @@ mod common;
 mod java;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use common::Broker;
+use common::{block_on, Broker};
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -141,30 +138,6 @@ fn committed(bootstrap: &str) -> BTreeMap<i32, Option<i64>> {
         .iter()
         .map(|e| (e.partition(), if let Offset::Offset(o) = e.offset() { Some(o) } else { None }))
         .collect()
-}
-
-/// Drives a future on this thread (the admin client completes it from its own thread).
-fn block_on<F: Future>(fut: F, timeout: Duration) -> Option<F::Output> {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return Some(v);
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return None;
-        }
-        std::thread::park_timeout((deadline - now).min(Duration::from_millis(50)));
-    }
 }
 
 #[test]

@@ -26,11 +26,10 @@
 //! client's debug log live on stderr.
 
 mod common;
+use common::block_on;
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -745,31 +744,6 @@ impl ConsumerContext for Ctx {}
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 // ---------------------------------------------------------------------------------------------
-
-/// Drives a future on this thread (the AdminClient's futures are completed by its own
-/// polling thread, so no async runtime is needed). `None` on timeout.
-fn block_on<F: Future>(fut: F, timeout: Duration) -> Option<F::Output> {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return Some(v);
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return None;
-        }
-        std::thread::park_timeout(deadline - now);
-    }
-}
 
 fn describe_bytes(b: Option<&[u8]>) -> String {
     match b {

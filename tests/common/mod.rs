@@ -127,3 +127,30 @@ pub fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
     }
     std::panic::resume_unwind(last.expect("at least one attempt"))
 }
+
+/// Drives a future on this thread: rdkafka's AdminClient completes its futures from its own
+/// polling thread, so no async runtime is needed. `None` on timeout.
+pub fn block_on<F: std::future::Future>(fut: F, timeout: Duration) -> Option<F::Output> {
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return Some(v);
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::park_timeout((deadline - now).min(Duration::from_millis(50)));
+    }
+}
