@@ -129,8 +129,16 @@ impl Default for Config {
 
 /// Command-line flags; each can also come from the environment variable named beside it.
 #[derive(Debug, Parser)]
-#[command(name = "ringbroker", version, about = "Kafka-compatible broker, thread-per-core on io_uring")]
+#[command(
+    name = "ringbroker",
+    version,
+    about = "Kafka-compatible broker, thread-per-core on io_uring",
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
+    /// Without a subcommand, ringbroker runs the broker.
+    #[command(subcommand)]
+    pub command: Option<crate::cli::Command>,
     /// TOML file with settings (keys as in the README's table).
     #[arg(long, env = "RINGBROKER_CONFIG")]
     pub config: Option<PathBuf>,

@@ -6,6 +6,8 @@
 //! and `sys` (the only module with `unsafe`).
 
 pub mod api;
+pub mod cli;
+pub mod client;
 pub mod config;
 pub mod error;
 pub mod group;

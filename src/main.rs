@@ -2,7 +2,10 @@ use clap::Parser;
 use ringbroker::config::{Cli, Config};
 
 fn main() {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Some(command) = cli.command.take() {
+        std::process::exit(ringbroker::cli::run(command));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

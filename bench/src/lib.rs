@@ -4,7 +4,6 @@
 //! publish and end-to-end latency percentiles, and publish delay (how late sends left against
 //! a fixed-rate schedule, i.e. coordinated omission made visible), from HDR histograms.
 
-pub mod client;
 pub mod null_broker;
 pub mod report;
 pub mod run;

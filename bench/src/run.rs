@@ -28,9 +28,9 @@ use ringbroker::protocol::messages::{
 };
 use ringbroker::protocol::StrBytes;
 
-use crate::client::Conn;
 use crate::schedule::Schedule;
 use crate::stats::{histogram, record_us};
+use ringbroker::client::Conn;
 
 const PRODUCE_V: i16 = 9;
 const FETCH_V: i16 = 12;
@@ -91,13 +91,19 @@ fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
+fn connect(cfg: &Config) -> Result<Conn> {
+    let mut c = Conn::connect(cfg.broker)?;
+    c.set_client_id("ringbench");
+    Ok(c)
+}
+
 fn topic_name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }
 
 /// Creates the topic if it does not exist and returns its partition count.
 fn prepare_topic(cfg: &Config) -> Result<i32> {
-    let mut c = Conn::connect(cfg.broker)?;
+    let mut c = connect(cfg)?;
     let mut t = CreatableTopic::default();
     t.name = topic_name(&cfg.topic);
     t.num_partitions = cfg.partitions;
@@ -144,7 +150,7 @@ fn offsets(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>>
 }
 
 fn offsets_once(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>> {
-    let mut c = Conn::connect(cfg.broker)?;
+    let mut c = connect(cfg)?;
     let mut t = ListOffsetsTopic::default();
     t.name = topic_name(&cfg.topic);
     t.partitions = partitions
@@ -191,7 +197,7 @@ fn producer(
     counters: Arc<Counters>,
     live: Arc<Mutex<Histogram<u64>>>,
 ) -> Result<(Histogram<u64>, Histogram<u64>)> {
-    let mut conn = Conn::connect(cfg.broker)?;
+    let mut conn = connect(&cfg)?;
     let per_producer = cfg.rate / cfg.producers.max(1) as f64 / cfg.batch_records.max(1) as f64;
     let mut schedule = Schedule::new(start, per_producer);
     let (tx, rx) = mpsc::sync_channel::<InFlight>(cfg.max_in_flight.max(1));
@@ -320,7 +326,7 @@ fn consumer(
     done: Arc<AtomicBool>,
     counters: Arc<Counters>,
 ) -> Result<Histogram<u64>> {
-    let mut conn = Conn::connect(cfg.broker)?;
+    let mut conn = connect(&cfg)?;
     let mut next = start_offsets;
     let mut e2e = histogram();
     loop {

@@ -1,28 +1,35 @@
 //! A minimal blocking Kafka client: one TCP connection, requests encoded with the generated
-//! codec, responses read in order. Enough for the load tool; not a general client.
+//! codec, responses read in order. Used by the admin commands (`ringbroker topic ...`) and the
+//! load tool (`ringbench`); it is not a general client (no metadata cache, no retries).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
+use crate::protocol::messages::{ApiKey, RequestHeader};
+use crate::protocol::{Decodable, Encodable, StrBytes};
 use anyhow::{bail, Context, Result};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use ringbroker::protocol::messages::{ApiKey, RequestHeader};
-use ringbroker::protocol::{Decodable, Encodable, StrBytes};
 
 pub struct Conn {
     stream: TcpStream,
     next_id: i32,
+    client_id: Option<StrBytes>,
 }
 
 impl Conn {
     pub fn connect(addr: SocketAddr) -> Result<Conn> {
         let stream = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, next_id: 1 })
+        Ok(Conn { stream, next_id: 1, client_id: Some(StrBytes::from_static_str("ringbroker")) })
+    }
+
+    /// The client id sent in every request header (quotas and broker logs key on it).
+    pub fn set_client_id(&mut self, id: &str) {
+        self.client_id = Some(StrBytes::from_string(id.to_string()));
     }
 
     pub fn try_clone(&self) -> Result<Conn> {
-        Ok(Conn { stream: self.stream.try_clone()?, next_id: self.next_id })
+        Ok(Conn { stream: self.stream.try_clone()?, next_id: self.next_id, client_id: self.client_id.clone() })
     }
 
     /// Encodes and writes a request; returns its correlation id.
@@ -33,7 +40,7 @@ impl Conn {
         header.request_api_key = api as i16;
         header.request_api_version = version;
         header.correlation_id = id;
-        header.client_id = Some(StrBytes::from_static_str("ringbench"));
+        header.client_id = self.client_id.clone();
         let mut buf = BytesMut::new();
         buf.put_i32(0);
         header.encode(&mut buf, api.request_header_version(version))?;
