@@ -23,6 +23,16 @@ pub enum FlushPolicy {
     Os,
 }
 
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
 impl std::fmt::Display for FlushPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -90,6 +100,13 @@ pub struct Config {
     pub offsets_retention_check_interval_ms: u64,
     /// `producer.id.expiration.ms`: idempotence state of a producer idle this long is dropped.
     pub producer_id_expiration_ms: i64,
+    /// Admin HTTP listener serving Prometheus metrics at `/metrics`, HOST:PORT; "" or "off"
+    /// disables it (Redpanda's admin API uses the same default port).
+    pub admin_listen: String,
+    /// Log line format on stderr.
+    pub log_format: LogFormat,
+    /// Log filter directives, e.g. `info,ringbroker::net=debug`; `RUST_LOG` wins when set.
+    pub log_level: String,
 }
 
 impl Default for Config {
@@ -123,6 +140,9 @@ impl Default for Config {
             offsets_retention_minutes: 7 * 24 * 60,
             offsets_retention_check_interval_ms: 600_000,
             producer_id_expiration_ms: 86_400_000,
+            admin_listen: "127.0.0.1:9644".into(),
+            log_format: LogFormat::Text,
+            log_level: "info".into(),
         }
     }
 }
@@ -208,6 +228,16 @@ pub struct Cli {
     /// How often expired committed offsets are removed, ms [default: 600000]
     #[arg(long, env = "RINGBROKER_OFFSETS_RETENTION_CHECK_INTERVAL_MS")]
     pub offsets_retention_check_interval_ms: Option<u64>,
+    /// Admin HTTP listener for Prometheus metrics at /metrics, HOST:PORT (port 0 picks a free
+    /// port), or "off" [default: 127.0.0.1:9644]
+    #[arg(long, env = "RINGBROKER_ADMIN_LISTEN")]
+    pub admin_listen: Option<String>,
+    /// Log format on stderr: text or json [default: text]
+    #[arg(long, env = "RINGBROKER_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
+    /// Log filter, e.g. info,ringbroker::net=debug (RUST_LOG wins when set) [default: info]
+    #[arg(long, env = "RINGBROKER_LOG_LEVEL")]
+    pub log_level: Option<String>,
 }
 
 /// A setting that cannot be used, named as in the config file.
@@ -256,6 +286,7 @@ impl Config {
         set!(auto_create_topics, default_partitions, node_id, zero_copy_fetch);
         set!(group_initial_rebalance_delay_ms, group_min_session_timeout_ms);
         set!(offsets_retention_minutes, offsets_retention_check_interval_ms);
+        set!(admin_listen, log_format, log_level);
         set_opt!(advertise, cpus, numa_node);
     }
 
@@ -312,11 +343,23 @@ impl Config {
         if self.node_id < 0 {
             return Err(bad("node_id", "must not be negative"));
         }
+        self.admin_addr()?;
+        tracing_subscriber::EnvFilter::try_new(&self.log_level).map_err(|e| {
+            bad("log_level", format!("`{}` is not a filter such as `info,ringbroker::net=debug`: {e}", self.log_level))
+        })?;
         Ok(())
     }
 
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
         resolve_addr("listen", &self.listen)
+    }
+
+    /// The admin listener's address, `None` when it is turned off.
+    pub fn admin_addr(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        match self.admin_listen.trim() {
+            "" | "off" => Ok(None),
+            a => resolve_addr("admin_listen", a).map(Some),
+        }
     }
 }
 
@@ -361,34 +404,111 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
-/// The CPUs the shards run on: `cpus`, or `numa_node`'s CPUs, or all CPUs the process may use,
-/// always checked against the process's allowed set (cgroup cpuset / sched_setaffinity).
+/// Writes CPU numbers compactly, as the kernel does: `0-3,6`.
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(&match j > i {
+            true => format!("{}-{}", cpus[i], cpus[j]),
+            false => cpus[i].to_string(),
+        });
+        i = j + 1;
+    }
+    out
+}
+
+/// The CPUs the kernel reports online (`<sys>/devices/system/cpu/online`); `None` when it
+/// does not say (no sysfs, as in some sandboxes).
+pub fn online_cpus(sys_root: &Path) -> Option<Vec<usize>> {
+    let text = std::fs::read_to_string(sys_root.join("devices/system/cpu/online")).ok()?;
+    parse_cpu_list(text.trim()).ok()
+}
+
+/// CPU → NUMA node, from `<sys>/devices/system/node/nodeN/cpulist`. Empty when the machine
+/// (or the kernel build) exposes no NUMA topology.
+pub fn numa_nodes(sys_root: &Path) -> std::collections::BTreeMap<usize, u32> {
+    let mut map = std::collections::BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(sys_root.join("devices/system/node")) else { return map };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(node) = name.to_str().and_then(|n| n.strip_prefix("node")).and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(entry.path().join("cpulist")) else { continue };
+        // A node without CPUs (memory only) has an empty list.
+        for cpu in parse_cpu_list(text.trim()).unwrap_or_default() {
+            map.insert(cpu, node);
+        }
+    }
+    map
+}
+
+/// The CPUs the shards run on: `cpus`, or `numa_node`'s CPUs, or all CPUs the process may use.
+/// Always checked against the CPUs the kernel has online and the process's allowed set
+/// (cgroup cpuset / sched_setaffinity): a CPU named in `cpus` that is offline or not allowed
+/// is an error naming it; `numa_node` and the default quietly use the usable part.
 pub fn resolve_cpus(cfg: &Config, allowed: &[usize], sys_root: &Path) -> Result<Vec<usize>, ConfigError> {
     if allowed.is_empty() {
         return Err(bad("cpus", "the process is allowed no CPU (check its cpuset/affinity)"));
     }
+    let online = online_cpus(sys_root);
+    let is_online = |c: &usize| online.as_ref().is_none_or(|o| o.contains(c));
     let wanted = if let Some(list) = &cfg.cpus {
-        parse_cpu_list(list).map_err(|p| bad("cpus", p))?
+        let cpus = parse_cpu_list(list).map_err(|p| bad("cpus", p))?;
+        let offline: Vec<usize> = cpus.iter().copied().filter(|c| !is_online(c)).collect();
+        if !offline.is_empty() {
+            let online = online.as_deref().map_or_else(String::new, format_cpu_list);
+            return Err(bad(
+                "cpus",
+                format!(
+                    "CPU {} is not online (online: {online}): leave it out of `cpus`, or bring it online with \
+                     `echo 1 > /sys/devices/system/cpu/cpuN/online`",
+                    format_cpu_list(&offline)
+                ),
+            ));
+        }
+        cpus
     } else if let Some(node) = cfg.numa_node {
         let path = sys_root.join(format!("devices/system/node/node{node}/cpulist"));
         let text = std::fs::read_to_string(&path)
             .map_err(|e| bad("numa_node", format!("NUMA node {node} not found ({}: {e})", path.display())))?;
         let node_cpus = parse_cpu_list(text.trim()).map_err(|p| bad("numa_node", p))?;
-        let usable: Vec<usize> = node_cpus.into_iter().filter(|c| allowed.contains(c)).collect();
+        let usable: Vec<usize> = node_cpus.into_iter().filter(|c| is_online(c) && allowed.contains(c)).collect();
         if usable.is_empty() {
             return Err(bad(
                 "numa_node",
-                format!("none of node {node}'s CPUs is in this process's allowed set {allowed:?}"),
+                format!(
+                    "none of node {node}'s CPUs is online and in this process's allowed set {}",
+                    format_cpu_list(allowed)
+                ),
             ));
         }
         usable
     } else {
-        allowed.to_vec()
+        let usable: Vec<usize> = allowed.iter().copied().filter(is_online).collect();
+        if usable.is_empty() {
+            return Err(bad("cpus", "none of the CPUs this process may use is online"));
+        }
+        usable
     };
-    if let Some(c) = wanted.iter().find(|c| !allowed.contains(c)) {
+    let refused: Vec<usize> = wanted.iter().copied().filter(|c| !allowed.contains(c)).collect();
+    if !refused.is_empty() {
         return Err(bad(
             "cpus",
-            format!("CPU {c} is not in this process's allowed set {allowed:?} (cgroup cpuset or taskset)"),
+            format!(
+                "CPU {} is not in this process's allowed set {} (cgroup cpuset or taskset): \
+                 choose CPUs from that set",
+                format_cpu_list(&refused),
+                format_cpu_list(allowed)
+            ),
         ));
     }
     Ok(wanted)
@@ -449,5 +569,94 @@ mod tests {
         assert!(resolve_cpus(&c, &[0, 1], dir.path()).is_err());
         let c = Config { numa_node: Some(7), ..Config::default() };
         assert_eq!(resolve_cpus(&c, &[0], dir.path()).unwrap_err().setting, "numa_node");
+    }
+
+    /// A fake sysfs: node 0 has CPUs 0-3, node 1 CPUs 4-7, CPUs 3 and 6 are offline.
+    fn two_node_sysfs() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (node, cpus) in [(0, "0-3"), (1, "4-7")] {
+            let d = dir.path().join(format!("devices/system/node/node{node}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cpulist"), format!("{cpus}\n")).unwrap();
+        }
+        // A memory-only node lists no CPUs.
+        let d = dir.path().join("devices/system/node/node2");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("cpulist"), "\n").unwrap();
+        let d = dir.path().join("devices/system/cpu");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("online"), "0-2,4-5,7\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn offline_cpus_named_in_cpus_are_refused_by_number() {
+        let sys = two_node_sysfs();
+        let allowed: Vec<usize> = (0..8).collect();
+        let c = Config { cpus: Some("2-6".into()), ..Config::default() };
+        let e = resolve_cpus(&c, &allowed, sys.path()).unwrap_err();
+        assert_eq!(e.setting, "cpus");
+        assert!(e.problem.contains("CPU 3,6 is not online"), "{e}");
+        assert!(e.problem.contains("online: 0-2,4-5,7"), "{e}");
+        let c = Config { cpus: Some("4,5".into()), ..Config::default() };
+        assert_eq!(resolve_cpus(&c, &allowed, sys.path()).unwrap(), vec![4, 5]);
+    }
+
+    #[test]
+    fn numa_node_and_the_default_skip_offline_and_disallowed_cpus() {
+        let sys = two_node_sysfs();
+        // A cpuset that allows 1-5 only (CPU 3 is also offline).
+        let allowed = [1, 2, 3, 4, 5];
+        let node0 = Config { numa_node: Some(0), ..Config::default() };
+        assert_eq!(resolve_cpus(&node0, &allowed, sys.path()).unwrap(), vec![1, 2]);
+        let node1 = Config { numa_node: Some(1), ..Config::default() };
+        assert_eq!(resolve_cpus(&node1, &allowed, sys.path()).unwrap(), vec![4, 5]);
+        assert_eq!(resolve_cpus(&Config::default(), &allowed, sys.path()).unwrap(), vec![1, 2, 4, 5]);
+        // Node 1's only allowed CPUs are 6 (offline) and 7: 7 remains.
+        assert_eq!(resolve_cpus(&node1, &[6, 7], sys.path()).unwrap(), vec![7]);
+        let e = resolve_cpus(&node1, &[0, 1, 6], sys.path()).unwrap_err();
+        assert_eq!(e.setting, "numa_node");
+        let memory_only = Config { numa_node: Some(2), ..Config::default() };
+        assert!(resolve_cpus(&memory_only, &allowed, sys.path()).is_err());
+        // Allowed but outside the cpuset: named, with the set to choose from.
+        let c = Config { cpus: Some("0-2".into()), ..Config::default() };
+        let e = resolve_cpus(&c, &allowed, sys.path()).unwrap_err();
+        assert!(e.problem.contains("CPU 0 is not in this process's allowed set 1-5"), "{e}");
+    }
+
+    #[test]
+    fn numa_topology_maps_each_cpu_to_its_node() {
+        let sys = two_node_sysfs();
+        let nodes = numa_nodes(sys.path());
+        assert_eq!(nodes.get(&0), Some(&0));
+        assert_eq!(nodes.get(&6), Some(&1));
+        assert_eq!(nodes.len(), 8);
+        assert!(numa_nodes(Path::new("/nonexistent")).is_empty());
+        assert_eq!(online_cpus(sys.path()), Some(vec![0, 1, 2, 4, 5, 7]));
+    }
+
+    #[test]
+    fn cpu_lists_format_as_ranges() {
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+        assert_eq!(format_cpu_list(&[5]), "5");
+        assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn admin_listen_can_be_turned_off_and_log_level_is_checked() {
+        assert_eq!(Config::default().admin_addr().unwrap(), Some("127.0.0.1:9644".parse().unwrap()));
+        for off in ["", "off"] {
+            let c = Config { admin_listen: off.into(), ..Config::default() };
+            assert_eq!(c.admin_addr().unwrap(), None);
+        }
+        let c = Config { admin_listen: "nowhere".into(), ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "admin_listen");
+        let c = Config { log_level: "info,ringbroker::net=debug".into(), ..Config::default() };
+        c.validate().unwrap();
+        let c = Config { log_level: "info,=[".into(), ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "log_level");
+        let c = Config::from_toml("log_format = \"json\"\nadmin_listen = \"off\"\n").unwrap();
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.admin_addr().unwrap(), None);
     }
 }

@@ -4,6 +4,28 @@
 //! SIGTERM/SIGINT every shard stops accepting, finishes queued appends, syncs and closes its
 //! partitions cleanly (so the next start skips recovery), and the process exits 0; a second
 //! signal exits at once.
+//!
+//! With `admin_listen` set, an admin HTTP listener serves Prometheus metrics (see
+//! `metrics`); its address is printed as `ringbroker admin listening on HOST:PORT` before
+//! the line above.
+//!
+//! ## Placement and memory
+//!
+//! Each shard runs on one CPU, and startup logs `shard → CPU → NUMA node` for each. glommio
+//! pins the executor thread *before* building the executor, and Linux's default memory
+//! policy allocates on the node of the CPU that first touches a page, so what a shard
+//! allocates on its own thread is on its node:
+//! - bound to the shard's node: the io_uring rings and the `IO_MEMORY` buffers glommio
+//!   registers; the shard's `Shard` state, metrics, partition state and index maps,
+//!   connection read buffers and request bytes, log write queues; page-cache pages of the
+//!   segments it writes (the writing thread touches them first).
+//! - not bound: whatever the main thread allocates before the executors start (the config,
+//!   the catalog copies handed to each shard, the mesh channels' ring buffers, this
+//!   function's bookkeeping); kernel socket buffers, allocated where the network stack
+//!   runs (NIC queue and RPS/XPS placement decide); and anything once the node is full,
+//!   since no `mbind`/`set_mempolicy` is used and the kernel then falls back to other
+//!   nodes silently. Record bytes produced on one shard for a partition homed on another
+//!   are read on the first node and copied into the home shard's write queue there.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -11,7 +33,9 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use glommio::channels::shared_channel::{self, SharedReceiver, SharedSender};
 use glommio::{LocalExecutorBuilder, Placement};
@@ -19,7 +43,9 @@ use glommio::{LocalExecutorBuilder, Placement};
 use crate::config::Config;
 use crate::error::BrokerError;
 use crate::metadata::Catalog;
-use crate::net::connection::{self, Limits};
+use crate::metrics::{self, HandlerTiming, RequestScope};
+use crate::net::connection::{self, Handled, Limits};
+use crate::protocol::header;
 use crate::shard::{Advertised, Msg, Shard, ShardId};
 use crate::{api, sys};
 
@@ -98,6 +124,14 @@ fn advertised(cfg: &Config, bound: SocketAddr) -> Advertised {
     Advertised { host, port: bound.port() }
 }
 
+fn admin_bind_error(addr: SocketAddr, source: std::io::Error) -> BrokerError {
+    let source = std::io::Error::new(
+        source.kind(),
+        format!("{source}; choose another --admin-listen address, or `off` to run without metrics"),
+    );
+    BrokerError::Bind { addr: format!("{addr} (admin_listen)"), source }
+}
+
 /// Turns an executor start failure into what to change.
 fn explain_spawn_failure(shard: usize, cpu: usize, reason: String) -> BrokerError {
     let mut hint = String::new();
@@ -126,6 +160,12 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         sys::allowed_cpus().map_err(|e| BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: e.to_string() })?;
     let cpus = crate::config::resolve_cpus(&cfg, &allowed, Path::new("/sys"))?;
     let n = cpus.len();
+    let nodes = crate::config::numa_nodes(Path::new("/sys"));
+    let placement: Vec<(usize, Option<u32>)> = cpus.iter().map(|&cpu| (cpu, nodes.get(&cpu).copied())).collect();
+    for (shard, (cpu, node)) in placement.iter().enumerate() {
+        let node = node.map_or_else(|| "-".to_string(), |n| n.to_string());
+        tracing::info!("shard {shard} → CPU {cpu} → NUMA node {node}");
+    }
     let _lock = lock_data_dir(&cfg.data_dir)?;
     let mut catalog = Catalog::load_or_create(&cfg.data_dir, n)?;
     // Committed offsets live in an internal topic with one partition per shard (at first
@@ -137,6 +177,17 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     }
     let addr = reserve_port(cfg.listen_addr()?)?;
     let adv = advertised(&cfg, addr);
+    let apis = api::APIS.iter().map(|s| (s.key as i16, format!("{:?}", s.key))).collect();
+    let registry = metrics::Registry::new(n, apis);
+    // Bound before the shards start so a taken port fails the start, not a later scrape.
+    let admin = match cfg.admin_addr()? {
+        Some(a) => {
+            let listener = StdListener::bind(a).map_err(|source| admin_bind_error(a, source))?;
+            let bound = listener.local_addr().map_err(|source| admin_bind_error(a, source))?;
+            Some((listener, bound))
+        }
+        None => None,
+    };
     let cfg = Arc::new(cfg);
 
     // Block the stop signals in every thread; the main thread waits for them with sigwait.
@@ -148,6 +199,17 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         cpu: 0,
         reason: format!("sigmask: {e}"),
     })?;
+    // Started after the signal mask is set so that it inherits it: the main thread alone
+    // takes the stop signals.
+    let admin = match admin {
+        Some((listener, bound)) => {
+            metrics::http::spawn(listener, metrics::Exposition::new(registry.clone())).map_err(|e| {
+                BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: format!("cannot start the admin HTTP thread: {e}") }
+            })?;
+            Some(bound)
+        }
+        None => None,
+    };
 
     // The mesh: a bounded single-producer channel for every ordered pair of shards.
     let mut senders: Vec<Vec<Option<SharedSender<Msg>>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
@@ -165,8 +227,11 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
     let mut handles = Vec::with_capacity(n);
-    for (i, (cpu, (tx_row, rx_row))) in cpus.iter().copied().zip(senders.into_iter().zip(receivers)).enumerate() {
+    for (i, ((cpu, node), (tx_row, rx_row))) in
+        placement.iter().copied().zip(senders.into_iter().zip(receivers)).enumerate()
+    {
         let cfg = cfg.clone();
+        let registry = registry.clone();
         let catalog = catalog.clone();
         let adv = adv.clone();
         let stop = stop.clone();
@@ -177,7 +242,10 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
             .preempt_timer(PREEMPT);
         let handle = builder
             .spawn(move || async move {
-                let outcome = shard_main(ShardId(i), cfg, catalog, adv, addr, tx_row, rx_row, stop, &ready).await;
+                // Made here, on the pinned thread, so the metrics live on the shard's node.
+                let probe = registry.register_shard(i, cpu, node);
+                let outcome =
+                    shard_main(ShardId(i), cfg, catalog, adv, addr, probe, tx_row, rx_row, stop, &ready).await;
                 if let Err(e) = outcome {
                     let _ = ready.send(Err(e));
                 }
@@ -200,6 +268,10 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         }
     }
     tracing::info!(shards = n, ?cpus, %addr, advertised = %format!("{}:{}", adv.host, adv.port), "ready");
+    if let Some(a) = admin {
+        tracing::info!("metrics at http://{a}/metrics");
+        println!("ringbroker admin listening on {a}");
+    }
     println!("ringbroker listening on {addr}");
     let _ = std::io::stdout().flush();
 
@@ -229,6 +301,7 @@ async fn shard_main(
     catalog: Catalog,
     adv: Advertised,
     addr: SocketAddr,
+    probe: metrics::Probe,
     tx_row: Vec<Option<SharedSender<Msg>>>,
     rx_row: Vec<SharedReceiver<Msg>>,
     stop: Arc<AtomicBool>,
@@ -245,7 +318,7 @@ async fn shard_main(
             None => None,
         });
     }
-    let shard = Shard::new(id, Rc::new((*cfg).clone()), adv, catalog.clone(), peers);
+    let shard = Shard::new(id, Rc::new((*cfg).clone()), adv, catalog.clone(), peers, probe);
     for t in rx_tasks {
         let rx = t.await;
         glommio::spawn_local(shard.clone().serve_peer(rx)).detach();
@@ -272,9 +345,9 @@ async fn shard_main(
                     Ok(stream) => {
                         let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
                         let shard = shard.clone();
-                        glommio::spawn_local(connection::serve(stream, peer, limits, move |frame| {
-                            let shard = shard.clone();
-                            async move { api::dispatch(&shard, frame, peer).await.map_err(|f| f.to_string()) }
+                        let probe = shard.probe.clone();
+                        glommio::spawn_local(connection::serve(stream, peer, limits, probe, move |frame| {
+                            handle_frame(shard.clone(), frame, peer)
                         }))
                         .detach();
                     }
@@ -293,6 +366,21 @@ async fn shard_main(
     shard.close_all().await;
     tracing::debug!(shard = id.0, "shard closed");
     Ok(())
+}
+
+/// Runs one request frame through `api::dispatch` as a metrics request scope (so waits on
+/// other shards count as remote time) and reports how it went to the connection.
+async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: SocketAddr) -> Handled {
+    let started = Instant::now();
+    let api = shard.probe.api_slot(header::preamble(&frame).map(|p| p.api_key));
+    let scope = RequestScope::begin();
+    let outcome = scope.run(api::dispatch(&shard, frame, peer)).await;
+    let finished = Instant::now();
+    let outcome = outcome.map_err(|fault| {
+        shard.probe.request_error(api, fault.kind());
+        fault.to_string()
+    });
+    Handled { outcome, timing: HandlerTiming { api, started, finished, remote: scope.remote(finished) } }
 }
 
 /// Timers on the background queue: retention, and periodic syncs for `flush = "interval"`.

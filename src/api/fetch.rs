@@ -5,6 +5,11 @@
 //! watermark, then reads again (a delayed fetch). Sessions are not kept: every response
 //! carries session id 0, which tells clients to send full fetch requests.
 //!
+//! Metrics: a fetch that parks counts once as a delayed fetch and its wait as remote time;
+//! the per-partition reads join the request's scope (a read on another shard is remote
+//! time too); a response with any partition error counts once in
+//! `request_errors_total{error="error_code"}`.
+//!
 //! Size limits follow KIP-74: each partition gets at most `partition_max_bytes` and the
 //! response at most `max_bytes`, except that the first batch of the first partition with
 //! data is always returned whole so a consumer can make progress past a large batch.
@@ -18,6 +23,7 @@ use futures_lite::future;
 use proto_kafka::messages::{ApiKey, FetchRequest};
 
 use super::{ApiSpec, Outcome, Request};
+use crate::metrics::{self, ErrorKind};
 use crate::protocol::fetch_writer::{self, FetchOut, PartitionOut, TopicOut};
 use crate::protocol::ErrorCode;
 use crate::shard::{Shard, Tp};
@@ -75,6 +81,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let deadline = Instant::now() + wait;
     let min_bytes = r.min_bytes.max(0) as u64;
     let max_bytes = if r.max_bytes <= 0 { u32::MAX } else { r.max_bytes as u32 };
+    let mut delayed = false;
     loop {
         let out = read_all(shard, &topics, max_bytes).await;
         let bytes: u64 =
@@ -82,10 +89,17 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         let errors = out.iter().flat_map(|t| &t.partitions).any(|p| p.error != 0);
         let now = Instant::now();
         if bytes >= min_bytes || errors || now >= deadline {
+            if errors {
+                shard.probe.request_error(shard.probe.api_slot(Some(SPEC.key as i16)), ErrorKind::ErrorCode);
+            }
             let out = FetchOut { throttle_time_ms: 0, error: 0, session_id: 0, topics: out };
             return Ok(Some(fetch_writer::encode(req.version, req.correlation_id, &out)));
         }
         // Delayed fetch: wait for any partition's high watermark to pass its fetch offset.
+        if !delayed {
+            delayed = true;
+            shard.probe.delayed_fetch();
+        }
         let mut watches = Vec::new();
         for w in topics.iter().flat_map(|t| &t.2) {
             if let Some(tp) = w.tp {
@@ -95,7 +109,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             }
         }
         if watches.is_empty() {
-            glommio::timer::sleep(deadline - now).await;
+            metrics::remote(glommio::timer::sleep(deadline - now)).await;
             continue;
         }
         let any = future::poll_fn(|cx| {
@@ -106,7 +120,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             }
             std::task::Poll::Pending
         });
-        future::or(any, glommio::timer::sleep(deadline - now)).await;
+        metrics::remote(future::or(any, glommio::timer::sleep(deadline - now))).await;
     }
 }
 
@@ -119,7 +133,7 @@ async fn read_all(shard: &Rc<Shard>, topics: &[(String, uuid::Uuid, Vec<Wanted>)
             tasks.push(w.tp.map(|tp| {
                 let shard = shard.clone();
                 let (offset, limit) = (w.offset, w.max_bytes);
-                glommio::spawn_local(async move { shard.fetch(tp, offset, limit).await })
+                glommio::spawn_local(metrics::inherit(async move { shard.fetch(tp, offset, limit).await }))
             }));
         }
     }

@@ -114,6 +114,19 @@ pub enum Fault {
 
 pub type Outcome = Result<Option<Response>, Fault>;
 
+impl Fault {
+    /// How the refusal is counted in `ringbroker_request_errors_total`.
+    pub fn kind(&self) -> crate::metrics::ErrorKind {
+        use crate::metrics::ErrorKind;
+        match self {
+            Fault::UnknownApi(_) => ErrorKind::UnknownApi,
+            Fault::UnsupportedVersion { .. } => ErrorKind::UnsupportedVersion,
+            Fault::Decode { .. } | Fault::NoHeader => ErrorKind::Decode,
+            Fault::Encode { .. } => ErrorKind::Encode,
+        }
+    }
+}
+
 impl Request {
     pub fn decode<T: Decodable>(&self) -> Result<T, Fault> {
         let mut body = self.body.clone();

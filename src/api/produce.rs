@@ -1,6 +1,10 @@
 //! Produce: each partition's batch is appended on its home shard (record bytes move there as
 //! `Bytes`); all partitions of a request are in flight at once and the response lists them
 //! in request order. acks=0 gets no response at all.
+//!
+//! The per-partition tasks join the request's metrics scope, so their waits on home shards
+//! and durable acks count as its remote time; a response with any partition error counts
+//! once in `request_errors_total{error="error_code"}`.
 
 use std::rc::Rc;
 
@@ -36,7 +40,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                 (Some(m), Some(records)) => {
                     let tp = Tp { topic: m.id, partition: p.index };
                     let shard = shard.clone();
-                    Ok(glommio::spawn_local(async move { shard.produce(tp, records).await }))
+                    Ok(glommio::spawn_local(crate::metrics::inherit(async move { shard.produce(tp, records).await })))
                 }
             };
             parts.push((p.index, pending));
@@ -54,6 +58,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         return Ok(None);
     }
     let mut resp = ProduceResponse::default();
+    let mut any_error = false;
     for (name, id, parts) in topics {
         let mut tr = TopicProduceResponse::default();
         tr.name = name;
@@ -72,6 +77,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                     pr.log_start_offset = a.log_start_offset;
                 }
                 Err(e) => {
+                    any_error = true;
                     pr.error_code = e.code();
                     pr.base_offset = -1;
                     pr.log_start_offset = -1;
@@ -80,6 +86,10 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             tr.partition_responses.push(pr);
         }
         resp.responses.push(tr);
+    }
+    if any_error {
+        let probe = &shard.probe;
+        probe.request_error(probe.api_slot(Some(ApiKey::Produce as i16)), crate::metrics::ErrorKind::ErrorCode);
     }
     req.respond(&resp)
 }

@@ -3,12 +3,54 @@
 //! subcommand owns its arguments and returns the process exit code (0 ok, 1 failed,
 //! 2 bad usage).
 
+mod common;
+pub mod consume;
+pub mod consumer_protocol;
+mod fetcher;
+pub mod group;
+pub mod member;
+pub mod output;
+pub mod partitioner;
+mod partitions;
+pub mod produce;
+mod record_format;
+pub mod topic;
+
 use clap::Subcommand;
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Create, list, describe, delete topics and change their configs
+    Topic(topic::TopicArgs),
+    /// Send records, one per line of stdin or files
+    Produce(produce::ProduceArgs),
+    /// Print records, by partition or as a member of a consumer group
+    Consume(consume::ConsumeArgs),
+    /// List and describe consumer groups, reset their offsets
+    Group(group::GroupArgs),
+    /// Check, fix (as root) or script the OS settings the broker runs best with
+    Tune(crate::tune::TuneArgs),
+}
 
 /// Runs a subcommand and returns the process exit code.
 pub fn run(command: Command) -> i32 {
-    match command {}
+    match command {
+        Command::Topic(a) => exit_code(topic::run(a)),
+        Command::Produce(a) => exit_code(produce::run(a)),
+        Command::Consume(a) => exit_code(consume::run(a)),
+        Command::Group(a) => exit_code(group::run(a)),
+        Command::Tune(a) => crate::tune::run(a),
+    }
+}
+
+/// The admin commands' errors go to stderr with their causes; the exit code is 1 (clap
+/// exits with 2 on bad usage before a command runs).
+fn exit_code(result: anyhow::Result<()>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
 }

@@ -16,6 +16,10 @@
 //!
 //! A failed write or sync leaves the partition failed: later appends get
 //! KAFKA_STORAGE_ERROR, and the next start recovers the log from disk.
+//!
+//! Metrics (through the home shard's probe): each fdatasync's latency (one per group
+//! commit), and the bytes held in segment files, added as batches are written and
+//! subtracted as retention or topic deletion removes them.
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -31,6 +35,7 @@ use super::segment::{self, Segment};
 use super::snapshot;
 use crate::config::FlushPolicy;
 use crate::error::BrokerError;
+use crate::metrics::Probe;
 use crate::producer::{ProducerState, Verdict};
 use crate::protocol::batch::{self, BatchHeader};
 use crate::protocol::response::FileRegion;
@@ -139,6 +144,7 @@ pub struct Partition {
     producers_written: RefCell<ProducerState>,
     /// Retried batches answered with their first offsets once those are committed.
     duplicates: RefCell<Vec<(i64, Appended, AppendReply)>>,
+    probe: Probe,
 }
 
 fn now_ms() -> i64 {
@@ -156,7 +162,13 @@ impl Partition {
 
     /// Opens (or creates) the log in `dir`, recovering it if the last shutdown was not
     /// clean, and starts its writer task on the current shard.
-    pub async fn open(topic: &str, index: i32, dir: PathBuf, cfg: LogConfig) -> Result<Rc<Partition>, BrokerError> {
+    pub async fn open(
+        topic: &str,
+        index: i32,
+        dir: PathBuf,
+        cfg: LogConfig,
+        probe: Probe,
+    ) -> Result<Rc<Partition>, BrokerError> {
         std::fs::create_dir_all(&dir).map_err(|e| storage(&dir, e))?;
         let marker = dir.join(CLEAN_MARKER);
         let clean = marker.exists();
@@ -234,6 +246,7 @@ impl Partition {
             .map_err(|e| storage(&active_path, e))?;
         let (tx, rx) = local_channel::new_bounded(1);
         let (done_tx, done_rx) = oneshot::channel();
+        probe.log_bytes(segments.iter().map(|s| s.size.get() as i64).sum());
         let p = Rc::new(Partition {
             topic: topic.to_string(),
             index,
@@ -257,6 +270,7 @@ impl Partition {
             producers_written: RefCell::new(producers.clone()),
             producers: RefCell::new(producers),
             duplicates: RefCell::new(Vec::new()),
+            probe,
         });
         let writer = p.clone();
         glommio::spawn_local(async move {
@@ -383,6 +397,7 @@ impl Partition {
                 seg.first_append.set(Some(Instant::now()));
             }
             seg.size.set(pos + len as u64);
+            self.probe.log_bytes(len as i64);
             st.written = items[last - 1].header.last_offset() + 1;
             st.unsynced_bytes += len as u64;
             first = last;
@@ -414,7 +429,9 @@ impl Partition {
         };
         let Some(writer) = writer else { return Ok(()) };
         self.syncing.set(true);
+        let started = Instant::now();
         let r = writer.fdatasync().await;
+        self.probe.fsync(started.elapsed());
         self.syncing.set(false);
         r.map_err(|e| storage(&self.dir, e))?;
         {
@@ -605,6 +622,7 @@ impl Partition {
             }
             excess = excess.saturating_sub(seg.size.get());
             let seg = st.segments.remove(0);
+            self.probe.log_bytes(-(seg.size.get() as i64));
             if let Err(e) = seg.remove_files() {
                 tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
             }
@@ -656,6 +674,8 @@ impl Partition {
 
     /// Removes the partition's files (topic deletion). The caller has closed it.
     pub fn delete_files(&self) -> std::io::Result<()> {
+        let size: u64 = self.st.borrow().segments.iter().map(|s| s.size.get()).sum();
+        self.probe.log_bytes(-(size as i64));
         std::fs::remove_dir_all(&self.dir)
     }
 
@@ -817,7 +837,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t-0");
         run(async move {
-            let p = Partition::open("t", 0, path.clone(), cfg(FlushPolicy::Always, 2048)).await.unwrap();
+            let p =
+                Partition::open("t", 0, path.clone(), cfg(FlushPolicy::Always, 2048), Probe::detached()).await.unwrap();
             let offsets = append_n(&p, 0, 60).await;
             assert_eq!(offsets, (0..60).map(|i| i * 2).collect::<Vec<i64>>());
             assert!(p.segment_count() > 3, "small segments roll: {}", p.segment_count());
@@ -841,19 +862,19 @@ mod tests {
         let path = dir.path().join("t-0");
         run(async move {
             let c = cfg(FlushPolicy::Always, 4096);
-            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
             append_n(&p, 0, 40).await;
             p.close().await.unwrap();
             assert!(path.join(CLEAN_MARKER).exists());
 
-            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
             assert!(!path.join(CLEAN_MARKER).exists(), "the marker is consumed at open");
             assert_eq!(p.offsets().log_end, 80);
             assert_eq!(read_all(&p).len(), 40);
             append_n(&p, 40, 10).await;
             drop(p); // no close: as after kill -9
 
-            let p = Partition::open("t", 0, path.clone(), c).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             assert_eq!(p.offsets().log_end, 100);
             assert_eq!(read_all(&p).len(), 50);
             assert_eq!(append_n(&p, 50, 1).await, vec![100], "offsets continue, never reused");
@@ -866,7 +887,7 @@ mod tests {
         let path = dir.path().join("t-0");
         run(async move {
             let c = cfg(FlushPolicy::Always, 1 << 20);
-            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
             append_n(&p, 0, 10).await;
             drop(p);
             let log = path.join(segment::file_name(0, "log"));
@@ -876,7 +897,7 @@ mod tests {
             std::io::Write::write_all(&mut f, &torn[..torn.len() / 2]).unwrap();
             drop(f);
 
-            let p = Partition::open("t", 0, path.clone(), c).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             assert_eq!(std::fs::metadata(&log).unwrap().len(), good_len, "torn bytes removed");
             assert_eq!(p.offsets().log_end, 20);
             assert_eq!(read_all(&p).len(), 10);
@@ -891,7 +912,7 @@ mod tests {
         run(async move {
             let mut c = cfg(FlushPolicy::Os, 2048);
             c.retention_bytes = 4096;
-            let p = Partition::open("t", 0, path.clone(), c).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             append_n(&p, 0, 100).await;
             let before = p.segment_count();
             let deleted = p.apply_retention(unix_now_ms());
@@ -914,7 +935,7 @@ mod tests {
         let path = dir.path().join("t-0");
         run(async move {
             let c = cfg(FlushPolicy::Always, 1024);
-            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
             // each batch holds 2 records: sequences 0-1, 2-3, ...
             for i in 0..30 {
                 assert_eq!(send(&p, &idem(i, 7, 0, 2 * i as i32)).await, Ok(2 * i as i64));
@@ -924,13 +945,13 @@ mod tests {
             assert_eq!(p.offsets().log_end, 60, "nothing appended twice");
             drop(p); // as after kill -9: state comes back from the last snapshot plus the log
 
-            let p = Partition::open("t", 0, path.clone(), c.clone()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
             assert!(p.segment_count() > 2, "rolled, so snapshots exist");
             assert_eq!(send(&p, &idem(28, 7, 0, 56)).await, Ok(56), "retry after restart");
             assert_eq!(send(&p, &idem(30, 7, 0, 60)).await, Ok(60));
             p.close().await.unwrap();
 
-            let p = Partition::open("t", 0, path.clone(), c).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             assert_eq!(send(&p, &idem(30, 7, 0, 60)).await, Ok(60), "after a clean close too");
             assert_eq!(send(&p, &idem(31, 7, 1, 0)).await, Ok(62), "an epoch bump starts over at 0");
             assert_eq!(send(&p, &idem(32, 7, 0, 62)).await, Err(ErrorCode::InvalidProducerEpoch));
@@ -939,11 +960,45 @@ mod tests {
     }
 
     #[test]
+    fn syncs_and_log_bytes_are_recorded_on_the_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let probe = Probe::detached();
+            let mut c = cfg(FlushPolicy::Always, 2048);
+            c.retention_bytes = 2048;
+            let p = Partition::open("t", 0, path.clone(), c, probe.clone()).await.unwrap();
+            append_n(&p, 0, 40).await;
+            let on_disk = |path: &Path| -> i64 {
+                std::fs::read_dir(path)
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|f| f.extension().is_some_and(|x| x == "log"))
+                    .map(|f| std::fs::metadata(f).unwrap().len() as i64)
+                    .sum()
+            };
+            let m = probe.metrics();
+            assert!(m.fsync.snapshot().count() >= 1, "flush = always syncs");
+            assert_eq!(m.log_bytes.get(), on_disk(&path));
+            assert!(p.apply_retention(unix_now_ms()) > 0);
+            assert_eq!(m.log_bytes.get(), on_disk(&path), "retention subtracts what it deletes");
+            p.close().await.unwrap();
+            let before = m.log_bytes.get();
+            // Reopening adds what is already there.
+            let p = Partition::open("t", 0, path.clone(), cfg(FlushPolicy::Always, 2048), probe.clone()).await.unwrap();
+            assert_eq!(m.log_bytes.get(), before * 2);
+            p.close().await.unwrap();
+            p.delete_files().unwrap();
+            assert_eq!(m.log_bytes.get(), before);
+        });
+    }
+
+    #[test]
     fn bad_batches_are_refused_with_kafka_codes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t-0");
         run(async move {
-            let p = Partition::open("t", 0, path, cfg(FlushPolicy::Os, 1 << 20)).await.unwrap();
+            let p = Partition::open("t", 0, path, cfg(FlushPolicy::Os, 1 << 20), Probe::detached()).await.unwrap();
             let mut b = batch(1).to_vec();
             let last = b.len() - 1;
             b[last] ^= 1;

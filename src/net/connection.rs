@@ -8,11 +8,17 @@
 //! response (acks=0 produce) is skipped. A frame that cannot be framed, or a request the
 //! dispatcher refuses, closes the connection with the reason logged; other connections
 //! never notice.
+//!
+//! Metrics recorded here (through the shard's probe): connections opened and closed (by the
+//! client, or on an error), bytes read and written, and for each request, once its response
+//! has been written, its latency phases. The frame's arrival time travels beside its task
+//! in the in-flight queue; the dispatcher reports when its handler started and finished.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
+use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_lite::io::{ReadHalf, WriteHalf};
@@ -22,6 +28,7 @@ use glommio::net::TcpStream;
 use glommio::Task;
 
 use super::sendfile::{copy_region, send_region};
+use crate::metrics::{Closed, HandlerTiming, Probe};
 use crate::protocol::frame::{self, Framing};
 use crate::protocol::response::{Chunk, Response};
 use crate::sys;
@@ -37,47 +44,63 @@ pub struct Limits {
 /// Why a handler refused a request: logged, then the connection closes.
 pub type Refusal = String;
 
+/// What the dispatcher made of one request frame.
+pub struct Handled {
+    /// The response (none for acks=0 produce), or why the connection must close.
+    pub outcome: Result<Option<Response>, Refusal>,
+    pub timing: HandlerTiming,
+}
+
+/// A request in flight: its handler's task and when its frame was read.
+type InFlight = (Task<Handled>, Instant);
+
 const READ_CHUNK: usize = 64 * 1024;
 
-pub async fn serve<F, Fut>(stream: TcpStream, peer: SocketAddr, limits: Limits, dispatch: F)
+pub async fn serve<F, Fut>(stream: TcpStream, peer: SocketAddr, limits: Limits, probe: Probe, dispatch: F)
 where
     F: Fn(Bytes) -> Fut + 'static,
-    Fut: Future<Output = Result<Option<Response>, Refusal>> + 'static,
+    Fut: Future<Output = Handled> + 'static,
 {
+    probe.connection_opened();
     let fd = stream.as_raw_fd();
     if let Err(e) = sys::set_nonblocking(fd) {
         tracing::warn!(%peer, "closing: cannot make the socket non-blocking: {e}");
+        probe.connection_closed(Closed::Error);
         return;
     }
     let _ = stream.set_nodelay(true);
     let (reader, writer) = futures_lite::io::split(stream);
     let (tx, rx) = local_channel::new_bounded(limits.max_in_flight);
-    let writer = glommio::spawn_local(write_loop(writer, fd, peer, limits.zero_copy, rx));
-    if let Err(reason) = read_loop(reader, limits, &dispatch, &tx).await {
+    let writer = glommio::spawn_local(write_loop(writer, fd, peer, limits.zero_copy, probe.clone(), rx));
+    let read = read_loop(reader, limits, &probe, &dispatch, &tx).await;
+    if let Err(reason) = &read {
         tracing::warn!(%peer, "closing connection: {reason}");
     }
     drop(tx); // the writer finishes what was queued, then stops
-    writer.await;
+    let write_failed = writer.await;
+    probe.connection_closed(if read.is_err() || write_failed { Closed::Error } else { Closed::Client });
 }
 
 async fn read_loop<F, Fut>(
     mut reader: ReadHalf<TcpStream>,
     limits: Limits,
+    probe: &Probe,
     dispatch: &F,
-    tx: &local_channel::LocalSender<Task<Result<Option<Response>, Refusal>>>,
+    tx: &local_channel::LocalSender<InFlight>,
 ) -> Result<(), String>
 where
     F: Fn(Bytes) -> Fut + 'static,
-    Fut: Future<Output = Result<Option<Response>, Refusal>> + 'static,
+    Fut: Future<Output = Handled> + 'static,
 {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         let want = match frame::check(&buf, limits.max_frame).map_err(|e| e.to_string())? {
             Framing::Complete { len } => {
+                let received = Instant::now();
                 let mut f = buf.split_to(4 + len);
                 f.advance(4);
                 let task = glommio::spawn_local(dispatch(f.freeze()));
-                if tx.send(task).await.is_err() {
+                if tx.send((task, received)).await.is_err() {
                     return Ok(()); // the writer stopped: it logged why
                 }
                 continue;
@@ -92,6 +115,7 @@ where
             Err(e) => return Err(format!("read failed: {e}")),
         };
         buf.truncate(old + n);
+        probe.bytes_received(n);
         if n == 0 {
             if !buf.is_empty() {
                 return Err(format!("peer closed with {} bytes of an unfinished request", buf.len()));
@@ -101,32 +125,47 @@ where
     }
 }
 
+/// Writes responses in request order; returns whether it stopped on an error.
 async fn write_loop(
     mut writer: WriteHalf<TcpStream>,
     fd: RawFd,
     peer: SocketAddr,
     zero_copy: bool,
-    rx: LocalReceiver<Task<Result<Option<Response>, Refusal>>>,
-) {
-    while let Some(task) = rx.recv().await {
-        let failure = match task.await {
+    probe: Probe,
+    rx: LocalReceiver<InFlight>,
+) -> bool {
+    while let Some((task, received)) = rx.recv().await {
+        let handled = task.await;
+        let sending = Instant::now();
+        let failure = match handled.outcome {
             Ok(Some(resp)) => {
-                write_response(&mut writer, fd, zero_copy, resp).await.err().map(|e| format!("write failed: {e}"))
+                let len = resp.total_len();
+                match write_response(&mut writer, fd, zero_copy, resp).await {
+                    Ok(()) => {
+                        probe.bytes_sent(len);
+                        None
+                    }
+                    Err(e) => Some(format!("write failed: {e}")),
+                }
             }
             Ok(None) => None,
             Err(reason) => Some(reason),
         };
+        probe.request_done(&handled.timing, received, sending, Instant::now());
         if let Some(reason) = failure {
             tracing::warn!(%peer, "closing connection: {reason}");
             // Wake the reader (blocked in read) so the whole connection ends.
             let _ = sys::shutdown(fd);
             // Drain so queued handlers still finish (their effects already happened).
-            while let Some(t) = rx.recv().await {
-                let _ = t.await;
+            while let Some((t, received)) = rx.recv().await {
+                let h = t.await;
+                let now = Instant::now();
+                probe.request_done(&h.timing, received, now, now);
             }
-            return;
+            return true;
         }
     }
+    false
 }
 
 async fn write_response(w: &mut WriteHalf<TcpStream>, fd: RawFd, zero_copy: bool, resp: Response) -> io::Result<()> {

@@ -2,6 +2,12 @@
 //! homed on it. `Shard` is the per-executor context the API handlers work through: it
 //! routes each partition operation to the partition's home shard, locally by a direct call
 //! or remotely as a `Msg` over the mesh, and holds this shard's catalog snapshot.
+//!
+//! Metrics recorded here: partitions homed on this shard, mesh messages sent and received,
+//! sends that found a peer's queue full (backpressure: the send then waits, it never
+//! fails), and appends whose ack had to wait (delayed produce). Waiting on another shard
+//! or on an append's ack is wrapped in `metrics::remote`, so it counts as the request's
+//! remote time.
 
 pub mod controller;
 pub mod message;
@@ -17,12 +23,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_channel::oneshot;
 use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender};
+use glommio::{GlommioError, ResourceType};
 
 use crate::config::Config;
 use crate::group::coordinator::Coordinator;
 use crate::group::{offsets, GroupLimits, GroupListing, GroupOp};
 use crate::log::{Appended, LogConfig, Offsets, Partition, ReadOut};
 use crate::metadata::Catalog;
+use crate::metrics::{self, Probe};
 use crate::protocol::ErrorCode;
 pub use message::{Msg, NewTopic, TopicResult, Tp};
 
@@ -56,6 +64,8 @@ pub struct Shard {
     /// Requests sent to other shards, waiting for their `Msg::Reply`.
     pending: RefCell<HashMap<u64, oneshot::Sender<Box<dyn Any + Send>>>>,
     next_call: Cell<u64>,
+    /// This shard's metrics.
+    pub probe: Probe,
 }
 
 /// What went wrong sending to another shard: it has stopped.
@@ -70,6 +80,7 @@ impl Shard {
         advertised: Advertised,
         catalog: Catalog,
         peers: Vec<Option<ConnectedSender<Msg>>>,
+        probe: Probe,
     ) -> Rc<Shard> {
         let count = peers.len();
         let controller = (id.0 == 0).then(|| RefCell::new(catalog.clone()));
@@ -105,6 +116,7 @@ impl Shard {
             logs: RefCell::new(HashMap::new()),
             peers,
             controller,
+            probe,
         })
     }
 
@@ -140,13 +152,32 @@ impl Shard {
             self.pending.borrow_mut().remove(&id);
             return Err(e);
         }
-        let value = back_rx.await.map_err(peer_gone)?;
+        let value = metrics::remote(back_rx).await.map_err(peer_gone)?;
         value.downcast::<Option<T>>().ok().and_then(|v| *v).ok_or(ErrorCode::NotLeaderOrFollower)
     }
 
     async fn send(&self, shard: usize, msg: Msg) -> Result<(), ErrorCode> {
         let peer = self.peers.get(shard).and_then(Option::as_ref).ok_or(ErrorCode::NotLeaderOrFollower)?;
-        peer.send(msg).await.map_err(peer_gone)
+        match peer.try_send(msg) {
+            Ok(()) => {}
+            Err(GlommioError::WouldBlock(ResourceType::Channel(msg))) => {
+                self.probe.mesh_queue_full();
+                metrics::remote(peer.send(msg)).await.map_err(peer_gone)?;
+            }
+            Err(e) => return Err(peer_gone(e)),
+        }
+        self.probe.mesh_sent();
+        Ok(())
+    }
+
+    /// Waits for an append's ack, counting it as a delayed produce when it is not there yet.
+    async fn acked(&self, mut rx: oneshot::Receiver<Result<Appended, ErrorCode>>) -> Result<Appended, ErrorCode> {
+        match rx.try_recv() {
+            Ok(Some(r)) => return r,
+            Ok(None) => self.probe.delayed_produce(),
+            Err(_) => return Err(ErrorCode::KafkaStorageError),
+        }
+        metrics::remote(rx).await.unwrap_or(Err(ErrorCode::KafkaStorageError))
     }
 
     /// Appends a produced batch on the partition's home shard.
@@ -154,7 +185,7 @@ impl Shard {
         let home = self.home(&tp)?;
         if home == self.id.0 {
             let rx = self.log(&tp)?.append(&records)?;
-            return rx.await.map_err(peer_gone)?;
+            return self.acked(rx).await;
         }
         self.call(home, |reply| Msg::Produce { tp, records, reply }).await?
     }
@@ -260,7 +291,7 @@ impl Shard {
             let topic = &catalog.topics[&name];
             let dir = self.config.data_dir.join(Partition::dir_name(&name, tp.partition));
             let cfg = crate::log::partition::topic_log_config(&self.log_config, &topic.configs);
-            match Partition::open(&name, tp.partition, dir, cfg).await {
+            match Partition::open(&name, tp.partition, dir, cfg, self.probe.clone()).await {
                 Ok(p) => {
                     self.logs.borrow_mut().insert(tp, p);
                 }
@@ -268,12 +299,14 @@ impl Shard {
             }
         }
         *self.catalog.borrow_mut() = catalog;
+        self.probe.partitions(self.logs.borrow().len());
     }
 
     /// Serves messages from one peer shard until it goes away. Each message runs in its own
     /// task so a slow append never holds up the next message.
     pub async fn serve_peer(self: Rc<Self>, rx: ConnectedReceiver<Msg>) {
         while let Some(msg) = rx.recv().await {
+            self.probe.mesh_received();
             match msg {
                 Msg::Call { origin, id, msg, relay } => {
                     let me = self.clone();
@@ -302,7 +335,7 @@ impl Shard {
         match msg {
             Msg::Produce { tp, records, reply } => {
                 let r = match self.log(&tp).and_then(|p| p.append(&records)) {
-                    Ok(rx) => rx.await.unwrap_or(Err(ErrorCode::KafkaStorageError)),
+                    Ok(rx) => self.acked(rx).await,
                     Err(e) => Err(e),
                 };
                 let _ = reply.send(r);
@@ -383,8 +416,14 @@ impl Shard {
         let (home, _) = self.group_home(&group)?;
         if home == self.id.0 {
             let (tx, rx) = oneshot::channel();
-            self.run_group_op(group, make(tx)).await;
-            return rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable);
+            // A group op parks on its offsets log's durable append or, for a join, on the
+            // rebalance (Kafka's delayed join): remote time. Its own work is a little
+            // bookkeeping, counted with the wait.
+            return metrics::remote(async {
+                self.run_group_op(group, make(tx)).await;
+                rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable)
+            })
+            .await;
         }
         self.call(home, move |tx| Msg::Group { group, op: make(tx) })
             .await
@@ -467,6 +506,7 @@ impl Shard {
     /// Clean shutdown of every local partition.
     pub async fn close_all(&self) {
         let logs: Vec<_> = self.logs.borrow_mut().drain().map(|(_, p)| p).collect();
+        self.probe.partitions(0);
         for p in logs {
             if let Err(e) = p.close().await {
                 tracing::error!(topic = %p.topic, partition = p.index, "clean close failed: {e}");

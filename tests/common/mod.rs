@@ -11,10 +11,16 @@ use std::time::Duration;
 
 /// The line the broker prints on stdout once every shard accepts connections.
 const READY_PREFIX: &str = "ringbroker listening on ";
+/// The line the broker prints, before the ready line, when its admin (metrics) listener is on.
+const ADMIN_PREFIX: &str = "ringbroker admin listening on ";
 
 pub struct Broker {
     child: Option<Child>,
     pub addr: SocketAddr,
+    /// The admin listener (`/metrics`), when the broker runs one. Test brokers get a free
+    /// port (RINGBROKER_ADMIN_LISTEN=127.0.0.1:0) so that parallel brokers do not all
+    /// claim the default 9644; `--admin-listen` in the args still wins.
+    pub admin_addr: Option<SocketAddr>,
     pub data_dir: PathBuf,
     _tmp: Option<tempfile::TempDir>,
 }
@@ -43,6 +49,10 @@ impl Broker {
             .arg(data_dir)
             .args(args)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
+            .env(
+                "RINGBROKER_ADMIN_LISTEN",
+                std::env::var("RINGBROKER_ADMIN_LISTEN").unwrap_or_else(|_| "127.0.0.1:0".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -51,25 +61,31 @@ impl Broker {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
+            let mut admin = None;
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Some(rest) = line.strip_prefix(READY_PREFIX) {
+                if let Some(rest) = line.strip_prefix(ADMIN_PREFIX) {
+                    admin = Some(rest.trim().to_string());
+                } else if let Some(rest) = line.strip_prefix(READY_PREFIX) {
                     if let Some(tx) = tx.take() {
-                        let _ = tx.send(rest.trim().to_string());
+                        let _ = tx.send((rest.trim().to_string(), admin.take()));
                     }
                 } else {
                     println!("[broker stdout] {line}");
                 }
             }
         });
-        let addr = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(a) => a.parse().expect("broker printed a socket address"),
+        let (addr, admin_addr) = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok((a, admin)) => (
+                a.parse().expect("broker printed a socket address"),
+                admin.map(|a| a.parse().expect("broker printed an admin socket address")),
+            ),
             Err(_) => {
                 let _ = child.kill();
                 panic!("ringbroker did not report it was listening within 60 s");
             }
         };
-        Broker { child: Some(child), addr, data_dir: data_dir.to_path_buf(), _tmp: None }
+        Broker { child: Some(child), addr, admin_addr, data_dir: data_dir.to_path_buf(), _tmp: None }
     }
 
     /// `host:port` for a client's bootstrap.servers.
