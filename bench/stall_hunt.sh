@@ -49,7 +49,7 @@ else
     cp "${RB_BIN:-$ROOT/target/release/ringbroker}" "$DIR/ringbroker"
     "$DIR/ringbroker" --flush os --listen "127.0.0.1:$PORT" --data-dir "$DIR/data" "$@" >"$DIR/broker.log" 2>&1 &
     BPID=$!
-    for _ in $(seq 1 100); do grep -q "listening on" "$DIR/broker.log" && break; sleep 0.1; done
+    for _ in $(seq 1 100); do grep -q "ringbroker listening on" "$DIR/broker.log" && break; sleep 0.1; done
     log "ringbroker $* (pid $BPID)"
 fi
 

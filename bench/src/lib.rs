@@ -5,6 +5,7 @@
 //! a fixed-rate schedule, i.e. coordinated omission made visible), from HDR histograms.
 
 pub mod null_broker;
+pub mod records;
 pub mod report;
 pub mod run;
 pub mod schedule;

@@ -7,7 +7,7 @@ use clap::Parser;
 
 /// Load tool for Kafka-compatible brokers (Ringbroker, Apache Kafka, ...).
 #[derive(Debug, Parser)]
-#[command(name = "ringbench", version)]
+#[command(name = "ringbench", version, args_override_self = true)]
 struct Args {
     /// Broker address HOST:PORT
     #[arg(long, default_value = "127.0.0.1:9092")]
@@ -21,6 +21,7 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     producers: usize,
     /// Consumer connections, partitions assigned round-robin (0: produce only)
+    /// unless --group is given
     #[arg(long, default_value_t = 1)]
     consumers: usize,
     /// Records per second over all producers; 0 = as fast as possible
@@ -29,6 +30,12 @@ struct Args {
     /// Bytes per record value (at least 8: the send timestamp)
     #[arg(long, default_value_t = 1024)]
     record_size: usize,
+    /// Bytes per record key (a distinct counter per record); 0 = null keys
+    #[arg(long, default_value_t = 0)]
+    key_size: usize,
+    /// Producer compression: none, gzip, snappy, lz4, zstd
+    #[arg(long, default_value = "none")]
+    compression: String,
     /// Records per batch (one batch per Produce request)
     #[arg(long, default_value_t = 16)]
     batch_records: usize,
@@ -47,6 +54,13 @@ struct Args {
     /// Seconds at the start not counted in latency figures
     #[arg(long, default_value_t = 5)]
     warmup: u64,
+    /// Consumers start again from their start offsets whenever they reach the log end, until
+    /// --duration (consume throughput over more than one pass of a pre-filled topic)
+    #[arg(long)]
+    rewind: bool,
+    /// Consumers join this consumer group (range assignor, offsets committed) instead
+    #[arg(long)]
+    group: Option<String>,
     /// Consumers read from the beginning of the log (consume-throughput runs)
     #[arg(long)]
     from_beginning: bool,
@@ -87,6 +101,8 @@ fn main() -> Result<()> {
         consumers: a.consumers,
         rate: a.rate,
         record_size: a.record_size,
+        key_size: a.key_size,
+        compression: ringbench::records::parse_compression(&a.compression)?,
         batch_records: a.batch_records,
         acks: a.acks,
         max_in_flight: a.max_in_flight,
@@ -94,6 +110,8 @@ fn main() -> Result<()> {
         records: a.records,
         warmup: Duration::from_secs(a.warmup),
         from_beginning: a.from_beginning,
+        group: a.group,
+        rewind: a.rewind,
         consume_records: None,
         progress: !a.quiet,
     };

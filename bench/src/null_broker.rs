@@ -1,9 +1,10 @@
 //! The null broker: the ceiling of ringbench plus loopback on this machine. It answers the
 //! requests ringbench sends without storing anything: Produce is acknowledged at once, and
-//! each partition pretends to hold `records` records, served from one pre-built batch
-//! whose base offset is patched per fetch (outside the CRC), so consumers verify real
-//! batches. A broker can at best match these figures on the same machine.
+//! each partition pretends to hold `records` records, served as copies of one pre-built
+//! batch whose base offsets are patched per fetch (outside the CRC), so consumers verify
+//! real batches. A broker can at best match these figures on the same machine.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
@@ -14,15 +15,14 @@ use ringbroker::protocol::batch;
 use ringbroker::protocol::header;
 use ringbroker::protocol::messages::api_versions_response::ApiVersion;
 use ringbroker::protocol::messages::create_topics_response::CreatableTopicResult;
-use ringbroker::protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use ringbroker::protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use ringbroker::protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use ringbroker::protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use ringbroker::protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse,
-    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
+    ApiKey, ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, ListOffsetsRequest,
+    ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
 };
 use ringbroker::protocol::{Decodable, Encodable, StrBytes};
 
@@ -38,7 +38,7 @@ pub struct NullConfig {
 /// The versions answered: those ringbench uses.
 const VERSIONS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
+    (ApiKey::Fetch, 12, 12),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 1, 12),
     (ApiKey::ApiVersions, 0, 3),
@@ -69,6 +69,7 @@ pub fn serve_on(listener: TcpListener, cfg: NullConfig) -> Result<()> {
 
 fn connection(mut s: TcpStream, addr: SocketAddr, cfg: NullConfig, template: &Bytes) -> Result<()> {
     s.set_nodelay(true)?;
+    let mut logs = Logs::new(cfg, template.clone());
     loop {
         let mut len = [0u8; 4];
         if s.read_exact(&mut len).is_err() {
@@ -198,34 +199,13 @@ fn connection(mut s: TcpStream, addr: SocketAddr, cfg: NullConfig, template: &By
             }
             ApiKey::Fetch => {
                 let req = FetchRequest::decode(&mut body, v)?;
-                let mut r = FetchResponse::default();
-                let mut any = false;
-                r.responses = req
-                    .topics
-                    .into_iter()
-                    .map(|t| {
-                        let mut o = FetchableTopicResponse::default();
-                        o.topic = t.topic;
-                        o.partitions = t
-                            .partitions
-                            .iter()
-                            .map(|p| {
-                                let mut op = PartitionData::default();
-                                op.partition_index = p.partition;
-                                op.high_watermark = cfg.records;
-                                op.last_stable_offset = cfg.records;
-                                op.records = Some(synthetic(template, p.fetch_offset, cfg, p.partition_max_bytes));
-                                any |= op.records.as_ref().is_some_and(|r| !r.is_empty());
-                                op
-                            })
-                            .collect();
-                        o
-                    })
-                    .collect();
-                if !any {
+                if req.topics.iter().flat_map(|t| &t.partitions).all(|p| p.fetch_offset >= cfg.records) {
+                    // Nothing to serve: wait as a broker would for min_bytes, up to 100 ms.
                     std::thread::sleep(Duration::from_millis(req.max_wait_ms.clamp(0, 100) as u64));
                 }
-                encode(api, v, pre.correlation_id, &r)?
+                let pieces = logs.fetch_response(&req, pre.correlation_id);
+                logs.write(&mut s, &pieces)?;
+                continue;
             }
             _ => bail!("the null broker does not answer {api:?}"),
         };
@@ -233,17 +213,112 @@ fn connection(mut s: TcpStream, addr: SocketAddr, cfg: NullConfig, template: &By
     }
 }
 
-/// Batches from `offset` while they fit in `max_bytes` and the pretended log lasts.
-fn synthetic(template: &Bytes, offset: i64, cfg: NullConfig, max_bytes: i32) -> Bytes {
-    let mut out = BytesMut::new();
-    let mut next = offset;
-    while next < cfg.records && out.len() + template.len() <= max_bytes.max(template.len() as i32) as usize {
-        let at = out.len();
-        out.extend_from_slice(template);
-        batch::patch(&mut out[at..], next, 0);
-        next += cfg.batch_records as i64;
+/// The pretended logs of one connection's partitions. A fetch answer is a run of whole
+/// template batches per partition, kept in a buffer per partition and reused: a fetch only
+/// patches each batch's base offset (outside the CRC) and writes the buffer to the socket,
+/// so serving costs about what the kernel's copy costs. That is the ceiling a broker's fetch
+/// path could reach on this machine with this consumer.
+struct Logs {
+    cfg: NullConfig,
+    template: Bytes,
+    partitions: HashMap<i32, Vec<u8>>,
+}
+
+/// A piece of a Fetch response: encoded bytes, or the first `len` bytes of a partition's buffer.
+enum Piece {
+    Bytes(BytesMut),
+    Records { partition: i32, len: usize },
+}
+
+impl Logs {
+    fn new(cfg: NullConfig, template: Bytes) -> Logs {
+        Logs { cfg, template, partitions: HashMap::new() }
     }
-    out.freeze()
+
+    /// Patches the partition's buffer to hold batches from `offset` and returns their length.
+    fn serve(&mut self, partition: i32, offset: i64, max_bytes: i32) -> usize {
+        let (cfg, t) = (self.cfg, &self.template);
+        if offset >= cfg.records || offset < 0 {
+            return 0;
+        }
+        let left = (cfg.records - offset + cfg.batch_records as i64 - 1) / cfg.batch_records as i64;
+        // At least one batch even past max_bytes, as KIP-74 has brokers do.
+        let n = (max_bytes.max(0) as usize / t.len()).max(1).min(left as usize);
+        let buf = self.partitions.entry(partition).or_default();
+        while buf.len() < n * t.len() {
+            buf.extend_from_slice(t);
+        }
+        for (i, b) in buf.chunks_mut(t.len()).take(n).enumerate() {
+            batch::patch(b, offset + (i * cfg.batch_records) as i64, 0);
+        }
+        n * t.len()
+    }
+
+    /// A Fetch v12 response (the version ringbench sends; the only one this broker offers),
+    /// encoded by hand around the partitions' buffers.
+    fn fetch_response(&mut self, req: &FetchRequest, correlation_id: i32) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        let mut buf = BytesMut::new();
+        buf.put_i32(0); // frame size, set in write
+        buf.put_i32(correlation_id);
+        buf.put_u8(0); // header tags
+        buf.put_i32(0); // throttle_time_ms
+        buf.put_i16(0); // error_code
+        buf.put_i32(0); // session_id
+        put_uvarint(&mut buf, req.topics.len() + 1);
+        for t in &req.topics {
+            put_uvarint(&mut buf, t.topic.len() + 1);
+            buf.put_slice(t.topic.as_bytes());
+            put_uvarint(&mut buf, t.partitions.len() + 1);
+            for p in &t.partitions {
+                buf.put_i32(p.partition);
+                buf.put_i16(0);
+                buf.put_i64(self.cfg.records); // high watermark
+                buf.put_i64(self.cfg.records); // last stable offset
+                buf.put_i64(0); // log start offset
+                put_uvarint(&mut buf, 0); // aborted transactions: null
+                buf.put_i32(-1); // preferred read replica
+                let len = self.serve(p.partition, p.fetch_offset, p.partition_max_bytes);
+                put_uvarint(&mut buf, len + 1);
+                pieces.push(Piece::Bytes(buf.split()));
+                pieces.push(Piece::Records { partition: p.partition, len });
+                buf.put_u8(0); // partition tags
+            }
+            buf.put_u8(0); // topic tags
+        }
+        buf.put_u8(0); // response tags
+        pieces.push(Piece::Bytes(buf));
+        let size: usize = pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Bytes(b) => b.len(),
+                Piece::Records { len, .. } => *len,
+            })
+            .sum();
+        if let Some(Piece::Bytes(first)) = pieces.first_mut() {
+            first[..4].copy_from_slice(&((size - 4) as i32).to_be_bytes());
+        }
+        pieces
+    }
+
+    fn write(&self, s: &mut TcpStream, pieces: &[Piece]) -> Result<()> {
+        for p in pieces {
+            match p {
+                Piece::Bytes(b) => s.write_all(b)?,
+                Piece::Records { partition, len } if *len > 0 => s.write_all(&self.partitions[partition][..*len])?,
+                Piece::Records { .. } => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn put_uvarint(buf: &mut BytesMut, mut v: usize) {
+    while v >= 0x80 {
+        buf.put_u8((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.put_u8(v as u8);
 }
 
 fn encode<M: Encodable>(api: ApiKey, version: i16, correlation_id: i32, msg: &M) -> Result<Vec<u8>> {

@@ -43,19 +43,29 @@ pub struct Report {
     pub topic: String,
     pub producers: usize,
     pub consumers: usize,
+    /// The consumer group, if consumers joined one.
+    pub group: Option<String>,
     pub target_rate: f64,
     pub record_size: usize,
+    pub key_size: usize,
+    pub compression: String,
     pub batch_records: usize,
     pub acks: i16,
     pub warmup_s: f64,
     pub elapsed_s: f64,
+    /// The window the rates cover: from the end of the warm-up (or the start of a run too
+    /// short for one) to the end of producing, or of consuming in a consume-only run.
+    pub measured_s: f64,
     pub records_sent: u64,
     pub records_acked: u64,
     pub records_consumed: u64,
     pub produce_errors: u64,
-    /// Acknowledged records per second over the whole run.
+    /// Acknowledged records per second over the measured window.
     pub publish_rate: f64,
     pub publish_mb_per_s: f64,
+    /// Consumed records per second over the measured window.
+    pub consume_rate: f64,
+    pub consume_mb_per_s: f64,
     pub publish_latency_ms: Percentiles,
     pub publish_delay_ms: Percentiles,
     pub end_to_end_latency_ms: Percentiles,
@@ -64,6 +74,8 @@ pub struct Report {
 impl Report {
     pub fn new(cfg: &Config, out: &Outcome, command: String) -> Report {
         let secs = out.elapsed.as_secs_f64().max(1e-9);
+        let measured = out.measured.as_secs_f64().max(1e-9);
+        let mb = |records: u64| records as f64 * cfg.record_size as f64 / measured / 1e6;
         Report {
             command,
             machine: Machine::probe(),
@@ -71,18 +83,24 @@ impl Report {
             topic: cfg.topic.clone(),
             producers: cfg.producers,
             consumers: cfg.consumers,
+            group: cfg.group.clone(),
             target_rate: cfg.rate,
             record_size: cfg.record_size,
+            key_size: cfg.key_size,
+            compression: cfg.compression.name().to_string(),
             batch_records: cfg.batch_records,
             acks: cfg.acks,
             warmup_s: cfg.warmup.as_secs_f64(),
             elapsed_s: secs,
+            measured_s: measured,
             records_sent: out.records_sent,
             records_acked: out.records_acked,
             records_consumed: out.records_consumed,
             produce_errors: out.produce_errors,
-            publish_rate: out.records_acked as f64 / secs,
-            publish_mb_per_s: out.records_acked as f64 * cfg.record_size as f64 / secs / 1e6,
+            publish_rate: out.measured_acked as f64 / measured,
+            publish_mb_per_s: mb(out.measured_acked),
+            consume_rate: out.measured_consumed as f64 / measured,
+            consume_mb_per_s: mb(out.measured_consumed),
             publish_latency_ms: summarize(&out.publish_latency),
             publish_delay_ms: summarize(&out.publish_delay),
             end_to_end_latency_ms: summarize(&out.e2e_latency),
@@ -97,8 +115,18 @@ impl Report {
             )
         };
         let mut s = format!(
-            "records sent {}  acknowledged {}  consumed {}  errors {}\npublish rate {:.0} rec/s  {:.2} MB/s over {:.1} s\n",
-            self.records_sent, self.records_acked, self.records_consumed, self.produce_errors, self.publish_rate, self.publish_mb_per_s, self.elapsed_s
+            "records sent {}  acknowledged {}  consumed {}  errors {}\n\
+             publish rate {:.0} rec/s  {:.2} MB/s, consume rate {:.0} rec/s  {:.2} MB/s, over {:.1} of {:.1} s\n",
+            self.records_sent,
+            self.records_acked,
+            self.records_consumed,
+            self.produce_errors,
+            self.publish_rate,
+            self.publish_mb_per_s,
+            self.consume_rate,
+            self.consume_mb_per_s,
+            self.measured_s,
+            self.elapsed_s
         );
         s += &row("publish latency", &self.publish_latency_ms);
         s += &row("end-to-end latency", &self.end_to_end_latency_ms);

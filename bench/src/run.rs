@@ -8,15 +8,14 @@
 //! responses). Each record value starts with its send time (ns since the Unix epoch), which
 //! consumers turn into end-to-end latency. Samples from the warm-up are not recorded.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use bytes::Bytes;
 use hdrhistogram::Histogram;
-use ringbroker::protocol::batch;
 use ringbroker::protocol::messages::create_topics_request::CreatableTopic;
 use ringbroker::protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use ringbroker::protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -26,11 +25,14 @@ use ringbroker::protocol::messages::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, ListOffsetsRequest,
     ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
 };
+use ringbroker::protocol::records::Compression;
 use ringbroker::protocol::StrBytes;
 
+use crate::records::{self, BatchBuilder, Shape};
 use crate::schedule::Schedule;
 use crate::stats::{histogram, record_us};
-use ringbroker::client::Conn;
+use ringbroker::cli::member::{Member, Tick};
+use ringbroker::client::{Cluster, Conn};
 
 const PRODUCE_V: i16 = 9;
 const FETCH_V: i16 = 12;
@@ -50,6 +52,9 @@ pub struct Config {
     /// Records per second over all producers; 0 = as fast as possible.
     pub rate: f64,
     pub record_size: usize,
+    /// Bytes per record key; 0 sends null keys.
+    pub key_size: usize,
+    pub compression: Compression,
     pub batch_records: usize,
     pub acks: i16,
     pub max_in_flight: usize,
@@ -60,6 +65,13 @@ pub struct Config {
     pub warmup: Duration,
     /// Consumers start at the beginning of the log (consume-throughput runs) instead of the end.
     pub from_beginning: bool,
+    /// Consumers join this consumer group (range assignment, committed offsets) instead of
+    /// splitting the partitions among themselves.
+    pub group: Option<String>,
+    /// Consumers by assignment go back to their start offsets whenever they have read up to
+    /// the high watermark, until `duration`: consume throughput over more than one pass of
+    /// a pre-filled topic.
+    pub rewind: bool,
     /// With no producers: how many records consumers read before stopping.
     pub consume_records: Option<u64>,
     pub progress: bool,
@@ -68,7 +80,13 @@ pub struct Config {
 /// What a run measured.
 pub struct Outcome {
     pub elapsed: Duration,
+    /// The window rates are computed over: after the warm-up to the end, or the whole run
+    /// when it ended within a second of the warm-up (short consume runs).
     pub measured: Duration,
+    /// Records acknowledged within `measured`.
+    pub measured_acked: u64,
+    /// Records consumed within `measured`.
+    pub measured_consumed: u64,
     pub records_sent: u64,
     pub records_acked: u64,
     pub records_consumed: u64,
@@ -234,8 +252,8 @@ fn producer(
         .map(|r| r / cfg.producers.max(1) as u64 + u64::from((index as u64) < r % cfg.producers.max(1) as u64));
     let mut produced = 0u64;
     let mut partition = (index as i32) % partitions;
-    let pad = cfg.record_size.saturating_sub(8);
-    let mut values: Vec<Vec<u8>> = (0..cfg.batch_records).map(|_| vec![0u8; 8 + pad]).collect();
+    let shape = Shape { record_size: cfg.record_size, key_size: cfg.key_size, compression: cfg.compression };
+    let mut builder = BatchBuilder::new(shape, cfg.batch_records, index as u64 + 1);
     loop {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -257,12 +275,7 @@ fn producer(
         if due >= measure_from {
             record_us(&mut delay, now.saturating_duration_since(due).as_micros() as u64);
         }
-        let ts = now_ns().to_be_bytes();
-        for v in values.iter_mut().take(n) {
-            v[..8].copy_from_slice(&ts);
-        }
-        let kvs: Vec<batch::KeyValue> = values.iter().take(n).map(|v| (None, Some(v.as_slice()))).collect();
-        let records = Bytes::from(batch::build_keyed((now_ns() / 1_000_000) as i64, &kvs));
+        let records = builder.build(n, now_ns())?;
         let mut pd = PartitionProduceData::default();
         pd.index = partition;
         pd.records = Some(records.clone());
@@ -292,83 +305,117 @@ fn producer(
     Ok((latency, delay))
 }
 
-/// Reads the batches of one fetched record set; returns the offset after the last whole batch.
-fn consume_records(records: &[u8], mut next: i64, measure_from_ns: u64, e2e: &mut Histogram<u64>) -> (i64, u64) {
-    let mut pos = 0;
-    let mut count = 0;
-    let now = now_ns();
-    while let Some(Ok(size)) = batch::batch_size(&records[pos..]) {
-        let Some(b) = records.get(pos..pos + size) else { break };
-        let Ok(h) = batch::read_header(b) else { break };
-        for r in batch::records(b) {
-            let offset = h.base_offset + r.offset_delta as i64;
-            if offset < next {
-                continue;
-            }
-            count += 1;
-            if let Some(ts) = r.value.and_then(|v| v.get(..8)).map(|t| u64::from_be_bytes(t.try_into().expect("8"))) {
-                if ts >= measure_from_ns {
-                    record_us(e2e, now.saturating_sub(ts) / 1000);
-                }
-            }
+/// One Fetch for every partition in `positions` (partition -> next offset); advances the
+/// positions past what it read and counts it. Returns whether every partition was read up to
+/// its high watermark.
+fn fetch_once(
+    conn: &mut Conn,
+    cfg: &Config,
+    positions: &mut BTreeMap<i32, i64>,
+    measure_from_ns: u64,
+    e2e: &mut Histogram<u64>,
+    counters: &Counters,
+) -> Result<bool> {
+    let mut t = FetchTopic::default();
+    t.topic = topic_name(&cfg.topic);
+    t.partitions = positions
+        .iter()
+        .map(|(&p, &o)| {
+            let mut fp = FetchPartition::default();
+            fp.partition = p;
+            fp.fetch_offset = o;
+            fp.partition_max_bytes = 1 << 20;
+            fp.current_leader_epoch = -1;
+            fp.last_fetched_epoch = -1;
+            fp.log_start_offset = -1;
+            fp
+        })
+        .collect();
+    let mut req = FetchRequest::default();
+    req.replica_id = ringbroker::protocol::messages::BrokerId(-1);
+    req.max_wait_ms = 100;
+    req.min_bytes = 1;
+    req.max_bytes = 50 << 20;
+    req.topics = vec![t];
+    req.session_epoch = -1;
+    let resp: FetchResponse = conn.call(ApiKey::Fetch, FETCH_V, &req)?;
+    let mut caught_up = true;
+    for pr in resp.responses.iter().flat_map(|t| &t.partitions) {
+        if pr.error_code != 0 {
+            bail!("fetch partition {}: error {}", pr.partition_index, pr.error_code);
         }
-        next = next.max(h.last_offset() + 1);
-        pos += size;
+        let (Some(next), Some(records)) = (positions.get_mut(&pr.partition_index), &pr.records) else { continue };
+        let now = now_ns();
+        let read = records::read(records, *next, |value| {
+            let sent = value.get(..8).map_or(0, |t| u64::from_be_bytes(t.try_into().expect("8 bytes")));
+            if sent >= measure_from_ns {
+                record_us(e2e, now.saturating_sub(sent) / 1000);
+            }
+        })?;
+        *next = read.next;
+        caught_up &= *next >= pr.high_watermark;
+        counters.consumed.fetch_add(read.count, Ordering::Relaxed);
     }
-    (next, count)
+    Ok(caught_up)
 }
 
+/// A consumer by assignment: fetches its partitions from their start offsets until `done`.
 fn consumer(
     cfg: Config,
-    partitions: Vec<i32>,
-    start_offsets: Vec<i64>,
+    mut positions: BTreeMap<i32, i64>,
     measure_from_ns: u64,
     done: Arc<AtomicBool>,
     counters: Arc<Counters>,
 ) -> Result<Histogram<u64>> {
     let mut conn = connect(&cfg)?;
-    let mut next = start_offsets;
     let mut e2e = histogram();
-    loop {
-        let mut t = FetchTopic::default();
-        t.topic = topic_name(&cfg.topic);
-        t.partitions = partitions
-            .iter()
-            .zip(&next)
-            .map(|(&p, &o)| {
-                let mut fp = FetchPartition::default();
-                fp.partition = p;
-                fp.fetch_offset = o;
-                fp.partition_max_bytes = 1 << 20;
-                fp.current_leader_epoch = -1;
-                fp.last_fetched_epoch = -1;
-                fp.log_start_offset = -1;
-                fp
-            })
-            .collect();
-        let mut req = FetchRequest::default();
-        req.replica_id = ringbroker::protocol::messages::BrokerId(-1);
-        req.max_wait_ms = 100;
-        req.min_bytes = 1;
-        req.max_bytes = 50 << 20;
-        req.topics = vec![t];
-        req.session_epoch = -1;
-        let resp: FetchResponse = conn.call(ApiKey::Fetch, FETCH_V, &req)?;
-        for pr in resp.responses.iter().flat_map(|t| &t.partitions) {
-            if pr.error_code != 0 {
-                bail!("fetch partition {}: error {}", pr.partition_index, pr.error_code);
-            }
-            let Some(i) = partitions.iter().position(|p| *p == pr.partition_index) else { continue };
-            if let Some(records) = &pr.records {
-                let (n, count) = consume_records(records, next[i], measure_from_ns, &mut e2e);
-                next[i] = n;
-                counters.consumed.fetch_add(count, Ordering::Relaxed);
-            }
-        }
-        if done.load(Ordering::Relaxed) {
-            return Ok(e2e);
+    let starts = positions.clone();
+    while !done.load(Ordering::Relaxed) {
+        let caught_up = fetch_once(&mut conn, &cfg, &mut positions, measure_from_ns, &mut e2e, &counters)?;
+        if caught_up && cfg.rewind {
+            positions = starts.clone();
         }
     }
+    Ok(e2e)
+}
+
+/// A member of consumer group `group`: joins (the leader runs the range assignor), reads its
+/// partitions from the committed offsets (else from `start_offsets`, indexed by partition),
+/// heartbeats between fetches, commits and rejoins on a rebalance, and commits and leaves
+/// the group at the end.
+fn group_consumer(
+    cfg: Config,
+    group: String,
+    start_offsets: Arc<Vec<i64>>,
+    measure_from_ns: u64,
+    done: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+) -> Result<Histogram<u64>> {
+    let mut cluster = Cluster::connect(&cfg.broker.to_string(), "ringbench")?;
+    let mut member = Member::join(&mut cluster, &group, std::slice::from_ref(&cfg.topic))?;
+    let mut conn = connect(&cfg)?;
+    let mut e2e = histogram();
+    let positions_of = |member: &Member, cluster: &mut Cluster| -> Result<BTreeMap<i32, i64>> {
+        let mine = member.assignment.get(&cfg.topic).cloned().unwrap_or_default();
+        let committed = member.committed(cluster, &cfg.topic, &mine)?;
+        Ok(mine.iter().map(|&p| (p, committed.get(&p).copied().unwrap_or(start_offsets[p as usize]))).collect())
+    };
+    let mut positions = positions_of(&member, &mut cluster)?;
+    while !done.load(Ordering::Relaxed) {
+        if positions.is_empty() {
+            std::thread::sleep(Duration::from_millis(100)); // more members than partitions
+        } else {
+            fetch_once(&mut conn, &cfg, &mut positions, measure_from_ns, &mut e2e, &counters)?;
+        }
+        if member.tick(&mut cluster)? == Tick::Rebalance {
+            member.commit(&mut cluster, &cfg.topic, &positions)?;
+            member.rejoin(&mut cluster)?;
+            positions = positions_of(&member, &mut cluster)?;
+        }
+    }
+    member.commit(&mut cluster, &cfg.topic, &positions)?;
+    member.leave(&mut cluster)?;
+    Ok(e2e)
 }
 
 pub fn run(cfg: &Config) -> Result<Outcome> {
@@ -388,15 +435,22 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     let live = Arc::new(Mutex::new(histogram()));
 
     let mut consumer_threads = Vec::new();
+    let shared_starts = Arc::new(start_offsets.clone());
     for c in 0..cfg.consumers {
-        let mine: Vec<usize> = (0..partitions as usize).filter(|p| p % cfg.consumers == c).collect();
-        if mine.is_empty() {
+        let (cfg, done, counters) = (cfg.clone(), stop_consumers.clone(), counters.clone());
+        if let Some(group) = cfg.group.clone() {
+            let starts = shared_starts.clone();
+            consumer_threads
+                .push(std::thread::spawn(move || group_consumer(cfg, group, starts, measure_from_ns, done, counters)));
             continue;
         }
-        let parts = mine.iter().map(|&p| p as i32).collect();
-        let offs = mine.iter().map(|&p| start_offsets[p]).collect();
-        let (cfg, done, counters) = (cfg.clone(), stop_consumers.clone(), counters.clone());
-        consumer_threads.push(std::thread::spawn(move || consumer(cfg, parts, offs, measure_from_ns, done, counters)));
+        let mine: BTreeMap<i32, i64> = (0..partitions)
+            .filter(|p| *p as usize % cfg.consumers == c)
+            .map(|p| (p, start_offsets[p as usize]))
+            .collect();
+        if !mine.is_empty() {
+            consumer_threads.push(std::thread::spawn(move || consumer(cfg, mine, measure_from_ns, done, counters)));
+        }
     }
     let mut producer_threads = Vec::new();
     for p in 0..cfg.producers {
@@ -412,11 +466,18 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         0
     };
     let mut last = (Instant::now(), 0u64, 0u64);
+    // (time, acked, consumed) when the warm-up ended.
+    let mut warm: Option<(Instant, u64, u64)> = None;
     loop {
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(100));
+        if warm.is_none() && Instant::now() >= measure_from {
+            let (acked, consumed) = (counters.acked.load(Ordering::Relaxed), counters.consumed.load(Ordering::Relaxed));
+            warm = Some((Instant::now(), acked, consumed));
+        }
         let producing = producer_threads.iter().any(|t| !t.is_finished());
         let consumed = counters.consumed.load(Ordering::Relaxed);
-        let consuming_only = cfg.producers == 0 && consumed < expected_consume;
+        let consuming_only =
+            cfg.producers == 0 && if cfg.rewind { start.elapsed() < cfg.duration } else { consumed < expected_consume };
         if cfg.progress && last.0.elapsed() >= Duration::from_secs(1) {
             let (acked, now) = (counters.acked.load(Ordering::Relaxed), Instant::now());
             let secs = now.duration_since(last.0).as_secs_f64();
@@ -467,9 +528,18 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     }
     let elapsed = produce_end.duration_since(start);
     let sent = counters.sent.load(Ordering::Relaxed);
+    let (acked, consumed) = (counters.acked.load(Ordering::Relaxed), counters.consumed.load(Ordering::Relaxed));
+    let (measured, measured_acked, measured_consumed) = match warm {
+        Some((t, a, c)) if produce_end.duration_since(t) >= Duration::from_secs(1) => {
+            (produce_end.duration_since(t), acked - a, consumed.saturating_sub(c))
+        }
+        _ => (elapsed, acked, consumed),
+    };
     Ok(Outcome {
         elapsed,
-        measured: elapsed.saturating_sub(cfg.warmup),
+        measured,
+        measured_acked,
+        measured_consumed,
         records_sent: sent,
         records_acked: counters.acked.load(Ordering::Relaxed),
         records_consumed: counters.consumed.load(Ordering::Relaxed),
@@ -479,25 +549,4 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         publish_delay,
         e2e_latency,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn consumed_records_skip_offsets_already_read_and_partial_batches() {
-        let ts = now_ns().to_be_bytes();
-        let mut b = batch::build_keyed(0, &[(None, Some(&ts)), (None, Some(&ts)), (None, Some(&ts))]);
-        batch::patch(&mut b, 10, 0);
-        let mut two = b.clone();
-        let mut c = batch::build_keyed(0, &[(None, Some(&ts))]);
-        batch::patch(&mut c, 13, 0);
-        two.extend_from_slice(&c);
-        two.extend_from_slice(&c[..20]); // a cut batch at the end of the fetch
-        let mut e2e = histogram();
-        let (next, n) = consume_records(&two, 11, 0, &mut e2e);
-        assert_eq!((next, n), (14, 3), "offset 10 was read before; the cut batch is not counted");
-        assert_eq!(e2e.len(), 3);
-    }
 }

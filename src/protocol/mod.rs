@@ -15,6 +15,8 @@ pub mod response;
 pub use error_code::ErrorCode;
 pub use proto_kafka::messages;
 pub use proto_kafka::protocol::{Decodable, Encodable, StrBytes};
+/// Record batches with compression (gzip, snappy, lz4, zstd), for the admin tools and ringbench.
+pub use proto_kafka::records;
 
 #[cfg(test)]
 mod hostile_input {
