@@ -68,7 +68,7 @@ run_tools() { # NAME BOOTSTRAP
         --consumers 0 --acks 1 --records "$RECORDS" --record-size "$RECORD_SIZE" --batch-records 16 \
         --max-in-flight 5 --warmup 0 --quiet --out "$RUN/$n-ringbench-produce"
     timed "$n-consumer-perf" java -Xmx512M -cp "$LIB/*" org.apache.kafka.tools.ConsumerPerformance \
-        --bootstrap-server "$b" --topic pp --messages "$RECORDS" --timeout 120000
+        --bootstrap-server "$b" --topic pp --num-records "$RECORDS" --timeout 120000
     timed "$n-ringbench-consume" "$BENCH" --broker "$b" --topic pp --producers 0 --consumers 1 \
         --from-beginning --warmup 0 --quiet --out "$RUN/$n-ringbench-consume"
 }

@@ -127,6 +127,14 @@ impl Catalog {
         true
     }
 
+    /// Replaces a topic's own configs; `false` if there is no such topic.
+    pub fn set_topic_configs(&mut self, name: &str, configs: BTreeMap<String, String>) -> bool {
+        let Some(t) = self.topics.get_mut(name) else { return false };
+        t.configs = configs;
+        self.version += 1;
+        true
+    }
+
     pub fn remove_topic(&mut self, name: &str) -> Option<TopicMeta> {
         let t = self.topics.remove(name)?;
         self.version += 1;

@@ -51,7 +51,7 @@ use crate::{api, sys};
 
 /// Memory each executor registers for io_uring; it pins 3× this. glommio's default (10 MiB)
 /// trips the usual 8 MiB RLIMIT_MEMLOCK; below 512 KiB executors fail to start.
-const IO_MEMORY: usize = 512 * 1024;
+pub(crate) const IO_MEMORY: usize = 512 * 1024;
 /// Preemption: glommio's 100 ms default lets background work stall the network, but at
 /// 1–2 ms glommio 0.9 sometimes loses a wake-up and an executor sleeps in io_uring_enter with
 /// work pending forever (a known bug, fixed only in an unreleased fork). Measured here with
@@ -155,7 +155,27 @@ fn explain_spawn_failure(shard: usize, cpu: usize, reason: String) -> BrokerErro
 }
 
 /// Runs the broker until SIGTERM/SIGINT. Returns after a clean shutdown.
+/// Raises the soft limits on open files and locked memory to their hard limits, as the JVM
+/// does for Kafka: connections and segment files each take descriptors, and io_uring pins
+/// memory per shard. The hard limits are the operator's to set (`ringbroker tune`, or
+/// LimitNOFILE/LimitMEMLOCK in the systemd unit); this only stops a low soft default (often
+/// 1024 files, 8 MiB locked) from capping a broker the operator allowed more.
+fn raise_soft_limits() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    for (name, resource) in [("open files", Resource::RLIMIT_NOFILE), ("locked memory", Resource::RLIMIT_MEMLOCK)] {
+        match getrlimit(resource) {
+            Ok((soft, hard)) if soft < hard => match setrlimit(resource, hard, hard) {
+                Ok(()) => tracing::info!("raised the soft limit on {name} from {soft} to the hard limit {hard}"),
+                Err(e) => tracing::warn!("could not raise the soft limit on {name} from {soft} to {hard}: {e}"),
+            },
+            Ok(_) => {}
+            Err(e) => tracing::warn!("could not read the limit on {name}: {e}"),
+        }
+    }
+}
+
 pub fn run(cfg: Config) -> Result<(), BrokerError> {
+    raise_soft_limits();
     let allowed =
         sys::allowed_cpus().map_err(|e| BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: e.to_string() })?;
     let cpus = crate::config::resolve_cpus(&cfg, &allowed, Path::new("/sys"))?;

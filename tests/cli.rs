@@ -3,7 +3,8 @@
 //!
 //! - topics: create (with a config), list, describe (partitions, offsets, configs), delete,
 //!   with JSON output parsed and checked; Kafka errors named with their codes, exit 1; bad
-//!   usage exit 2; alter-config against a broker without IncrementalAlterConfigs says so;
+//!   usage exit 2; alter-config sets and deletes topic configs, and a smaller retention takes
+//!   effect on the live partitions;
 //! - produce from stdin with keys and headers under every codec, then consume -n returns
 //!   every key, value and header; the batches on the broker carry the codec;
 //! - consume --offset @TIMESTAMP starts at the first record at or after that time;
@@ -137,11 +138,21 @@ fn topics_are_created_listed_described_and_deleted() {
     let text = stdout_of(&run(&b, &["topic", "describe", "orders"]), "topic describe");
     assert!(text.contains("HIGH-WATERMARK") && text.contains("retention.ms"), "{text}");
 
-    // Ringbroker does not serve IncrementalAlterConfigs: the CLI says so instead of failing
-    // obscurely.
-    let alter = run(&b, &["topic", "alter-config", "orders", "--set", "retention.ms=1000"]);
-    let err = failure(&alter, 1);
-    assert!(err.contains("IncrementalAlterConfigs"), "{err}");
+    // alter-config: SET shows as the topic's own value, DELETE goes back to the default, and
+    // an unknown config is refused by name.
+    let config_of = |name: &str| {
+        let d = json_of(&run(&b, &["topic", "describe", "orders", "--format", "json"]), "topic describe");
+        d[0]["configs"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned().expect(name)
+    };
+    stdout_of(&run(&b, &["topic", "alter-config", "orders", "--set", "retention.bytes=1000000"]), "alter-config");
+    let bytes = config_of("retention.bytes");
+    assert_eq!((&bytes["value"], &bytes["source"]), (&Value::from("1000000"), &Value::from("DYNAMIC_TOPIC_CONFIG")));
+    stdout_of(&run(&b, &["topic", "alter-config", "orders", "--delete", "retention.ms"]), "alter-config");
+    let ms = config_of("retention.ms");
+    assert_eq!((&ms["value"], &ms["source"]), (&Value::from("604800000"), &Value::from("DEFAULT_CONFIG")));
+    let bad = run(&b, &["topic", "alter-config", "orders", "--set", "retention.msec=1"]);
+    let err = failure(&bad, 1);
+    assert!(err.contains("INVALID_CONFIG (40)") && err.contains("retention.msec"), "{err}");
 
     let deleted = json_of(&run(&b, &["topic", "delete", "orders", "--format", "json"]), "topic delete");
     assert_eq!(deleted["deleted"], serde_json::json!(["orders"]));
@@ -155,6 +166,31 @@ fn topics_are_created_listed_described_and_deleted() {
     // Usage errors are clap's: exit 2.
     failure(&run(&b, &["topic", "create"]), 2);
     failure(&run(&b, &["consume", "orders", "--offset", "yesterday"]), 2);
+}
+
+#[test]
+fn a_retention_lowered_by_alter_config_deletes_old_segments() {
+    let b = Broker::start_args(&["--retention-check-interval-ms", "100"]);
+    stdout_of(&run(&b, &["topic", "create", "shrink", "-p", "1", "-c", "segment.bytes=2048"]), "topic create");
+    let lines: String = (0..300).map(|i| format!("record {i:04} {}\n", "x".repeat(80))).collect();
+    stdout_of(&run_with_input(&b, &["produce", "shrink"], lines.as_bytes()), "produce");
+    let log_start = || {
+        let d = json_of(&run(&b, &["topic", "describe", "shrink", "--format", "json"]), "topic describe");
+        d[0]["partitions"][0]["log_start_offset"].as_i64().unwrap()
+    };
+    assert_eq!(log_start(), 0, "the default retention keeps everything");
+    stdout_of(&run(&b, &["topic", "alter-config", "shrink", "--set", "retention.bytes=4096"]), "alter-config");
+    let mut start = 0;
+    for _ in 0..100 {
+        start = log_start();
+        if start > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(start > 0, "retention.bytes=4096 never deleted a segment of ~30 KB of records");
+    let rest = stdout_of(&run(&b, &["consume", "shrink", "-n", "1", "--format", "%v"]), "consume");
+    assert_eq!(rest.lines().next(), Some(format!("record {start:04} {}", "x".repeat(80)).as_str()));
 }
 
 #[test]

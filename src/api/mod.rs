@@ -15,6 +15,7 @@ pub mod fetch;
 pub mod find_coordinator;
 mod group_call;
 pub mod heartbeat;
+pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
@@ -67,6 +68,7 @@ pub const APIS: &[ApiSpec] = &[
     create_topics::SPEC,
     delete_topics::SPEC,
     describe_configs::SPEC,
+    incremental_alter_configs::SPEC,
     describe_cluster::SPEC,
     find_coordinator::SPEC,
     join_group::SPEC,
@@ -182,6 +184,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAdd
         ApiKey::CreateTopics => create_topics::handle(shard, req).await,
         ApiKey::DeleteTopics => delete_topics::handle(shard, req).await,
         ApiKey::DescribeConfigs => describe_configs::handle(shard, req),
+        ApiKey::IncrementalAlterConfigs => incremental_alter_configs::handle(shard, req).await,
         ApiKey::DescribeCluster => describe_cluster::handle(shard, req),
         ApiKey::FindCoordinator => find_coordinator::handle(shard, req),
         ApiKey::JoinGroup => join_group::handle(shard, req).await,

@@ -41,8 +41,8 @@ use crate::protocol::batch::{self, BatchHeader};
 use crate::protocol::response::FileRegion;
 use crate::protocol::ErrorCode;
 
-/// Settings a partition log needs, taken from the broker config (topic overrides later).
-#[derive(Debug, Clone)]
+/// Settings a partition log needs: the broker config with the topic's own configs over it.
+#[derive(Debug, Clone, Copy)]
 pub struct LogConfig {
     pub segment_bytes: u64,
     pub segment_ms: u64,
@@ -130,7 +130,9 @@ pub struct Partition {
     pub topic: String,
     pub index: i32,
     dir: PathBuf,
-    cfg: LogConfig,
+    /// Replaced when the topic's configs change (IncrementalAlterConfigs); read per use, so
+    /// a new retention or segment size applies from the next append, roll or retention pass.
+    cfg: Cell<LogConfig>,
     st: RefCell<State>,
     queue: RefCell<Queue>,
     wake: RefCell<Option<LocalSender<()>>>,
@@ -177,7 +179,8 @@ impl Partition {
             .filter_map(|e| e.ok()?.file_name().to_str().and_then(segment::parse_log_name))
             .collect();
         bases.sort_unstable();
-        if bases.is_empty() {
+        let fresh = bases.is_empty();
+        if fresh {
             bases.push(0);
         }
         let cap = Segment::index_capacity(cfg.segment_bytes, cfg.index_interval_bytes);
@@ -187,6 +190,15 @@ impl Partition {
             let last = i + 1 == bases.len();
             let seg = if last && !clean {
                 // The tail may be torn or hold unsynced garbage: verify every batch.
+                if !fresh {
+                    tracing::info!(
+                        topic,
+                        partition = index,
+                        segment = base,
+                        "no clean-shutdown marker: scanning the log tail"
+                    );
+                    probe.log_recovery();
+                }
                 let mut seg = Segment::open(&dir, base, cap, false).map_err(|e| storage(&dir, e))?;
                 let scan = seg.rebuild(0, true, interval).map_err(|e| storage(&seg.path, e))?;
                 let size = seg.file.metadata().map_err(|e| storage(&seg.path, e))?.len();
@@ -251,7 +263,7 @@ impl Partition {
             topic: topic.to_string(),
             index,
             dir,
-            cfg,
+            cfg: Cell::new(cfg),
             st: RefCell::new(State {
                 segments,
                 writer: Some(Rc::new(writer)),
@@ -289,7 +301,7 @@ impl Partition {
     /// Validates and queues one produced batch; resolves once the batch is acknowledged
     /// under the flush policy (see the module table).
     pub fn append(&self, records: &Bytes) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
-        let header = batch::validate_produce(records, self.cfg.message_max_bytes as usize).map_err(|e| {
+        let header = batch::validate_produce(records, self.cfg.get().message_max_bytes as usize).map_err(|e| {
             tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: {e}");
             e.code()
         })?;
@@ -370,7 +382,7 @@ impl Partition {
                 (st.writer.clone().expect("writer"), seg.size.get())
             };
             // Take every batch that still fits in this segment.
-            let room = self.cfg.segment_bytes.saturating_sub(pos);
+            let room = self.cfg.get().segment_bytes.saturating_sub(pos);
             let mut last = first + 1;
             while last < items.len() && (items[last].at + items[last].header.size - items[first].at) as u64 <= room {
                 last += 1;
@@ -382,7 +394,7 @@ impl Partition {
             let len = chunk.len();
             write_all_at(&writer, chunk, pos).await.map_err(|e| storage(&self.dir, e))?;
             let mut st = self.st.borrow_mut();
-            let interval = self.cfg.index_interval_bytes;
+            let interval = self.cfg.get().index_interval_bytes;
             let seg = st.segments.last_mut().expect("active segment");
             let mut at = pos;
             let mut written = self.producers_written.borrow_mut();
@@ -402,9 +414,9 @@ impl Partition {
             st.unsynced_bytes += len as u64;
             first = last;
         }
-        match self.cfg.flush {
+        match self.cfg.get().flush {
             FlushPolicy::Always => self.sync().await?,
-            FlushPolicy::Interval if self.st.borrow().unsynced_bytes >= self.cfg.flush_interval_bytes => {
+            FlushPolicy::Interval if self.st.borrow().unsynced_bytes >= self.cfg.get().flush_interval_bytes => {
                 self.sync().await?
             }
             FlushPolicy::Interval => {}
@@ -497,18 +509,24 @@ impl Partition {
         w.push(tx);
     }
 
+    /// New settings from the topic's configs; they apply from the next append, roll or
+    /// retention pass (an active segment keeps its index, and rolls early if that fills).
+    pub fn set_config(&self, cfg: LogConfig) {
+        self.cfg.set(cfg);
+    }
+
     async fn roll_if_needed(&self, need: u64) -> Result<(), BrokerError> {
         let roll = {
             let st = self.st.borrow();
             let seg = st.segments.last().expect("active segment");
             let size = seg.size.get();
             size > 0
-                && (size + need > self.cfg.segment_bytes
+                && (size + need > self.cfg.get().segment_bytes
                     || seg.index.is_full()
                     || seg
                         .first_append
                         .get()
-                        .is_some_and(|t| t.elapsed() >= Duration::from_millis(self.cfg.segment_ms)))
+                        .is_some_and(|t| t.elapsed() >= Duration::from_millis(self.cfg.get().segment_ms)))
         };
         if !roll {
             return Ok(());
@@ -524,7 +542,7 @@ impl Partition {
             (base, self.dir.join(segment::file_name(base, "log")))
         };
         self.write_producer_snapshot(base)?;
-        let cap = Segment::index_capacity(self.cfg.segment_bytes, self.cfg.index_interval_bytes);
+        let cap = Segment::index_capacity(self.cfg.get().segment_bytes, self.cfg.get().index_interval_bytes);
         let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
         let writer =
             glommio::io::OpenOptions::new().write(true).buffered_open(&path).await.map_err(|e| storage(&path, e))?;
@@ -607,16 +625,19 @@ impl Partition {
     pub fn apply_retention(&self, now_ms: i64) -> usize {
         let mut st = self.st.borrow_mut();
         let total: u64 = st.segments.iter().map(|s| s.size.get()).sum();
-        let mut excess =
-            if self.cfg.retention_bytes >= 0 { total.saturating_sub(self.cfg.retention_bytes as u64) } else { 0 };
+        let mut excess = if self.cfg.get().retention_bytes >= 0 {
+            total.saturating_sub(self.cfg.get().retention_bytes as u64)
+        } else {
+            0
+        };
         let mut n = 0;
         while st.segments.len() > 1 {
             let seg = &st.segments[0];
             let too_big = excess >= seg.size.get() && excess > 0;
-            let too_old = self.cfg.retention_ms >= 0
+            let too_old = self.cfg.get().retention_ms >= 0
                 && seg.size.get() > 0
                 && seg.max_timestamp.get() >= 0
-                && now_ms - seg.max_timestamp.get() > self.cfg.retention_ms;
+                && now_ms - seg.max_timestamp.get() > self.cfg.get().retention_ms;
             if !(too_big || too_old) {
                 break;
             }
@@ -662,7 +683,7 @@ impl Partition {
     /// dropping expired producers, so recovery only rescans batches after it.
     fn write_producer_snapshot(&self, offset: i64) -> Result<(), BrokerError> {
         let now = now_ms();
-        let expiry = self.cfg.producer_id_expiration_ms;
+        let expiry = self.cfg.get().producer_id_expiration_ms;
         let expired = self.producers.borrow_mut().expire(now, expiry);
         let mut written = self.producers_written.borrow_mut();
         written.expire(now, expiry);
@@ -737,7 +758,7 @@ pub fn unix_now_ms() -> i64 {
 
 /// The broker's log settings with a topic's own configs applied over them.
 pub fn topic_log_config(base: &LogConfig, configs: &std::collections::BTreeMap<String, String>) -> LogConfig {
-    let mut c = base.clone();
+    let mut c = *base;
     let num = |k: &str| configs.get(k).and_then(|v| v.parse::<i64>().ok());
     if let Some(v) = num("retention.ms") {
         c.retention_ms = v;
@@ -862,12 +883,12 @@ mod tests {
         let path = dir.path().join("t-0");
         run(async move {
             let c = cfg(FlushPolicy::Always, 4096);
-            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             append_n(&p, 0, 40).await;
             p.close().await.unwrap();
             assert!(path.join(CLEAN_MARKER).exists());
 
-            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             assert!(!path.join(CLEAN_MARKER).exists(), "the marker is consumed at open");
             assert_eq!(p.offsets().log_end, 80);
             assert_eq!(read_all(&p).len(), 40);
@@ -887,7 +908,7 @@ mod tests {
         let path = dir.path().join("t-0");
         run(async move {
             let c = cfg(FlushPolicy::Always, 1 << 20);
-            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             append_n(&p, 0, 10).await;
             drop(p);
             let log = path.join(segment::file_name(0, "log"));
@@ -935,7 +956,7 @@ mod tests {
         let path = dir.path().join("t-0");
         run(async move {
             let c = cfg(FlushPolicy::Always, 1024);
-            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             // each batch holds 2 records: sequences 0-1, 2-3, ...
             for i in 0..30 {
                 assert_eq!(send(&p, &idem(i, 7, 0, 2 * i as i32)).await, Ok(2 * i as i64));
@@ -945,7 +966,7 @@ mod tests {
             assert_eq!(p.offsets().log_end, 60, "nothing appended twice");
             drop(p); // as after kill -9: state comes back from the last snapshot plus the log
 
-            let p = Partition::open("t", 0, path.clone(), c.clone(), Probe::detached()).await.unwrap();
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
             assert!(p.segment_count() > 2, "rolled, so snapshots exist");
             assert_eq!(send(&p, &idem(28, 7, 0, 56)).await, Ok(56), "retry after restart");
             assert_eq!(send(&p, &idem(30, 7, 0, 60)).await, Ok(60));

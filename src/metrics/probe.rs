@@ -136,6 +136,8 @@ pub struct ShardMetrics {
     pub delayed_fetch: Counter,
 
     pub log_bytes: Gauge,
+    /// Partitions opened after an unclean stop, whose log tail was scanned batch by batch.
+    pub log_recoveries: Counter,
     pub fsync: Histogram,
 }
 
@@ -169,6 +171,7 @@ impl ShardMetrics {
             delayed_produce: Counter::default(),
             delayed_fetch: Counter::default(),
             log_bytes: Gauge::default(),
+            log_recoveries: Counter::default(),
             fsync: Histogram::default(),
         }
     }
@@ -301,6 +304,11 @@ impl Probe {
 
     pub fn log_bytes(&self, delta: i64) {
         self.m.log_bytes.add(delta);
+    }
+
+    /// A partition opened without its clean-shutdown marker: its tail was scanned.
+    pub fn log_recovery(&self) {
+        self.m.log_recoveries.inc();
     }
 }
 

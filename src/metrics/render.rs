@@ -221,6 +221,12 @@ impl Collector for Shards {
             "Bytes in the segment files of the shard's partitions.",
             &per_shard_gauge(&|m| m.log_bytes.get()),
         )?;
+        counter(
+            &mut enc,
+            "log_recoveries",
+            "Partitions opened after an unclean stop, whose newest segment was scanned and cut at the first bad batch.",
+            &per_shard(&|m| m.log_recoveries.get()),
+        )?;
         counter(&mut enc, "mesh_messages_sent", "Messages sent to other shards.", &per_shard(&|m| m.mesh_sent.get()))?;
         counter(
             &mut enc,

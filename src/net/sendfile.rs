@@ -1,7 +1,10 @@
 //! Sending a file region to a socket without copying it through user space. glommio has no
-//! sendfile, so the socket is non-blocking and `sendfile(2)` is called directly; when the
-//! socket buffer is full (EAGAIN) the next single byte goes through glommio's own async
-//! write, which parks the task until the socket is writable again, and sendfile resumes.
+//! sendfile, so the socket is non-blocking and `sendfile(2)` is called directly. When the
+//! socket buffer is full (EAGAIN) the task must wait until the socket is writable, and
+//! glommio only offers that wait inside its own async write: so the next `WAIT_CHUNK` bytes
+//! of the region are read and written through it, which parks the task until the socket
+//! takes them, and sendfile resumes after them. (A single byte there would also wait, but
+//! would put a one-byte segment on the wire for every full buffer.)
 //!
 //! A region not in the page cache would make sendfile block the whole shard on disk reads
 //! (tens of ms), so such ranges are first read into the cache on a blocking thread.
@@ -16,6 +19,8 @@ use crate::protocol::response::FileRegion;
 use crate::sys;
 
 const CHUNK: usize = 1 << 20;
+/// Bytes written through glommio's async write when the socket buffer is full.
+const WAIT_CHUNK: usize = 64 << 10;
 
 pub async fn send_region<W: AsyncWrite + Unpin>(w: &mut W, socket: RawFd, region: &FileRegion) -> io::Result<()> {
     if !sys::resident(&region.file, region.pos, region.len as u64) {
@@ -45,10 +50,11 @@ pub async fn send_region<W: AsyncWrite + Unpin>(w: &mut W, socket: RawFd, region
             }
             Ok(n) => pos += n as u64,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let mut byte = [0u8; 1];
-                region.file.read_exact_at(&mut byte, pos)?;
-                w.write_all(&byte).await?;
-                pos += 1;
+                let n = WAIT_CHUNK.min((end - pos) as usize);
+                let mut piece = vec![0u8; n];
+                region.file.read_exact_at(&mut piece, pos)?;
+                w.write_all(&piece).await?;
+                pos += n as u64;
             }
             Err(e) => return Err(e),
         }

@@ -1,12 +1,14 @@
-//! Topic creation and deletion, run on the controller shard (shard 0), the single writer of
-//! the catalog: check each request, change the writable catalog, persist it once, then
-//! broadcast the new snapshot and wait until every shard has applied it — so when a
-//! CreateTopics response arrives, every shard can already serve the topic.
+//! Topic creation, deletion and config changes, run on the controller shard (shard 0), the
+//! single writer of the catalog: check each request, change the writable catalog, persist it
+//! once, then broadcast the new snapshot and wait until every shard has applied it — so when
+//! a CreateTopics response arrives, every shard can already serve the topic, and when an
+//! IncrementalAlterConfigs response arrives, every partition of the topic uses the new
+//! settings.
 
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::{NewTopic, Shard, TopicResult};
+use super::{ConfigOp, NewTopic, Shard, TopicConfigChange, TopicResult};
 use crate::metadata::check_topic_name;
 use crate::protocol::ErrorCode;
 
@@ -40,18 +42,24 @@ fn check(shard: &Shard, t: &NewTopic) -> Result<u32, (ErrorCode, String)> {
         ));
     }
     for (k, v) in &t.configs {
-        if !TOPIC_CONFIGS.contains(&k.as_str()) {
-            return Err((ErrorCode::InvalidConfig, format!("unknown topic config {k:?}")));
-        }
-        let numeric = matches!(
-            k.as_str(),
-            "retention.ms" | "retention.bytes" | "segment.bytes" | "segment.ms" | "max.message.bytes"
-        );
-        if numeric && v.parse::<i64>().is_err() {
-            return Err((ErrorCode::InvalidConfig, format!("{k} must be a number, got {v:?}")));
-        }
+        check_config(k, Some(v))?;
     }
     Ok(partitions)
+}
+
+/// A topic config name this broker knows, with a value of the right kind (`None`: deleting it).
+fn check_config(k: &str, v: Option<&String>) -> Result<(), (ErrorCode, String)> {
+    if !TOPIC_CONFIGS.contains(&k) {
+        return Err((ErrorCode::InvalidConfig, format!("unknown topic config {k:?}")));
+    }
+    let numeric =
+        matches!(k, "retention.ms" | "retention.bytes" | "segment.bytes" | "segment.ms" | "max.message.bytes");
+    match v {
+        Some(v) if numeric && v.parse::<i64>().is_err() => {
+            Err((ErrorCode::InvalidConfig, format!("{k} must be a number, got {v:?}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 pub async fn create_topics(shard: &Rc<Shard>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<TopicResult> {
@@ -133,6 +141,69 @@ pub async fn delete_topics(shard: &Rc<Shard>, names: Vec<String>) -> Vec<Result<
         shard.broadcast_catalog(snapshot).await;
         for n in names.iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(n, _)| n) {
             tracing::info!(topic = %n, "deleted topic");
+        }
+    }
+    results
+}
+
+/// Applies each topic's config changes (all of a topic's or none), persists the catalog
+/// once, and returns after every shard uses the new settings.
+pub async fn alter_topic_configs(
+    shard: &Rc<Shard>,
+    changes: Vec<TopicConfigChange>,
+    validate_only: bool,
+) -> Vec<Result<(), (ErrorCode, String)>> {
+    let Some(master) = shard.controller_catalog() else {
+        return vec![Err((ErrorCode::NotController, "not the controller".into())); changes.len()];
+    };
+    let mut results = Vec::with_capacity(changes.len());
+    let mut changed = false;
+    {
+        let mut cat = master.borrow_mut();
+        let before = cat.clone();
+        for c in &changes {
+            let r = (|| {
+                let Some(topic) = cat.topic(&c.topic) else {
+                    return Err((ErrorCode::UnknownTopicOrPartition, format!("topic {:?} does not exist", c.topic)));
+                };
+                if c.topic == crate::group::offsets::TOPIC {
+                    return Err((ErrorCode::InvalidConfig, "the configs of the offsets topic are fixed".to_string()));
+                }
+                let mut configs = topic.configs.clone();
+                for (k, op) in &c.ops {
+                    match op {
+                        ConfigOp::Set(v) => {
+                            check_config(k, Some(v))?;
+                            configs.insert(k.clone(), v.clone());
+                        }
+                        ConfigOp::Delete => {
+                            check_config(k, None)?;
+                            configs.remove(k);
+                        }
+                    }
+                }
+                if !validate_only {
+                    cat.set_topic_configs(&c.topic, configs);
+                }
+                Ok(())
+            })();
+            changed |= r.is_ok() && !validate_only;
+            results.push(r);
+        }
+        if changed {
+            if let Err(e) = cat.persist(&shard.config.data_dir) {
+                tracing::error!("cannot persist the catalog: {e}");
+                *cat = before;
+                let msg = format!("cannot persist topic metadata: {e}");
+                return vec![Err((ErrorCode::KafkaStorageError, msg)); changes.len()];
+            }
+        }
+    }
+    if changed {
+        let snapshot = Arc::new(master.borrow().clone());
+        shard.broadcast_catalog(snapshot).await;
+        for c in changes.iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(c, _)| c) {
+            tracing::info!(topic = %c.topic, changes = ?c.ops, "altered topic configs");
         }
     }
     results

@@ -29,6 +29,20 @@ pub struct Tp {
     pub partition: i32,
 }
 
+/// One change to a topic config: set it to a value, or delete it (back to the default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigOp {
+    Set(String),
+    Delete,
+}
+
+/// The config changes IncrementalAlterConfigs asks for on one topic.
+#[derive(Debug, Clone)]
+pub struct TopicConfigChange {
+    pub topic: String,
+    pub ops: Vec<(String, ConfigOp)>,
+}
+
 /// A topic to create, as CreateTopics or auto-creation asks for it.
 #[derive(Debug, Clone)]
 pub struct NewTopic {
@@ -90,6 +104,12 @@ pub enum Msg {
         topics: Vec<NewTopic>,
         validate_only: bool,
         reply: oneshot::Sender<Vec<TopicResult>>,
+    },
+    /// To the controller: change topics' configs.
+    AlterTopicConfigs {
+        changes: Vec<TopicConfigChange>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
     },
     /// To the controller: delete by name.
     DeleteTopics {

@@ -32,7 +32,7 @@ use crate::log::{Appended, LogConfig, Offsets, Partition, ReadOut};
 use crate::metadata::Catalog;
 use crate::metrics::{self, Probe};
 use crate::protocol::ErrorCode;
-pub use message::{Msg, NewTopic, TopicResult, Tp};
+pub use message::{ConfigOp, Msg, NewTopic, TopicConfigChange, TopicResult, Tp};
 
 /// Index of a shard (0 is the controller).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -248,6 +248,20 @@ impl Shard {
             .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
     }
 
+    pub async fn alter_topic_configs(
+        self: &Rc<Self>,
+        changes: Vec<TopicConfigChange>,
+        validate_only: bool,
+    ) -> Vec<Result<(), (ErrorCode, String)>> {
+        if self.id.0 == 0 {
+            return controller::alter_topic_configs(self, changes, validate_only).await;
+        }
+        let n = changes.len();
+        self.call(0, |reply| Msg::AlterTopicConfigs { changes, validate_only, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+    }
+
     pub async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<Result<uuid::Uuid, ErrorCode>> {
         if self.id.0 == 0 {
             return controller::delete_topics(self, names).await;
@@ -285,6 +299,12 @@ impl Shard {
             }
             if let Err(e) = p.delete_files() {
                 tracing::warn!(topic = %p.topic, partition = p.index, "deleting partition files: {e}");
+            }
+        }
+        // Partitions that stay get their topic's current configs (they may have changed).
+        for (tp, p) in self.logs.borrow().iter() {
+            if let Some(t) = catalog.topic_by_id(&tp.topic) {
+                p.set_config(crate::log::partition::topic_log_config(&self.log_config, &t.configs));
             }
         }
         for (name, tp) in wanted {
@@ -364,6 +384,9 @@ impl Shard {
             }
             Msg::CreateTopics { topics, validate_only, reply } => {
                 let _ = reply.send(controller::create_topics(&self, topics, validate_only).await);
+            }
+            Msg::AlterTopicConfigs { changes, validate_only, reply } => {
+                let _ = reply.send(controller::alter_topic_configs(&self, changes, validate_only).await);
             }
             Msg::DeleteTopics { names, reply } => {
                 let _ = reply.send(controller::delete_topics(&self, names).await);

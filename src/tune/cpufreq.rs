@@ -85,14 +85,7 @@ mod tests {
         gov(&t, 3, "powersave"); // not a shard CPU
         let f = check(&t.fs(), &[0, 1, 2]);
         assert_eq!(f[0].status, Status::NeedsChange);
-        let paths: Vec<_> = f[0]
-            .fixes
-            .iter()
-            .map(|x| match x {
-                Fix::Write { path, .. } => path.display().to_string(),
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let paths: Vec<_> = f[0].fixes.iter().map(|Fix::Write { path, .. }| path.display().to_string()).collect();
         assert_eq!(
             paths,
             [

@@ -1,21 +1,23 @@
 //! RLIMIT_MEMLOCK and RLIMIT_NOFILE. Limits belong to a process, not to a file, so they sit
 //! behind [`Rlimits`]: the real one asks the kernel about this process, tests pass a fake.
 //!
-//! `apply` can only raise the soft limit of the `ringbroker tune` process itself (and what it
-//! starts). What the broker gets is set where it is started: `LimitMEMLOCK=`/`LimitNOFILE=` in
-//! its systemd unit (`tuning/ringbroker.service`) or `/etc/security/limits.d/` for login
-//! sessions (`tuning/limits.d/ringbroker.conf`). So run `check` the way the broker runs.
+//! The broker raises its own soft limits to the hard ones at start (as the JVM does for
+//! Kafka), so what counts is the hard limit, which is set where the broker is started:
+//! `LimitMEMLOCK=`/`LimitNOFILE=` in its systemd unit (`tuning/ringbroker.service`) or
+//! `/etc/security/limits.d/` for login sessions (`tuning/limits.d/ringbroker.conf`). No
+//! process can raise another's limits, so these findings have no fix to apply; run `check`
+//! the way the broker runs.
 
 use std::io;
 
-use super::{Finding, Fix};
+use super::Finding;
 
 /// "No limit" (RLIM_INFINITY).
 pub const UNLIMITED: u64 = u64::MAX;
 
 /// Bytes glommio registers per executor for io_uring buffers; each executor pins 3× this
-/// (one per ring). Must match `io_memory` in `server.rs`.
-const IO_MEMORY_PER_EXECUTOR: u64 = 512 * 1024;
+/// (one per ring).
+const IO_MEMORY_PER_EXECUTOR: u64 = crate::server::IO_MEMORY as u64;
 
 /// Room for the rings themselves (submission and completion arrays of 3 rings), which
 /// kernels before 5.12 charge to RLIMIT_MEMLOCK too; they take well under this.
@@ -80,12 +82,10 @@ pub fn targets(shards: usize) -> [(Limit, u64); 2] {
     [(Limit::Memlock, MEMLOCK_PER_SHARD * shards.max(1) as u64), (Limit::Nofile, NOFILE_TARGET)]
 }
 
-/// Reads and raises resource limits ([`UNLIMITED`] for none).
+/// Reads resource limits ([`UNLIMITED`] for none).
 pub trait Rlimits {
     /// (soft, hard)
     fn get(&self, limit: Limit) -> io::Result<(u64, u64)>;
-    /// Sets the soft limit, keeping the hard one.
-    fn set_soft(&self, limit: Limit, soft: u64) -> io::Result<()>;
 }
 
 /// The limits of this process.
@@ -94,11 +94,6 @@ pub struct ProcessRlimits;
 impl Rlimits for ProcessRlimits {
     fn get(&self, limit: Limit) -> io::Result<(u64, u64)> {
         nix::sys::resource::getrlimit(limit.resource()).map_err(io::Error::from)
-    }
-
-    fn set_soft(&self, limit: Limit, soft: u64) -> io::Result<()> {
-        let (_, hard) = self.get(limit)?;
-        nix::sys::resource::setrlimit(limit.resource(), soft, hard).map_err(io::Error::from)
     }
 }
 
@@ -127,9 +122,13 @@ fn check_one(rlimits: &dyn Rlimits, limit: Limit, want: u64) -> Finding {
     if soft >= want {
         Finding::ok("limits", name, format!("soft {}, hard {} (want >= {})", s(soft), s(hard), s(want)))
     } else if hard >= want {
-        let detail = format!("soft {} < {}; hard {} allows raising it", s(soft), s(want), s(hard));
-        Finding::change("limits", name, detail, vec![Fix::RaiseSoftLimit { limit, to: hard }])
-            .with_caveat(format!("raised for this process only: {persist}"))
+        let detail = format!(
+            "soft {} < {}, but the broker raises its soft limit to the hard {} at start",
+            s(soft),
+            s(want),
+            s(hard)
+        );
+        Finding::ok("limits", name, detail)
     } else {
         let detail = format!("soft {}, hard {}, want >= {}: {persist}", s(soft), s(hard), s(want));
         Finding::failed("limits", name, detail)
@@ -141,8 +140,7 @@ pub mod tests {
     use super::*;
     use std::cell::RefCell;
 
-    /// Limits held in memory: soft and hard per limit; `set_soft` obeys the kernel's rule
-    /// that an unprivileged soft limit may not pass the hard one.
+    /// Limits held in memory: soft and hard per limit.
     pub struct FakeRlimits(pub RefCell<[(u64, u64); 2]>);
 
     impl FakeRlimits {
@@ -154,15 +152,6 @@ pub mod tests {
     impl Rlimits for FakeRlimits {
         fn get(&self, limit: Limit) -> io::Result<(u64, u64)> {
             Ok(self.0.borrow()[limit as usize])
-        }
-
-        fn set_soft(&self, limit: Limit, soft: u64) -> io::Result<()> {
-            let mut all = self.0.borrow_mut();
-            if soft > all[limit as usize].1 {
-                return Err(io::Error::from_raw_os_error(libc::EPERM));
-            }
-            all[limit as usize].0 = soft;
-            Ok(())
         }
     }
 
@@ -178,12 +167,13 @@ pub mod tests {
     }
 
     #[test]
-    fn a_low_soft_limit_under_a_high_hard_one_is_raised_to_the_hard_one() {
+    fn a_low_soft_limit_under_a_high_enough_hard_one_is_ok_as_the_broker_raises_it() {
         let r = FakeRlimits::new((64 << 10, UNLIMITED), (1024, 4 * NOFILE_TARGET));
         let f = check(&r, 4);
-        assert_eq!(status(&f, "RLIMIT_NOFILE"), super::super::Status::NeedsChange);
-        assert!(f[1].fixes.contains(&Fix::RaiseSoftLimit { limit: Limit::Nofile, to: 4 * NOFILE_TARGET }));
-        assert!(f[0].fixes.contains(&Fix::RaiseSoftLimit { limit: Limit::Memlock, to: UNLIMITED }));
+        for name in ["RLIMIT_NOFILE", "RLIMIT_MEMLOCK"] {
+            assert_eq!(status(&f, name), super::super::Status::Ok, "{f:?}");
+        }
+        assert!(f.iter().all(|x| x.fixes.is_empty() && x.detail.contains("raises its soft limit")), "{f:?}");
     }
 
     /// The files operators install must grant what the tuner wants.

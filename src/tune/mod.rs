@@ -66,8 +66,6 @@ impl Status {
 pub enum Fix {
     /// Write `value` to a `/proc` or `/sys` file (a system path, below the root).
     Write { path: PathBuf, value: String },
-    /// Raise this process's soft limit (to its hard limit).
-    RaiseSoftLimit { limit: limits::Limit, to: u64 },
 }
 
 /// What one tuner found about one setting.
@@ -117,11 +115,6 @@ impl Finding {
         fixes: Vec<Fix>,
     ) -> Finding {
         Finding { fixes, ..Finding::new(tuner, setting, Status::NeedsChange, detail) }
-    }
-
-    fn with_caveat(mut self, caveat: impl Into<String>) -> Finding {
-        self.caveat = Some(caveat.into());
-        self
     }
 }
 
@@ -228,13 +221,8 @@ fn settle(before: Finding, errs: Vec<String>, after: &[Finding]) -> Finding {
 }
 
 fn perform(m: &Machine, fix: &Fix) -> Result<(), String> {
-    match fix {
-        Fix::Write { path, value } => m.fs.write(path, value).map_err(|e| format!("cannot write {value}: {e}")),
-        Fix::RaiseSoftLimit { limit, to } => m
-            .rlimits
-            .set_soft(*limit, *to)
-            .map_err(|e| format!("setrlimit({}) to {}: {e}", limit.name(), limits::show(*to, limit.unit()))),
-    }
+    let Fix::Write { path, value } = fix;
+    m.fs.write(path, value).map_err(|e| format!("cannot write {value}: {e}"))
 }
 
 /// "0-3,6": the kernel's cpulist format, as `smp_affinity_list` and the config's `cpus` use.
@@ -316,10 +304,9 @@ mod tests {
         assert_eq!(find(&f, "clocksource").status, Status::NeedsReboot);
         assert!(find(&f, "clocksource").detail.contains("clocksource=tsc"));
         assert_eq!(find(&f, "nvme0n1 scheduler").status, Status::Changed);
-        let nofile = find(&f, "RLIMIT_NOFILE");
-        assert_eq!(nofile.status, Status::Changed);
-        assert!(nofile.detail.contains("this process only"), "{}", nofile.detail);
-        assert_eq!(limits.get(Limit::Nofile).unwrap(), (1 << 20, 1 << 20));
+        // A low soft limit under a high hard one is the broker's to raise, not the tuner's.
+        assert_eq!(find(&f, "RLIMIT_NOFILE").status, Status::Ok);
+        assert_eq!(limits.get(Limit::Nofile).unwrap(), (1024, 1 << 20));
         // Applying again finds nothing left to do.
         let again = apply(&m, &plan());
         assert!(again.iter().all(|f| f.status == Status::Ok), "{again:?}");

@@ -299,13 +299,7 @@ mod tests {
         assert_eq!(names, ["eth0 irq", "eth0 rps", "eth0 rfs", "eth0 xps"]);
         assert!(f.iter().all(|x| x.status == Status::NeedsChange), "{f:?}");
         let writes = |i: usize| -> Vec<(String, String)> {
-            f[i].fixes
-                .iter()
-                .map(|x| match x {
-                    Fix::Write { path, value } => (path.display().to_string(), value.clone()),
-                    other => panic!("{other:?}"),
-                })
-                .collect()
+            f[i].fixes.iter().map(|Fix::Write { path, value }| (path.display().to_string(), value.clone())).collect()
         };
         // eth10's IRQ 30 is not eth0's.
         assert_eq!(

@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 
 use super::fs::Fs;
-use super::limits::{Limit, UNLIMITED};
 use super::{Finding, Fix, Status};
 
 /// Quotes `s` for sh: inside single quotes nothing is special but the quote itself.
@@ -28,23 +27,8 @@ pub fn render(fs: &dyn Fs, findings: &[Finding], about: &str) -> String {
     for f in findings.iter().filter(|f| f.status == Status::NeedsChange) {
         let _ = writeln!(s, "\n# {} {}: {}", f.tuner, f.setting, f.detail);
         for fix in &f.fixes {
-            match fix {
-                Fix::Write { path, value } => {
-                    let _ = writeln!(s, "w {} {}", quote(value), quote(&fs.shown(path).display().to_string()));
-                }
-                Fix::RaiseSoftLimit { limit, to } => {
-                    let (flag, amount) = match limit {
-                        Limit::Memlock if *to == UNLIMITED => ("-l", "unlimited".to_string()),
-                        Limit::Memlock => ("-l", (to / 1024).to_string()),
-                        Limit::Nofile if *to == UNLIMITED => ("-n", "unlimited".to_string()),
-                        Limit::Nofile => ("-n", to.to_string()),
-                    };
-                    s.push_str(
-                        "# A script cannot raise another process's limit. In the shell that starts the broker:\n",
-                    );
-                    let _ = writeln!(s, "#   ulimit -S {flag} {amount}");
-                }
-            }
+            let Fix::Write { path, value } = fix;
+            let _ = writeln!(s, "w {} {}", quote(value), quote(&fs.shown(path).display().to_string()));
         }
         if let Some(caveat) = &f.caveat {
             let _ = writeln!(s, "# Note: {caveat}");
@@ -71,7 +55,7 @@ pub fn render(fs: &dyn Fs, findings: &[Finding], about: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tune::limits::{tests::FakeRlimits, Rlimits};
+    use crate::tune::limits::{tests::FakeRlimits, Limit, Rlimits, UNLIMITED};
     use crate::tune::testing::Tree;
     use crate::tune::{check, Machine, Plan, Tuner};
 
@@ -91,13 +75,12 @@ mod tests {
         let limits = FakeRlimits::new((8 << 20, 1 << 30), (1024, 1 << 20));
         let m = Machine { fs: &fs, rlimits: &limits };
         let plan = Plan { cpus: vec![0], data_dir: "/data".into(), tuners: Tuner::ALL.to_vec() };
+        assert_eq!(limits.get(Limit::Nofile).unwrap(), (1024, 1 << 20));
         let script = render(&fs, &check(&m, &plan), "test");
         assert_eq!(t.snapshot(), before, "render wrote to the tree");
-        assert_eq!(limits.get(Limit::Nofile).unwrap(), (1024, 1 << 20), "render raised a limit");
         assert!(script.starts_with("#!/bin/sh\n"));
         assert!(script.contains(&format!("w '1' '{}'", t.shown("proc/sys/vm/swappiness"))), "{script}");
         assert!(script.contains(&format!("w 'madvise' '{}'", t.shown("sys/kernel/mm/transparent_hugepage/enabled"))));
-        assert!(script.contains("#   ulimit -S -n 1048576"), "{script}");
         assert!(!script.contains("somaxconn'"), "a better value is not rewritten: {script}");
         assert!(script.contains("net.core.somaxconn: is 65535"), "{script}");
         assert!(script.contains("# Not fixable by this script"), "missing files are listed: {script}");

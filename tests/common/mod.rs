@@ -170,3 +170,16 @@ pub fn block_on<F: std::future::Future>(fut: F, timeout: Duration) -> Option<F::
         std::thread::park_timeout((deadline - now).min(Duration::from_millis(50)));
     }
 }
+
+/// The broker's `/metrics` page (Prometheus text), from its admin listener.
+pub fn scrape(admin: SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(admin).expect("connect to the admin listener");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").expect("send the scrape");
+    let mut page = String::new();
+    s.read_to_string(&mut page).expect("read the scrape (the listener closes after one response)");
+    let (head, body) = page.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200"), "scrape answered {head}");
+    body.to_string()
+}
