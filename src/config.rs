@@ -5,7 +5,7 @@
 //! This module does no I/O except reading the config file and, for CPU resolution, the
 //! process's allowed CPU set and `/sys` NUMA topology.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
@@ -82,6 +82,17 @@ pub struct Config {
     pub default_partitions: u32,
     /// Requests one connection may have in flight before the broker stops reading it.
     pub max_in_flight_per_connection: usize,
+    /// `max.connections`: client connections open at once, broker-wide (all shards together).
+    pub max_connections: u32,
+    /// `max.connections.per.ip`: client connections open at once from one IP address,
+    /// broker-wide. 0 refuses every IP not named in the overrides.
+    pub max_connections_per_ip: u32,
+    /// `max.connections.per.ip.overrides`: `IP:COUNT,IP:COUNT` caps replacing
+    /// `max_connections_per_ip` for those addresses (IP addresses only, no host names).
+    pub max_connections_per_ip_overrides: String,
+    /// `connections.max.idle.ms`: a connection that completes no request (and has none in
+    /// flight) for this long is closed. Bytes that never make up a whole request do not count.
+    pub connections_max_idle_ms: u64,
     /// Send fetched records file→socket with sendfile. `false` reads them into memory and
     /// writes them, as a broker without zero-copy would (kept for measuring the difference).
     pub zero_copy_fetch: bool,
@@ -132,6 +143,10 @@ impl Default for Config {
             auto_create_topics: true,
             default_partitions: 1,
             max_in_flight_per_connection: 64,
+            max_connections: i32::MAX as u32,
+            max_connections_per_ip: i32::MAX as u32,
+            max_connections_per_ip_overrides: String::new(),
+            connections_max_idle_ms: 600_000,
             zero_copy_fetch: true,
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
@@ -210,6 +225,18 @@ pub struct Cli {
     /// Partitions of an auto-created topic [default: 1]
     #[arg(long, env = "RINGBROKER_DEFAULT_PARTITIONS")]
     pub default_partitions: Option<u32>,
+    /// Client connections open at once, all shards together [default: 2147483647]
+    #[arg(long, env = "RINGBROKER_MAX_CONNECTIONS")]
+    pub max_connections: Option<u32>,
+    /// Client connections open at once from one IP address [default: 2147483647]
+    #[arg(long, env = "RINGBROKER_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<u32>,
+    /// Per-IP caps replacing --max-connections-per-ip, e.g. 10.0.0.5:100,::1:20 [default: none]
+    #[arg(long, env = "RINGBROKER_MAX_CONNECTIONS_PER_IP_OVERRIDES")]
+    pub max_connections_per_ip_overrides: Option<String>,
+    /// Close a connection that completes no request for this long, ms [default: 600000]
+    #[arg(long, env = "RINGBROKER_CONNECTIONS_MAX_IDLE_MS")]
+    pub connections_max_idle_ms: Option<u64>,
     /// This broker's node id [default: 0]
     #[arg(long, env = "RINGBROKER_NODE_ID")]
     pub node_id: Option<i32>,
@@ -287,6 +314,7 @@ impl Config {
         set!(group_initial_rebalance_delay_ms, group_min_session_timeout_ms);
         set!(offsets_retention_minutes, offsets_retention_check_interval_ms);
         set!(admin_listen, log_format, log_level);
+        set!(max_connections, max_connections_per_ip, max_connections_per_ip_overrides, connections_max_idle_ms);
         set_opt!(advertise, cpus, numa_node);
     }
 
@@ -343,11 +371,47 @@ impl Config {
         if self.node_id < 0 {
             return Err(bad("node_id", "must not be negative"));
         }
+        if self.max_connections == 0 {
+            return Err(bad("max_connections", "must be at least 1 (2147483647 means no limit)"));
+        }
+        let overrides = self.connection_ip_overrides()?;
+        if self.max_connections_per_ip == 0 && overrides.is_empty() {
+            return Err(bad(
+                "max_connections_per_ip",
+                "0 refuses every client: set it to at least 1, or name the allowed IPs in \
+                 max_connections_per_ip_overrides",
+            ));
+        }
+        if self.connections_max_idle_ms == 0 {
+            return Err(bad("connections_max_idle_ms", "must be at least 1"));
+        }
         self.admin_addr()?;
         tracing_subscriber::EnvFilter::try_new(&self.log_level).map_err(|e| {
             bad("log_level", format!("`{}` is not a filter such as `info,ringbroker::net=debug`: {e}", self.log_level))
         })?;
         Ok(())
+    }
+
+    /// `max_connections_per_ip_overrides` parsed: `IP:COUNT` pairs, separated by commas. An
+    /// IPv6 address may be bracketed (`[::1]:5`) or not (`::1:5`: the count follows the last
+    /// colon). IPv4-mapped IPv6 addresses are taken as the IPv4 address they map.
+    pub fn connection_ip_overrides(&self) -> Result<Vec<(IpAddr, u32)>, ConfigError> {
+        const SETTING: &str = "max_connections_per_ip_overrides";
+        let mut out = Vec::new();
+        for part in self.max_connections_per_ip_overrides.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (host, count) =
+                part.rsplit_once(':').ok_or_else(|| bad(SETTING, format!("`{part}` is not IP:COUNT")))?;
+            let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+            let ip = host.parse::<IpAddr>().map_err(|_| {
+                bad(SETTING, format!("`{host}` in `{part}` is not an IP address (host names are not resolved)"))
+            })?;
+            let count = count
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| bad(SETTING, format!("`{count}` in `{part}` is not a connection count")))?;
+            out.push((ip.to_canonical(), count));
+        }
+        Ok(out)
     }
 
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
@@ -640,6 +704,35 @@ mod tests {
         assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
         assert_eq!(format_cpu_list(&[5]), "5");
         assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn connection_limits_parse_and_validate() {
+        let c = Config::from_toml(
+            "max_connections = 100\nmax_connections_per_ip = 0\n\
+             max_connections_per_ip_overrides = \"10.0.0.5:7, [::1]:3,::ffff:1.2.3.4:9\"\n\
+             connections_max_idle_ms = 5000\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!((c.max_connections, c.max_connections_per_ip, c.connections_max_idle_ms), (100, 0, 5000));
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(c.connection_ip_overrides().unwrap(), vec![(ip("10.0.0.5"), 7), (ip("::1"), 3), (ip("1.2.3.4"), 9)]);
+        assert!(Config::default().connection_ip_overrides().unwrap().is_empty());
+        for (bad_value, says) in
+            [("broker-1:5", "not an IP address"), ("10.0.0.1", "not IP:COUNT"), ("10.0.0.1:many", "not a connection")]
+        {
+            let c = Config { max_connections_per_ip_overrides: bad_value.into(), ..Config::default() };
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.setting, "max_connections_per_ip_overrides");
+            assert!(e.problem.contains(says), "{e}");
+        }
+        let c = Config { max_connections_per_ip: 0, ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "max_connections_per_ip");
+        let c = Config { max_connections: 0, ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "max_connections");
+        let c = Config { connections_max_idle_ms: 0, ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "connections_max_idle_ms");
     }
 
     #[test]

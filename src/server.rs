@@ -44,6 +44,7 @@ use crate::config::Config;
 use crate::error::BrokerError;
 use crate::metadata::Catalog;
 use crate::metrics::{self, HandlerTiming, RequestScope};
+use crate::net::admission::{Admission, RefusalLog};
 use crate::net::connection::{self, Handled, Limits};
 use crate::protocol::header;
 use crate::shard::{Advertised, Msg, Shard, ShardId};
@@ -59,6 +60,8 @@ pub(crate) const IO_MEMORY: usize = 512 * 1024;
 /// 20 ms none of 600. 10 ms keeps a background task from holding the CPU for long.
 const PREEMPT: Duration = Duration::from_millis(10);
 const MESH_CAPACITY: usize = 1024;
+/// The longest a shard sleeps without looking at its shared channels (see `shard_main`).
+const WAKE_BOUND: Duration = Duration::from_millis(20);
 
 /// Resolves port 0 to a free port, and refuses a port some other process already serves:
 /// with SO_REUSEPORT the kernel would otherwise quietly split connections between us and,
@@ -208,6 +211,13 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         }
         None => None,
     };
+    // The one piece of shared mutable state between shards' acceptors: the connection caps
+    // are broker-wide (see `net::admission` for why that is acceptable).
+    let admission = Admission::new(
+        cfg.max_connections as usize,
+        cfg.max_connections_per_ip as usize,
+        &cfg.connection_ip_overrides()?,
+    );
     let cfg = Arc::new(cfg);
 
     // Block the stop signals in every thread; the main thread waits for them with sigwait.
@@ -255,6 +265,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let catalog = catalog.clone();
         let adv = adv.clone();
         let stop = stop.clone();
+        let admission = admission.clone();
         let ready = ready_tx.clone();
         let builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
@@ -265,7 +276,8 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
                 // Made here, on the pinned thread, so the metrics live on the shard's node.
                 let probe = registry.register_shard(i, cpu, node);
                 let outcome =
-                    shard_main(ShardId(i), cfg, catalog, adv, addr, probe, tx_row, rx_row, stop, &ready).await;
+                    shard_main(ShardId(i), cfg, catalog, adv, addr, probe, tx_row, rx_row, admission, stop, &ready)
+                        .await;
                 if let Err(e) = outcome {
                     let _ = ready.send(Err(e));
                 }
@@ -324,9 +336,22 @@ async fn shard_main(
     probe: metrics::Probe,
     tx_row: Vec<Option<SharedSender<Msg>>>,
     rx_row: Vec<SharedReceiver<Msg>>,
+    admission: Arc<Admission>,
     stop: Arc<AtomicBool>,
     ready: &mpsc::Sender<Result<(), String>>,
 ) -> Result<(), String> {
+    // A bound on glommio 0.9's lost wake-ups (see PREEMPT): an executor can go to sleep in
+    // io_uring_enter while a peer's message waits in a shared channel. A pending timer makes
+    // it sleep with a timeout, and every wake-up polls the shared channels again, so a lost
+    // wake-up costs at most this long instead of hanging the shard (seen once at start in CI
+    // with the 10 ms preemption timer: a broker that never reported ready).
+    let stop_tick = stop.clone();
+    glommio::spawn_local(async move {
+        while !stop_tick.load(Ordering::Relaxed) {
+            glommio::timer::sleep(WAKE_BOUND).await;
+        }
+    })
+    .detach();
     // Each end of a shared channel waits for the other end to connect, so every connect
     // runs as its own task: all shards make progress on all their channels at once.
     let rx_tasks: Vec<_> = rx_row.into_iter().map(|rx| glommio::spawn_local(rx.connect())).collect();
@@ -355,20 +380,42 @@ async fn shard_main(
         max_frame: cfg.max_request_bytes,
         max_in_flight: cfg.max_in_flight_per_connection,
         zero_copy: cfg.zero_copy_fetch,
+        idle: Duration::from_millis(cfg.connections_max_idle_ms),
     };
     let _ = ready.send(Ok(()));
     let acceptor = {
         let shard = shard.clone();
         glommio::spawn_local(async move {
+            let mut refusals = RefusalLog::new(Duration::from_secs(1));
             loop {
                 match listener.accept().await {
                     Ok(stream) => {
                         let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+                        let ticket = match admission.admit(peer.ip()) {
+                            Ok(ticket) => ticket,
+                            Err(refused) => {
+                                shard.probe.connection_refused(refused.limit);
+                                match refusals.refused(Instant::now()) {
+                                    Some(0) => tracing::warn!(shard = shard.id.0, "{refused}; closed it"),
+                                    Some(n) => tracing::warn!(
+                                        shard = shard.id.0,
+                                        "{refused}; closed it (and {n} more refused since the last such line)"
+                                    ),
+                                    None => {}
+                                }
+                                drop(stream); // closes it
+                                continue;
+                            }
+                        };
                         let shard = shard.clone();
                         let probe = shard.probe.clone();
-                        glommio::spawn_local(connection::serve(stream, peer, limits, probe, move |frame| {
+                        let serve = connection::serve(stream, peer, limits, probe, move |frame| {
                             handle_frame(shard.clone(), frame, peer)
-                        }))
+                        });
+                        glommio::spawn_local(async move {
+                            serve.await;
+                            drop(ticket); // the connection's place is free again
+                        })
                         .detach();
                     }
                     Err(e) => {

@@ -74,6 +74,15 @@ fn broker_configs(shard: &Shard) -> Vec<DescribeConfigsResourceResult> {
         entry("log.retention.ms", c.retention_ms.to_string(), SOURCE_STATIC_BROKER, TYPE_LONG),
         entry("message.max.bytes", c.message_max_bytes.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
         entry("socket.request.max.bytes", c.max_request_bytes.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
+        entry("max.connections", c.max_connections.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
+        entry("max.connections.per.ip", c.max_connections_per_ip.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
+        entry(
+            "max.connections.per.ip.overrides",
+            c.max_connections_per_ip_overrides.clone(),
+            SOURCE_STATIC_BROKER,
+            TYPE_STRING,
+        ),
+        entry("connections.max.idle.ms", c.connections_max_idle_ms.to_string(), SOURCE_STATIC_BROKER, TYPE_LONG),
         entry("default.replication.factor", "1".into(), SOURCE_DEFAULT, TYPE_INT),
         entry("offsets.topic.replication.factor", "1".into(), SOURCE_DEFAULT, TYPE_INT),
     ];

@@ -17,6 +17,7 @@ mod group_call;
 pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod inspect;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
@@ -146,21 +147,29 @@ impl Request {
     }
 }
 
-/// Parses a request frame (without its size prefix) and runs its handler.
-pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAddr) -> Outcome {
-    let pre = header::preamble(&frame).ok_or(Fault::NoHeader)?;
+/// The API of a request this broker serves at the version asked for.
+fn admit(pre: &header::Preamble) -> Result<ApiKey, Fault> {
     let api = ApiKey::try_from(pre.api_key).map_err(|_| Fault::UnknownApi(pre.api_key))?;
     let Some(spec) = spec(api) else {
         return Err(Fault::UnknownApi(pre.api_key));
     };
     if pre.api_version < spec.min || pre.api_version > spec.max {
-        if api == ApiKey::ApiVersions {
-            // Kafka's rule: answer an unknown ApiVersions version with a v0 body carrying
-            // UNSUPPORTED_VERSION and our table, so the client can pick a version it knows.
-            return api_versions::unsupported(pre.correlation_id);
-        }
         return Err(Fault::UnsupportedVersion { api, version: pre.api_version, min: spec.min, max: spec.max });
     }
+    Ok(api)
+}
+
+/// Parses a request frame (without its size prefix) and runs its handler.
+pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAddr) -> Outcome {
+    let pre = header::preamble(&frame).ok_or(Fault::NoHeader)?;
+    let api = match admit(&pre) {
+        // Kafka's rule: answer an unknown ApiVersions version with a v0 body carrying
+        // UNSUPPORTED_VERSION and our table, so the client can pick a version it knows.
+        Err(Fault::UnsupportedVersion { api: ApiKey::ApiVersions, .. }) => {
+            return api_versions::unsupported(pre.correlation_id);
+        }
+        r => r?,
+    };
     let (hdr, body) = header::parse(api, pre.api_version, frame).map_err(|e| Fault::Decode {
         api,
         version: pre.api_version,

@@ -637,7 +637,7 @@ impl Partition {
             let too_old = self.cfg.get().retention_ms >= 0
                 && seg.size.get() > 0
                 && seg.max_timestamp.get() >= 0
-                && now_ms - seg.max_timestamp.get() > self.cfg.get().retention_ms;
+                && now_ms.saturating_sub(seg.max_timestamp.get()) > self.cfg.get().retention_ms;
             if !(too_big || too_old) {
                 break;
             }

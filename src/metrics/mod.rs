@@ -32,7 +32,7 @@ pub mod request;
 
 use std::sync::{Arc, OnceLock};
 
-pub use probe::{ApiSlot, Closed, ErrorKind, Phase, Probe, ShardMetrics};
+pub use probe::{ApiSlot, Closed, ConnectionLimit, ErrorKind, Phase, Probe, ShardMetrics};
 pub use render::Exposition;
 pub use request::{inherit, remote, HandlerTiming, RequestScope};
 

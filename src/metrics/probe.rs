@@ -3,7 +3,7 @@
 //!
 //! | layer | records |
 //! |---|---|
-//! | `net` | connections accepted/open/closed, bytes received and sent, and per request (when its response has left) the latency phases below |
+//! | `net` | connections accepted/open/closed (by the client, on an error, idle), connections refused by a limit, bytes received and sent, and per request (when its response has left) the latency phases below |
 //! | `server`/`api` | requests refused (decode, unsupported version, unknown API, encode), Produce/Fetch responses carrying an error code, delayed fetches |
 //! | `shard` | partitions homed here, mesh messages sent/received, sends that found the peer's queue full, appends whose ack had to wait (delayed produce) |
 //! | `log` | fdatasync count and latency, bytes held in this shard's logs |
@@ -107,6 +107,28 @@ pub enum Closed {
     Client,
     /// The broker closed it: a bad frame, a refused request, a failed read or write.
     Error,
+    /// The broker closed it: no complete request for `connections.max.idle.ms`.
+    Idle,
+}
+
+/// The connection limit that refused an accepted connection (it was closed at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionLimit {
+    /// `max.connections`: the broker-wide cap.
+    MaxConnections,
+    /// `max.connections.per.ip` (or the peer's override).
+    MaxConnectionsPerIp,
+}
+
+impl ConnectionLimit {
+    pub const ALL: [ConnectionLimit; 2] = [ConnectionLimit::MaxConnections, ConnectionLimit::MaxConnectionsPerIp];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ConnectionLimit::MaxConnections => "max_connections",
+            ConnectionLimit::MaxConnectionsPerIp => "max_connections_per_ip",
+        }
+    }
 }
 
 /// Everything one shard records. Read by the scrape; written only through the shard's
@@ -125,6 +147,9 @@ pub struct ShardMetrics {
     pub connections_accepted: Counter,
     pub connections_closed_by_client: Counter,
     pub connections_closed_on_error: Counter,
+    pub connections_closed_idle: Counter,
+    /// Accepted connections closed at once by a limit, indexed by `ConnectionLimit`.
+    pub connections_refused: [Counter; ConnectionLimit::ALL.len()],
     pub bytes_received: Counter,
     pub bytes_sent: Counter,
 
@@ -162,6 +187,8 @@ impl ShardMetrics {
             connections_accepted: Counter::default(),
             connections_closed_by_client: Counter::default(),
             connections_closed_on_error: Counter::default(),
+            connections_closed_idle: Counter::default(),
+            connections_refused: Default::default(),
             bytes_received: Counter::default(),
             bytes_sent: Counter::default(),
             partitions: Gauge::default(),
@@ -226,8 +253,15 @@ impl Probe {
         match how {
             Closed::Client => self.m.connections_closed_by_client.inc(),
             Closed::Error => self.m.connections_closed_on_error.inc(),
+            Closed::Idle => self.m.connections_closed_idle.inc(),
         }
         self.m.connections_open.add(-1);
+    }
+
+    /// An accepted connection was closed at once because `limit` was reached; it never
+    /// counted as opened.
+    pub fn connection_refused(&self, limit: ConnectionLimit) {
+        self.m.connections_refused[limit as usize].inc();
     }
 
     pub fn bytes_received(&self, n: usize) {

@@ -11,7 +11,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 
 use super::histogram::{bound_seconds, HistogramSnapshot, BOUNDS};
-use super::probe::{ErrorKind, Phase, ShardMetrics};
+use super::probe::{ConnectionLimit, ErrorKind, Phase, ShardMetrics};
 use super::Registry;
 
 /// The `Content-Type` of what `Exposition::render` returns.
@@ -197,16 +197,36 @@ impl Collector for Shards {
         let closed: Vec<(Labels, u64)> = shards
             .iter()
             .flat_map(|m| {
-                [("client", m.connections_closed_by_client.get()), ("error", m.connections_closed_on_error.get())]
-                    .map(|(reason, v)| (vec![("shard", m.shard.to_string()), ("reason", reason.to_string())], v))
+                [
+                    ("client", m.connections_closed_by_client.get()),
+                    ("error", m.connections_closed_on_error.get()),
+                    ("idle", m.connections_closed_idle.get()),
+                ]
+                .map(|(reason, v)| (vec![("shard", m.shard.to_string()), ("reason", reason.to_string())], v))
             })
             .collect();
         counter(
             &mut enc,
             "connections_closed",
-            "Client connections closed, by the client or by the broker on an error (bad frame, refused request, \
-             failed read or write).",
+            "Client connections closed, by the client, by the broker on an error (bad frame, refused request, \
+             failed read or write), or by the broker after connections.max.idle.ms without a request (idle).",
             &closed,
+        )?;
+        let refused: Vec<(Labels, u64)> = shards
+            .iter()
+            .flat_map(|m| {
+                ConnectionLimit::ALL.map(|limit| {
+                    let labels = vec![("shard", m.shard.to_string()), ("reason", limit.label().to_string())];
+                    (labels, m.connections_refused[limit as usize].get())
+                })
+            })
+            .collect();
+        counter(
+            &mut enc,
+            "connections_refused",
+            "Accepted connections closed at once because the broker-wide (max_connections) or per-IP \
+             (max_connections_per_ip) limit was reached; not counted as accepted.",
+            &refused,
         )?;
 
         gauge(
@@ -304,6 +324,8 @@ mod tests {
         p1.connection_opened();
         p1.connection_opened();
         p1.connection_closed(Closed::Client);
+        p1.connection_closed(Closed::Idle);
+        p1.connection_refused(ConnectionLimit::MaxConnectionsPerIp);
         p1.fsync(Duration::from_micros(300));
         p1.partitions(3);
         let text = Exposition::new(reg.clone()).render();
@@ -318,8 +340,17 @@ mod tests {
         );
         assert!(text.contains("ringbroker_shard_info{shard=\"0\",cpu=\"3\",numa_node=\"1\"} 1\n"), "{text}");
         assert!(text.contains("ringbroker_shard_info{shard=\"1\",cpu=\"4\",numa_node=\"-\"} 1\n"), "{text}");
-        assert!(text.contains("ringbroker_connections_open{shard=\"1\"} 1\n"), "{text}");
+        assert!(text.contains("ringbroker_connections_open{shard=\"1\"} 0\n"), "{text}");
         assert!(text.contains("ringbroker_connections_closed_total{shard=\"1\",reason=\"client\"} 1\n"), "{text}");
+        assert!(text.contains("ringbroker_connections_closed_total{shard=\"1\",reason=\"idle\"} 1\n"), "{text}");
+        assert!(
+            text.contains("ringbroker_connections_refused_total{shard=\"1\",reason=\"max_connections_per_ip\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ringbroker_connections_refused_total{shard=\"0\",reason=\"max_connections\"} 0\n"),
+            "{text}"
+        );
         assert!(text.contains("ringbroker_partitions{shard=\"1\"} 3\n"), "{text}");
         assert!(text.contains("# TYPE ringbroker_fsync_duration_seconds histogram"), "{text}");
         assert!(text.contains("ringbroker_fsync_duration_seconds_count{shard=\"1\"} 1\n"), "{text}");

@@ -9,16 +9,27 @@
 //! dispatcher refuses, closes the connection with the reason logged; other connections
 //! never notice.
 //!
+//! Idle connections (`connections.max.idle.ms`): a watchdog task per connection sleeps until
+//! the connection's deadline — `idle` after it last completed a request frame or wrote a
+//! response — and, if nothing moved meanwhile and no request is in flight, shuts the socket
+//! down, which wakes the reader. Bytes that never make up a whole frame do not move the
+//! deadline, so a client trickling a frame byte by byte (slow loris) is closed like a silent
+//! one. The read path itself arms no timer: it stores the frame's arrival time, which it
+//! takes anyway. A request in flight (a JoinGroup waiting out a rebalance, say) keeps the
+//! connection alive however long it takes.
+//!
 //! Metrics recorded here (through the shard's probe): connections opened and closed (by the
-//! client, or on an error), bytes read and written, and for each request, once its response
+//! client, on an error, or idle), bytes read and written, and for each request, once its response
 //! has been written, its latency phases. The frame's arrival time travels beside its task
 //! in the in-flight queue; the dispatcher reports when its handler started and finished.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::Instant;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_lite::io::{ReadHalf, WriteHalf};
@@ -39,6 +50,30 @@ pub struct Limits {
     pub max_in_flight: usize,
     /// Send file regions with sendfile (otherwise read them and write the bytes).
     pub zero_copy: bool,
+    /// Close the connection after this long without a complete request (see the module doc).
+    pub idle: Duration,
+}
+
+/// What the idle watchdog watches, written by the reader and the writer.
+struct Liveness {
+    /// When a request frame was last completed or a response last written.
+    last: Cell<Instant>,
+    /// Requests read whose response (if any) is not written yet.
+    in_flight: Cell<usize>,
+    /// Set by the watchdog when it closes the connection.
+    timed_out: Cell<bool>,
+}
+
+impl Liveness {
+    fn request_read(&self, at: Instant) {
+        self.last.set(at);
+        self.in_flight.set(self.in_flight.get() + 1);
+    }
+
+    fn request_done(&self, at: Instant) {
+        self.last.set(at);
+        self.in_flight.set(self.in_flight.get().saturating_sub(1));
+    }
 }
 
 /// Why a handler refused a request: logged, then the connection closes.
@@ -69,16 +104,48 @@ where
         return;
     }
     let _ = stream.set_nodelay(true);
+    let live =
+        Rc::new(Liveness { last: Cell::new(Instant::now()), in_flight: Cell::new(0), timed_out: Cell::new(false) });
+    let watchdog = glommio::spawn_local(watch_idle(fd, limits.idle, live.clone()));
     let (reader, writer) = futures_lite::io::split(stream);
     let (tx, rx) = local_channel::new_bounded(limits.max_in_flight);
-    let writer = glommio::spawn_local(write_loop(writer, fd, peer, limits.zero_copy, probe.clone(), rx));
-    let read = read_loop(reader, limits, &probe, &dispatch, &tx).await;
-    if let Err(reason) = &read {
-        tracing::warn!(%peer, "closing connection: {reason}");
+    let writer = glommio::spawn_local(write_loop(writer, fd, peer, limits.zero_copy, probe.clone(), rx, live.clone()));
+    let read = read_loop(reader, limits, &probe, &dispatch, &tx, &live).await;
+    drop(watchdog); // cancels it: the reading is over
+    let idle = live.timed_out.get();
+    match &read {
+        _ if idle => {
+            tracing::info!(%peer, "closing connection: no complete request for {:?} (connections_max_idle_ms)", limits.idle)
+        }
+        Err(reason) => tracing::warn!(%peer, "closing connection: {reason}"),
+        Ok(()) => {}
     }
     drop(tx); // the writer finishes what was queued, then stops
     let write_failed = writer.await;
-    probe.connection_closed(if read.is_err() || write_failed { Closed::Error } else { Closed::Client });
+    probe.connection_closed(match () {
+        _ if idle => Closed::Idle,
+        _ if read.is_err() || write_failed => Closed::Error,
+        _ => Closed::Client,
+    });
+}
+
+/// Shuts the connection down once it has been idle for `idle` (see the module doc).
+async fn watch_idle(fd: RawFd, idle: Duration, live: Rc<Liveness>) {
+    let mut wait = idle;
+    loop {
+        glommio::timer::sleep(wait).await;
+        if live.in_flight.get() > 0 {
+            wait = idle;
+            continue;
+        }
+        let quiet = live.last.get().elapsed();
+        if quiet >= idle {
+            live.timed_out.set(true);
+            let _ = sys::shutdown(fd);
+            return;
+        }
+        wait = idle - quiet;
+    }
 }
 
 async fn read_loop<F, Fut>(
@@ -87,6 +154,7 @@ async fn read_loop<F, Fut>(
     probe: &Probe,
     dispatch: &F,
     tx: &local_channel::LocalSender<InFlight>,
+    live: &Liveness,
 ) -> Result<(), String>
 where
     F: Fn(Bytes) -> Fut + 'static,
@@ -97,6 +165,7 @@ where
         let want = match frame::check(&buf, limits.max_frame).map_err(|e| e.to_string())? {
             Framing::Complete { len } => {
                 let received = Instant::now();
+                live.request_read(received);
                 let mut f = buf.split_to(4 + len);
                 f.advance(4);
                 let task = glommio::spawn_local(dispatch(f.freeze()));
@@ -133,6 +202,7 @@ async fn write_loop(
     zero_copy: bool,
     probe: Probe,
     rx: LocalReceiver<InFlight>,
+    live: Rc<Liveness>,
 ) -> bool {
     while let Some((task, received)) = rx.recv().await {
         let handled = task.await;
@@ -151,7 +221,9 @@ async fn write_loop(
             Ok(None) => None,
             Err(reason) => Some(reason),
         };
-        probe.request_done(&handled.timing, received, sending, Instant::now());
+        let written = Instant::now();
+        probe.request_done(&handled.timing, received, sending, written);
+        live.request_done(written);
         if let Some(reason) = failure {
             tracing::warn!(%peer, "closing connection: {reason}");
             // Wake the reader (blocked in read) so the whole connection ends.

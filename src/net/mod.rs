@@ -1,6 +1,8 @@
 //! Connections: framing, pipelining with in-order responses, and sending responses (bytes
 //! and, for fetches, file regions with sendfile). This layer knows frames, not APIs: the
-//! server hands it a dispatch function.
+//! server hands it a dispatch function. Limits: the broker-wide and per-IP connection caps
+//! (`admission`), the frame size, in-flight requests and the idle timeout (`connection`).
 
+pub mod admission;
 pub mod connection;
 pub mod sendfile;

@@ -279,8 +279,9 @@ pub fn records(buf: &[u8]) -> impl Iterator<Item = RawRecord<'_>> + '_ {
     let mut pos = if compressed { buf.len() } else { HEADER_LEN };
     std::iter::from_fn(move || {
         let (len, n) = get_varint(buf.get(pos..)?)?;
-        let rec = buf.get(pos + n..pos + n + usize::try_from(len).ok()?)?;
-        pos += n + len as usize;
+        let end = (pos + n).checked_add(usize::try_from(len).ok()?)?;
+        let rec = buf.get(pos + n..end)?;
+        pos = end;
         let mut r = rec.get(1..)?; // attributes
         let (ts_delta, n) = get_varint(r)?;
         r = &r[n..];
@@ -288,7 +289,8 @@ pub fn records(buf: &[u8]) -> impl Iterator<Item = RawRecord<'_>> + '_ {
         r = &r[n..];
         let key = bytes_field(&mut r)?;
         let value = bytes_field(&mut r)?;
-        Some(RawRecord { offset_delta: off_delta as i32, timestamp: base_ts + ts_delta, key, value })
+        // A client chooses both numbers: add as Java's long does (wrapping), never panic.
+        Some(RawRecord { offset_delta: off_delta as i32, timestamp: base_ts.wrapping_add(ts_delta), key, value })
     })
 }
 
@@ -398,6 +400,19 @@ mod tests {
         assert_eq!((r[1].key, r[1].value), (None, None));
         assert_eq!((r[2].offset_delta, r[2].key, r[2].value), (2, Some(&b""[..]), Some(&b"v3"[..])));
         assert_eq!(records(&b[..HEADER_LEN + 2]).count(), 0, "a cut batch yields what is whole");
+    }
+
+    #[test]
+    fn extreme_timestamps_wrap_as_in_java_instead_of_panicking() {
+        // Found by the batch fuzz target: a client picks the base timestamp and the deltas.
+        let mut b = build(i64::MAX, &[b"a"]);
+        let at = HEADER_LEN + 2; // record length varint, attributes, then the timestamp delta
+        b[at] = 2; // zigzag varint of +1
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        let r: Vec<RawRecord> = records(&b).collect();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].timestamp, i64::MIN);
     }
 
     #[test]
