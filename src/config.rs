@@ -5,11 +5,14 @@
 //! This module does no I/O except reading the config file and, for CPU resolution, the
 //! process's allowed CPU set and `/sys` NUMA topology.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use serde::Deserialize;
+
+use crate::quota::ClientQuota;
 
 /// How appended data is made durable before it counts toward the high watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -93,6 +96,14 @@ pub struct Config {
     /// `connections.max.idle.ms`: a connection that completes no request (and has none in
     /// flight) for this long is closed. Bytes that never make up a whole request do not count.
     pub connections_max_idle_ms: u64,
+    /// `producer_byte_rate` (Kafka's default client quota): record bytes per second that
+    /// one client-id may produce, over all its connections; 9223372036854775807 means none.
+    pub quota_producer_byte_rate: u64,
+    /// `consumer_byte_rate`: record bytes per second that one client-id may fetch, likewise.
+    pub quota_consumer_byte_rate: u64,
+    /// Per-client-id quotas replacing the two above: `CLIENT_ID:producer=BYTES` or
+    /// `CLIENT_ID:consumer=BYTES`, separated by commas (a client-id may appear twice).
+    pub quota_client_overrides: String,
     /// Send fetched records file→socket with sendfile. `false` reads them into memory and
     /// writes them, as a broker without zero-copy would (kept for measuring the difference).
     pub zero_copy_fetch: bool,
@@ -147,6 +158,9 @@ impl Default for Config {
             max_connections_per_ip: i32::MAX as u32,
             max_connections_per_ip_overrides: String::new(),
             connections_max_idle_ms: 600_000,
+            quota_producer_byte_rate: crate::quota::UNLIMITED,
+            quota_consumer_byte_rate: crate::quota::UNLIMITED,
+            quota_client_overrides: String::new(),
             zero_copy_fetch: true,
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
@@ -237,6 +251,15 @@ pub struct Cli {
     /// Close a connection that completes no request for this long, ms [default: 600000]
     #[arg(long, env = "RINGBROKER_CONNECTIONS_MAX_IDLE_MS")]
     pub connections_max_idle_ms: Option<u64>,
+    /// Record bytes/s one client-id may produce, broker-wide [default: 9223372036854775807 = no quota]
+    #[arg(long, env = "RINGBROKER_QUOTA_PRODUCER_BYTE_RATE")]
+    pub quota_producer_byte_rate: Option<u64>,
+    /// Record bytes/s one client-id may fetch, broker-wide [default: 9223372036854775807 = no quota]
+    #[arg(long, env = "RINGBROKER_QUOTA_CONSUMER_BYTE_RATE")]
+    pub quota_consumer_byte_rate: Option<u64>,
+    /// Per-client quotas, e.g. client-a:producer=1048576,client-b:consumer=2097152 [default: none]
+    #[arg(long, env = "RINGBROKER_QUOTA_CLIENT_OVERRIDES")]
+    pub quota_client_overrides: Option<String>,
     /// This broker's node id [default: 0]
     #[arg(long, env = "RINGBROKER_NODE_ID")]
     pub node_id: Option<i32>,
@@ -315,6 +338,7 @@ impl Config {
         set!(offsets_retention_minutes, offsets_retention_check_interval_ms);
         set!(admin_listen, log_format, log_level);
         set!(max_connections, max_connections_per_ip, max_connections_per_ip_overrides, connections_max_idle_ms);
+        set!(quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides);
         set_opt!(advertise, cpus, numa_node);
     }
 
@@ -385,6 +409,13 @@ impl Config {
         if self.connections_max_idle_ms == 0 {
             return Err(bad("connections_max_idle_ms", "must be at least 1"));
         }
+        if self.quota_producer_byte_rate == 0 || self.quota_consumer_byte_rate == 0 {
+            return Err(bad(
+                "quota_producer_byte_rate/quota_consumer_byte_rate",
+                "must be at least 1 byte per second (9223372036854775807 means no quota)",
+            ));
+        }
+        self.client_quotas()?;
         self.admin_addr()?;
         tracing_subscriber::EnvFilter::try_new(&self.log_level).map_err(|e| {
             bad("log_level", format!("`{}` is not a filter such as `info,ringbroker::net=debug`: {e}", self.log_level))
@@ -412,6 +443,35 @@ impl Config {
             out.push((ip.to_canonical(), count));
         }
         Ok(out)
+    }
+
+    /// The default client quota and `quota_client_overrides` parsed: `CLIENT_ID:KIND=BYTES`
+    /// items separated by commas, KIND being `producer` or `consumer`. The client-id is what
+    /// comes before the last colon (so it may hold colons, not commas); an override starts
+    /// from the default quota and replaces the kind it names.
+    pub fn client_quotas(&self) -> Result<(ClientQuota, HashMap<String, ClientQuota>), ConfigError> {
+        const SETTING: &str = "quota_client_overrides";
+        let default = ClientQuota { producer: self.quota_producer_byte_rate, consumer: self.quota_consumer_byte_rate };
+        let mut overrides: HashMap<String, ClientQuota> = HashMap::new();
+        for part in self.quota_client_overrides.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let shape =
+                || bad(SETTING, format!("`{part}` is not CLIENT_ID:producer=BYTES or CLIENT_ID:consumer=BYTES"));
+            let (client, setting) = part.rsplit_once(':').ok_or_else(shape)?;
+            let (kind, rate) = setting.split_once('=').ok_or_else(shape)?;
+            let rate = match rate.trim().parse::<u64>() {
+                Ok(r) if r > 0 => r,
+                _ => return Err(bad(SETTING, format!("`{rate}` in `{part}` is not a rate of at least 1 byte/s"))),
+            };
+            let q = overrides.entry(client.trim().to_string()).or_insert(default);
+            match kind.trim() {
+                "producer" => q.producer = rate,
+                "consumer" => q.consumer = rate,
+                other => {
+                    return Err(bad(SETTING, format!("`{other}` in `{part}` is neither `producer` nor `consumer`")))
+                }
+            }
+        }
+        Ok((default, overrides))
     }
 
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
@@ -733,6 +793,39 @@ mod tests {
         assert_eq!(c.validate().unwrap_err().setting, "max_connections");
         let c = Config { connections_max_idle_ms: 0, ..Config::default() };
         assert_eq!(c.validate().unwrap_err().setting, "connections_max_idle_ms");
+    }
+
+    #[test]
+    fn client_quotas_parse_and_validate() {
+        let c = Config::from_toml(
+            "quota_producer_byte_rate = 1000\n\
+             quota_client_overrides = \"client-a:producer=1048576, client-b:consumer=2097152,a:b:consumer=5,client-a:consumer=7\"\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        let (default, overrides) = c.client_quotas().unwrap();
+        let unlimited = crate::quota::UNLIMITED;
+        assert_eq!(default, ClientQuota { producer: 1000, consumer: unlimited });
+        assert_eq!(overrides["client-a"], ClientQuota { producer: 1_048_576, consumer: 7 });
+        assert_eq!(overrides["client-b"], ClientQuota { producer: 1000, consumer: 2_097_152 });
+        assert_eq!(overrides["a:b"], ClientQuota { producer: 1000, consumer: 5 });
+        let (default, overrides) = Config::default().client_quotas().unwrap();
+        assert_eq!(default, ClientQuota { producer: unlimited, consumer: unlimited });
+        assert!(overrides.is_empty());
+        for (bad_value, says) in [
+            ("client-a", "is not CLIENT_ID"),
+            ("client-a:producer", "is not CLIENT_ID"),
+            ("client-a:producer=0", "at least 1 byte/s"),
+            ("client-a:producer=fast", "at least 1 byte/s"),
+            ("client-a:admin=5", "neither `producer` nor `consumer`"),
+        ] {
+            let c = Config { quota_client_overrides: bad_value.into(), ..Config::default() };
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.setting, "quota_client_overrides");
+            assert!(e.problem.contains(says), "{bad_value}: {e}");
+        }
+        let c = Config { quota_consumer_byte_rate: 0, ..Config::default() };
+        assert!(c.validate().unwrap_err().setting.contains("quota_consumer_byte_rate"));
     }
 
     #[test]

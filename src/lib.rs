@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod net;
 pub mod producer;
 pub mod protocol;
+pub mod quota;
 pub mod server;
 pub mod shard;
 pub mod sys;

@@ -47,6 +47,7 @@ use crate::metrics::{self, HandlerTiming, RequestScope};
 use crate::net::admission::{Admission, RefusalLog};
 use crate::net::connection::{self, Handled, Limits};
 use crate::protocol::header;
+use crate::quota::Quotas;
 use crate::shard::{Advertised, Msg, Shard, ShardId};
 use crate::{api, sys};
 
@@ -218,6 +219,10 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         cfg.max_connections_per_ip as usize,
         &cfg.connection_ip_overrides()?,
     );
+    // Client quotas are broker-wide too: one registry of per-client rates that every shard
+    // records into (see `quota` for why, and why it stays off the locks on the hot path).
+    let (default_quota, quota_overrides) = cfg.client_quotas()?;
+    let quotas = Quotas::new(default_quota, quota_overrides);
     let cfg = Arc::new(cfg);
 
     // Block the stop signals in every thread; the main thread waits for them with sigwait.
@@ -266,6 +271,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let adv = adv.clone();
         let stop = stop.clone();
         let admission = admission.clone();
+        let quotas = quotas.clone();
         let ready = ready_tx.clone();
         let builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
@@ -275,9 +281,9 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
             .spawn(move || async move {
                 // Made here, on the pinned thread, so the metrics live on the shard's node.
                 let probe = registry.register_shard(i, cpu, node);
+                let shared = Shared { admission, quotas, stop };
                 let outcome =
-                    shard_main(ShardId(i), cfg, catalog, adv, addr, probe, tx_row, rx_row, admission, stop, &ready)
-                        .await;
+                    shard_main(ShardId(i), cfg, catalog, adv, addr, probe, tx_row, rx_row, shared, &ready).await;
                 if let Err(e) = outcome {
                     let _ = ready.send(Err(e));
                 }
@@ -326,6 +332,13 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     Ok(())
 }
 
+/// What every shard holds an `Arc` of: the few broker-wide things shared on purpose.
+struct Shared {
+    admission: Arc<Admission>,
+    quotas: Arc<Quotas>,
+    stop: Arc<AtomicBool>,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn shard_main(
     id: ShardId,
@@ -336,10 +349,10 @@ async fn shard_main(
     probe: metrics::Probe,
     tx_row: Vec<Option<SharedSender<Msg>>>,
     rx_row: Vec<SharedReceiver<Msg>>,
-    admission: Arc<Admission>,
-    stop: Arc<AtomicBool>,
+    shared: Shared,
     ready: &mpsc::Sender<Result<(), String>>,
 ) -> Result<(), String> {
+    let Shared { admission, quotas, stop } = shared;
     // A bound on glommio 0.9's lost wake-ups (see PREEMPT): an executor can go to sleep in
     // io_uring_enter while a peer's message waits in a shared channel. A pending timer makes
     // it sleep with a timeout, and every wake-up polls the shared channels again, so a lost
@@ -363,7 +376,7 @@ async fn shard_main(
             None => None,
         });
     }
-    let shard = Shard::new(id, Rc::new((*cfg).clone()), adv, catalog.clone(), peers, probe);
+    let shard = Shard::new(id, Rc::new((*cfg).clone()), adv, catalog.clone(), peers, probe, quotas);
     for t in rx_tasks {
         let rx = t.await;
         glommio::spawn_local(shard.clone().serve_peer(rx)).detach();
@@ -443,11 +456,12 @@ async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: SocketAddr) -> Handl
     let scope = RequestScope::begin();
     let outcome = scope.run(api::dispatch(&shard, frame, peer)).await;
     let finished = Instant::now();
+    let throttle = scope.throttle();
     let outcome = outcome.map_err(|fault| {
         shard.probe.request_error(api, fault.kind());
         fault.to_string()
     });
-    Handled { outcome, timing: HandlerTiming { api, started, finished, remote: scope.remote(finished) } }
+    Handled { outcome, timing: HandlerTiming { api, started, finished, remote: scope.remote(finished) }, throttle }
 }
 
 /// Timers on the background queue: retention, and periodic syncs for `flush = "interval"`.

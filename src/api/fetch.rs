@@ -13,6 +13,11 @@
 //! Size limits follow KIP-74: each partition gets at most `partition_max_bytes` and the
 //! response at most `max_bytes`, except that the first batch of the first partition with
 //! data is always returned whole so a consumer can make progress past a large batch.
+//!
+//! Quota: the record bytes of the response count against its client-id's
+//! `consumer_byte_rate`; over it, the response carries the throttle time and the connection
+//! is muted for that long (see `quota`). Like Kafka, the response that crosses the quota is
+//! still sent in full.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -26,6 +31,7 @@ use super::{ApiSpec, Outcome, Request};
 use crate::metrics::{self, ErrorKind};
 use crate::protocol::fetch_writer::{self, FetchOut, PartitionOut, TopicOut};
 use crate::protocol::ErrorCode;
+use crate::quota::Kind;
 use crate::shard::{Shard, Tp};
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::Fetch, fetch_writer::MIN_VERSION, fetch_writer::MAX_VERSION);
@@ -92,7 +98,13 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             if errors {
                 shard.probe.request_error(shard.probe.api_slot(Some(SPEC.key as i16)), ErrorKind::ErrorCode);
             }
-            let out = FetchOut { throttle_time_ms: 0, error: 0, session_id: 0, topics: out };
+            let throttle = shard.quotas.record(req.client_id.as_deref(), Kind::Fetch, bytes);
+            if !throttle.is_zero() {
+                shard.probe.throttled(shard.probe.api_slot(Some(SPEC.key as i16)), throttle);
+                metrics::throttle(throttle);
+            }
+            let throttle_time_ms = throttle.as_millis() as i32;
+            let out = FetchOut { throttle_time_ms, error: 0, session_id: 0, topics: out };
             return Ok(Some(fetch_writer::encode(req.version, req.correlation_id, &out)));
         }
         // Delayed fetch: wait for any partition's high watermark to pass its fetch offset.

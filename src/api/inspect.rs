@@ -144,6 +144,70 @@ mod tests {
         frame(ApiKey::Produce, 9, &r)
     }
 
+    /// Header v1 (non-flexible) for `api` v`version`, then `body`.
+    fn raw(api: ApiKey, version: i16, body: &[u8]) -> Bytes {
+        let mut b = BytesMut::new();
+        b.put_i16(api as i16);
+        b.put_i16(version);
+        b.put_i32(1);
+        b.put_i16(-1);
+        b.put_slice(body);
+        b.freeze()
+    }
+
+    fn refused(frame: Bytes) -> bool {
+        matches!(inspect(frame, 1 << 20), Err(Fault::Decode { .. }))
+    }
+
+    #[test]
+    fn every_truncation_of_a_valid_request_is_refused_cleanly() {
+        for f in
+            [produce(batch::build(0, &[b"value", b"other"])), frame(ApiKey::Metadata, 12, &MetadataRequest::default())]
+        {
+            inspect(f.clone(), 1 << 20).expect("the whole request is valid");
+            for cut in 0..f.len() {
+                assert!(inspect(f.slice(..cut), 1 << 20).is_err(), "a request cut at {cut} of {} passed", f.len());
+            }
+        }
+    }
+
+    #[test]
+    fn lengths_and_counts_beyond_the_frame_are_refused() {
+        // Metadata v4: a topic name claiming 30,000 bytes in a frame of a few.
+        assert!(refused(raw(ApiKey::Metadata, 4, &[0, 0, 0, 1, 0x75, 0x30, b'a', 1])));
+        // A negative string length other than -1 (null).
+        assert!(refused(raw(ApiKey::Metadata, 4, &[0, 0, 0, 1, 0xff, 0xfb, 1])));
+        // An array count of 0x7fffffff with nothing behind it.
+        assert!(refused(raw(ApiKey::Metadata, 4, &[0x7f, 0xff, 0xff, 0xff, 1])));
+        // A negative array count other than -1.
+        assert!(refused(raw(ApiKey::ListOffsets, 1, &[0xff, 0xff, 0xff, 0xff, 0x80, 0, 0, 0])));
+        // Produce v3 with a records field longer than the frame.
+        assert!(refused(raw(
+            ApiKey::Produce,
+            3,
+            &[0xff, 0xff, 0xff, 0xff, 0, 0, 0x75, 0x30, 0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 1, 0, 0, 0, 0, 0x10, 0, 0, 0]
+        )));
+    }
+
+    #[test]
+    fn bad_tagged_fields_are_refused() {
+        let base = frame(ApiKey::Metadata, 12, &MetadataRequest::default());
+        // The body's final tagged-field section says one field follows; it is missing.
+        let mut one_missing = BytesMut::from(&base[..]);
+        *one_missing.last_mut().unwrap() = 1;
+        assert!(refused(one_missing.freeze()));
+        // One field whose length runs past the frame.
+        let mut too_long = BytesMut::from(&base[..]);
+        *too_long.last_mut().unwrap() = 1;
+        too_long.put_slice(&[0x05, 0x7f, b'x']);
+        assert!(refused(too_long.freeze()));
+        // A field count that overflows a varint.
+        let mut overflow = BytesMut::from(&base[..]);
+        overflow.truncate(overflow.len() - 1);
+        overflow.put_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        assert!(refused(overflow.freeze()));
+    }
+
     #[test]
     fn well_formed_requests_pass() {
         inspect(frame(ApiKey::Metadata, 12, &MetadataRequest::default()), 1 << 20).unwrap();

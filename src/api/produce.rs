@@ -5,6 +5,10 @@
 //! The per-partition tasks join the request's metrics scope, so their waits on home shards
 //! and durable acks count as its remote time; a response with any partition error counts
 //! once in `request_errors_total{error="error_code"}`.
+//!
+//! Quota: the request's record bytes count against its client-id's `producer_byte_rate` once
+//! the appends are done; over it, the response carries the throttle time and the connection
+//! is muted for that long (see `quota`). acks=0 is charged too: only the mute tells it.
 
 use std::rc::Rc;
 
@@ -13,6 +17,7 @@ use proto_kafka::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
 use super::{ApiSpec, Outcome, Request};
 use crate::protocol::ErrorCode;
+use crate::quota::Kind;
 use crate::shard::{Shard, Tp};
 
 /// Served from v3 (record batch v2); advertised from v0 as Kafka 4 does (see `ApiSpec`).
@@ -24,6 +29,12 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let catalog = shard.catalog();
     let by_id = req.version >= 13;
     let acks_ok = matches!(r.acks, -1..=1);
+    let record_bytes: u64 = r
+        .topic_data
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .map(|p| p.records.as_ref().map_or(0, |b| b.len() as u64))
+        .sum();
     let mut topics = Vec::with_capacity(r.topic_data.len());
     for t in r.topic_data {
         let meta = if by_id { catalog.topic_by_id(&t.topic_id) } else { catalog.topic(t.name.as_str()) };
@@ -55,6 +66,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                 }
             }
         }
+        charge_quota(shard, &req, record_bytes);
         return Ok(None);
     }
     let mut resp = ProduceResponse::default();
@@ -91,5 +103,18 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         let probe = &shard.probe;
         probe.request_error(probe.api_slot(Some(ApiKey::Produce as i16)), crate::metrics::ErrorKind::ErrorCode);
     }
+    resp.throttle_time_ms = charge_quota(shard, &req, record_bytes);
     req.respond(&resp)
+}
+
+/// Counts the request's record bytes against its client's producer quota; returns the
+/// throttle time for the response, ms, having told the connection and the metrics.
+fn charge_quota(shard: &Shard, req: &Request, record_bytes: u64) -> i32 {
+    let throttle = shard.quotas.record(req.client_id.as_deref(), Kind::Produce, record_bytes);
+    if throttle.is_zero() {
+        return 0;
+    }
+    shard.probe.throttled(shard.probe.api_slot(Some(SPEC.key as i16)), throttle);
+    crate::metrics::throttle(throttle);
+    throttle.as_millis() as i32
 }

@@ -34,7 +34,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use probe::{ApiSlot, Closed, ConnectionLimit, ErrorKind, Phase, Probe, ShardMetrics};
 pub use render::Exposition;
-pub use request::{inherit, remote, HandlerTiming, RequestScope};
+pub use request::{inherit, remote, throttle, HandlerTiming, RequestScope};
 
 /// Every shard's metrics, as the scrape sees them.
 #[derive(Debug)]

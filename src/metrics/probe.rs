@@ -4,7 +4,7 @@
 //! | layer | records |
 //! |---|---|
 //! | `net` | connections accepted/open/closed (by the client, on an error, idle), connections refused by a limit, bytes received and sent, and per request (when its response has left) the latency phases below |
-//! | `server`/`api` | requests refused (decode, unsupported version, unknown API, encode), Produce/Fetch responses carrying an error code, delayed fetches |
+//! | `server`/`api` | requests refused (decode, unsupported version, unknown API, encode), Produce/Fetch responses carrying an error code, delayed fetches, responses throttled by a client quota and their throttle time |
 //! | `shard` | partitions homed here, mesh messages sent/received, sends that found the peer's queue full, appends whose ack had to wait (delayed produce) |
 //! | `log` | fdatasync count and latency, bytes held in this shard's logs |
 //!
@@ -92,11 +92,22 @@ pub struct ApiMetrics {
     pub requests: Counter,
     pub errors: [Counter; ErrorKind::ALL.len()],
     pub latency: [Histogram; Phase::ALL.len()],
+    /// Responses that throttled their client (a quota was exceeded), and the throttle time
+    /// they gave, µs.
+    pub throttled: Counter,
+    pub throttle_micros: Counter,
 }
 
 impl ApiMetrics {
     fn new(name: String) -> ApiMetrics {
-        ApiMetrics { name, requests: Counter::default(), errors: Default::default(), latency: Default::default() }
+        ApiMetrics {
+            name,
+            requests: Counter::default(),
+            errors: Default::default(),
+            latency: Default::default(),
+            throttled: Counter::default(),
+            throttle_micros: Counter::default(),
+        }
     }
 }
 
@@ -297,6 +308,13 @@ impl Probe {
 
     pub fn request_error(&self, api: ApiSlot, kind: ErrorKind) {
         self.m.api(api).errors[kind as usize].inc();
+    }
+
+    /// A response of `api` throttled its client for `d` (a client quota was exceeded).
+    pub fn throttled(&self, api: ApiSlot, d: Duration) {
+        let api = self.m.api(api);
+        api.throttled.inc();
+        api.throttle_micros.add(d.as_micros() as u64);
     }
 
     /// A delayed fetch: the request found too little data and parked until more arrived or

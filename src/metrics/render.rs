@@ -57,6 +57,19 @@ fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, series: &[(Label
     Ok(())
 }
 
+/// A counter of microseconds, shown in seconds.
+fn counter_seconds(enc: &mut DescriptorEncoder, name: &str, help: &str, series: &[(Labels, u64)]) -> fmt::Result {
+    if series.is_empty() {
+        return Ok(());
+    }
+    let mut metric = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, micros) in series {
+        let seconds = *micros as f64 / 1e6;
+        metric.encode_family(labels)?.encode_counter::<NoLabelSet, f64, f64>(&seconds, None)?;
+    }
+    Ok(())
+}
+
 fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, series: &[(Labels, i64)]) -> fmt::Result {
     if series.is_empty() {
         return Ok(());
@@ -147,6 +160,29 @@ impl Collector for Shards {
             "Requests refused (unknown_api, unsupported_version, decode, encode: the connection is closed) \
              or answered with a non-zero Kafka error code (error_code: Produce and Fetch).",
             &errors,
+        )?;
+        // Only APIs that some shard has throttled.
+        let throttled_apis: Vec<usize> =
+            seen.iter().copied().filter(|&a| shards.iter().any(|m| m.apis[a].throttled.get() > 0)).collect();
+        let per_api = |f: &dyn Fn(&super::probe::ApiMetrics) -> u64| -> Vec<(Labels, u64)> {
+            throttled_apis
+                .iter()
+                .flat_map(|&a| shards.iter().map(move |m| (a, m)))
+                .map(|(a, m)| (api_labels(m, a), f(&m.apis[a])))
+                .collect()
+        };
+        counter(
+            &mut enc,
+            "throttled_responses",
+            "Responses that throttled their client because it exceeded its byte-rate quota \
+             (quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides).",
+            &per_api(&|a| a.throttled.get()),
+        )?;
+        counter_seconds(
+            &mut enc,
+            "throttle_time_seconds",
+            "Throttle time given in throttled responses (the connection reads no request meanwhile).",
+            &per_api(&|a| a.throttle_micros.get()),
         )?;
         for phase in Phase::ALL {
             let (name, help) = match phase {
@@ -328,6 +364,8 @@ mod tests {
         p1.connection_refused(ConnectionLimit::MaxConnectionsPerIp);
         p1.fsync(Duration::from_micros(300));
         p1.partitions(3);
+        p1.throttled(p1.api_slot(Some(0)), Duration::from_millis(1500));
+        p1.throttled(p1.api_slot(Some(0)), Duration::from_millis(250));
         let text = Exposition::new(reg.clone()).render();
 
         assert!(text.contains("# TYPE ringbroker_requests_total counter"), "{text}");
@@ -352,6 +390,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("ringbroker_partitions{shard=\"1\"} 3\n"), "{text}");
+        assert!(text.contains("# TYPE ringbroker_throttled_responses_total counter"), "{text}");
+        assert!(text.contains("ringbroker_throttled_responses_total{shard=\"1\",api=\"Produce\"} 2\n"), "{text}");
+        assert!(text.contains("ringbroker_throttled_responses_total{shard=\"0\",api=\"Produce\"} 0\n"), "{text}");
+        assert!(text.contains("ringbroker_throttle_time_seconds_total{shard=\"1\",api=\"Produce\"} 1.75\n"), "{text}");
         assert!(text.contains("# TYPE ringbroker_fsync_duration_seconds histogram"), "{text}");
         assert!(text.contains("ringbroker_fsync_duration_seconds_count{shard=\"1\"} 1\n"), "{text}");
         assert!(text.contains("ringbroker_fsync_duration_seconds_bucket{shard=\"1\",le=\"0.0004\"} 1\n"), "{text}");

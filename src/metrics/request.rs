@@ -16,6 +16,10 @@
 //! a shard here (thread per core), so the slab is shard-local state. Each scope id carries a
 //! generation: a sub-task that outlives its request (acks=0 produce) charges nothing to the
 //! request that reuses its slot.
+//!
+//! The scope also carries the one thing besides its response that a handler tells the
+//! connection: for how long a quota throttles the client (`throttle`), which the connection
+//! waits out before it reads the client's next request (see `quota`).
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -47,6 +51,8 @@ struct Entry {
     /// When `open` last went from 0 to 1.
     since: Instant,
     remote: Duration,
+    /// The client's throttle time, set by a handler that found it over a quota.
+    throttle: Duration,
 }
 
 #[derive(Default)]
@@ -80,11 +86,18 @@ impl RequestScope {
                 let e = &mut s.entries[index as usize];
                 e.open = 0;
                 e.remote = Duration::ZERO;
+                e.throttle = Duration::ZERO;
                 e.since = now;
                 ScopeId { index, generation: e.generation }
             }
             None => {
-                s.entries.push(Entry { generation: 0, open: 0, since: now, remote: Duration::ZERO });
+                s.entries.push(Entry {
+                    generation: 0,
+                    open: 0,
+                    since: now,
+                    remote: Duration::ZERO,
+                    throttle: Duration::ZERO,
+                });
                 ScopeId { index: (s.entries.len() - 1) as u32, generation: 0 }
             }
         });
@@ -103,6 +116,30 @@ impl RequestScope {
             Some(e) => e.remote,
             None => Duration::ZERO,
         })
+    }
+}
+
+impl RequestScope {
+    /// The throttle time a handler set for this request (zero if none).
+    pub fn throttle(&self) -> Duration {
+        SLAB.with_borrow(|s| {
+            s.entries
+                .get(self.id.index as usize)
+                .filter(|e| e.generation == self.id.generation)
+                .map_or(Duration::ZERO, |e| e.throttle)
+        })
+    }
+}
+
+/// Tells the connection of the request being polled now that its client is throttled for
+/// `d` (the longest of several calls wins). Outside a request it does nothing.
+pub fn throttle(d: Duration) {
+    if let Some(id) = CURRENT.get() {
+        SLAB.with_borrow_mut(|s| {
+            if let Some(e) = s.entry(id) {
+                e.throttle = e.throttle.max(d);
+            }
+        });
     }
 }
 
@@ -237,6 +274,22 @@ mod tests {
         let total = scope.remote(Instant::now());
         assert!(total >= Duration::from_millis(40), "{total:?}");
         assert_eq!(scope.remote(Instant::now() + Duration::from_secs(5)), total, "no wait is open any more");
+    }
+
+    #[test]
+    fn a_handler_sets_its_requests_throttle_and_nobody_elses() {
+        let scope = RequestScope::begin();
+        let other = RequestScope::begin();
+        throttle(Duration::from_secs(9)); // outside any request: ignored
+        let mut work = std::pin::pin!(scope.run(async {
+            throttle(Duration::from_millis(300));
+            throttle(Duration::from_millis(100));
+        }));
+        assert!(poll_once(work.as_mut()).is_ready());
+        assert_eq!(scope.throttle(), Duration::from_millis(300));
+        assert_eq!(other.throttle(), Duration::ZERO);
+        drop(scope);
+        assert_eq!(RequestScope::begin().throttle(), Duration::ZERO, "a reused slot starts unthrottled");
     }
 
     #[test]

@@ -18,6 +18,13 @@
 //! takes anyway. A request in flight (a JoinGroup waiting out a rebalance, say) keeps the
 //! connection alive however long it takes.
 //!
+//! Throttling (client quotas, KIP-219): a handler may say its client is throttled for some
+//! time. The response leaves at once, carrying that time, and from the moment it is written
+//! the connection is *muted*: the reader takes no further request from the socket until the
+//! time has passed (requests already read keep going; bytes that arrive meanwhile wait in the
+//! read buffer and the kernel's). Kafka mutes a throttled channel the same way. A muted
+//! connection is not idle: its idle deadline counts from the end of the mute.
+//!
 //! Metrics recorded here (through the shard's probe): connections opened and closed (by the
 //! client, on an error, or idle), bytes read and written, and for each request, once its response
 //! has been written, its latency phases. The frame's arrival time travels beside its task
@@ -62,6 +69,8 @@ struct Liveness {
     in_flight: Cell<usize>,
     /// Set by the watchdog when it closes the connection.
     timed_out: Cell<bool>,
+    /// The reader takes no request before this (a quota throttled the client).
+    muted_until: Cell<Instant>,
 }
 
 impl Liveness {
@@ -74,6 +83,13 @@ impl Liveness {
         self.last.set(at);
         self.in_flight.set(self.in_flight.get().saturating_sub(1));
     }
+
+    /// Mutes the connection for `throttle` from `at` (a longer mute already set stands).
+    fn throttle(&self, at: Instant, throttle: Duration) {
+        if !throttle.is_zero() {
+            self.muted_until.set(self.muted_until.get().max(at + throttle));
+        }
+    }
 }
 
 /// Why a handler refused a request: logged, then the connection closes.
@@ -84,12 +100,21 @@ pub struct Handled {
     /// The response (none for acks=0 produce), or why the connection must close.
     pub outcome: Result<Option<Response>, Refusal>,
     pub timing: HandlerTiming,
+    /// How long a quota throttles the client: the connection reads no request for this long
+    /// after the response is written (zero: not throttled).
+    pub throttle: Duration,
 }
 
 /// A request in flight: its handler's task and when its frame was read.
 type InFlight = (Task<Handled>, Instant);
 
-const READ_CHUNK: usize = 64 * 1024;
+/// Smallest read: also what an idle connection holds, since the buffer is zero-filled up to
+/// the read size (filling spare capacity directly would need unsafe code outside `sys/`).
+const READ_MIN: usize = 8 * 1024;
+/// Largest read. A frame's buffer grows by at most this much beyond the bytes that arrived,
+/// so a client announcing a 100 MiB frame and trickling it costs what it has sent, not the
+/// announced size.
+const READ_MAX: usize = 1 << 20;
 
 pub async fn serve<F, Fut>(stream: TcpStream, peer: SocketAddr, limits: Limits, probe: Probe, dispatch: F)
 where
@@ -104,8 +129,13 @@ where
         return;
     }
     let _ = stream.set_nodelay(true);
-    let live =
-        Rc::new(Liveness { last: Cell::new(Instant::now()), in_flight: Cell::new(0), timed_out: Cell::new(false) });
+    let now = Instant::now();
+    let live = Rc::new(Liveness {
+        last: Cell::new(now),
+        in_flight: Cell::new(0),
+        timed_out: Cell::new(false),
+        muted_until: Cell::new(now),
+    });
     let watchdog = glommio::spawn_local(watch_idle(fd, limits.idle, live.clone()));
     let (reader, writer) = futures_lite::io::split(stream);
     let (tx, rx) = local_channel::new_bounded(limits.max_in_flight);
@@ -138,7 +168,7 @@ async fn watch_idle(fd: RawFd, idle: Duration, live: Rc<Liveness>) {
             wait = idle;
             continue;
         }
-        let quiet = live.last.get().elapsed();
+        let quiet = Instant::now().saturating_duration_since(live.last.get().max(live.muted_until.get()));
         if quiet >= idle {
             live.timed_out.set(true);
             let _ = sys::shutdown(fd);
@@ -160,8 +190,13 @@ where
     F: Fn(Bytes) -> Fut + 'static,
     Fut: Future<Output = Handled> + 'static,
 {
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut buf = BytesMut::with_capacity(READ_MIN);
     loop {
+        let muted = live.muted_until.get().saturating_duration_since(Instant::now());
+        if !muted.is_zero() {
+            glommio::timer::sleep(muted).await;
+            continue; // a response written meanwhile may have extended the mute
+        }
         let want = match frame::check(&buf, limits.max_frame).map_err(|e| e.to_string())? {
             Framing::Complete { len } => {
                 let received = Instant::now();
@@ -174,7 +209,7 @@ where
                 }
                 continue;
             }
-            Framing::Incomplete { needed } => needed.map_or(READ_CHUNK, |n| (n - buf.len()).max(READ_CHUNK)),
+            Framing::Incomplete { needed } => needed.map_or(READ_MIN, |n| (n - buf.len()).clamp(READ_MIN, READ_MAX)),
         };
         let old = buf.len();
         buf.resize(old + want, 0);
@@ -224,6 +259,7 @@ async fn write_loop(
         let written = Instant::now();
         probe.request_done(&handled.timing, received, sending, written);
         live.request_done(written);
+        live.throttle(written, handled.throttle);
         if let Some(reason) = failure {
             tracing::warn!(%peer, "closing connection: {reason}");
             // Wake the reader (blocked in read) so the whole connection ends.

@@ -174,7 +174,7 @@ mod tests {
         let id = uuid::Uuid::from_u128(0x1234);
         for v in MIN_VERSION..=MAX_VERSION {
             let out = FetchOut {
-                throttle_time_ms: 0,
+                throttle_time_ms: 1234,
                 error: 0,
                 session_id: 0,
                 topics: vec![TopicOut {
@@ -201,6 +201,7 @@ mod tests {
                 }],
             };
             let r = roundtrip(v, &out);
+            assert_eq!(r.throttle_time_ms, 1234, "v{v}");
             let t = &r.responses[0];
             if v >= 13 {
                 assert_eq!(t.topic_id, id);

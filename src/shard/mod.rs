@@ -66,6 +66,8 @@ pub struct Shard {
     next_call: Cell<u64>,
     /// This shard's metrics.
     pub probe: Probe,
+    /// Client byte-rate quotas, measured broker-wide (see `quota`).
+    pub quotas: crate::quota::ShardQuotas,
 }
 
 /// What went wrong sending to another shard: it has stopped.
@@ -81,6 +83,7 @@ impl Shard {
         catalog: Catalog,
         peers: Vec<Option<ConnectedSender<Msg>>>,
         probe: Probe,
+        quotas: Arc<crate::quota::Quotas>,
     ) -> Rc<Shard> {
         let count = peers.len();
         let controller = (id.0 == 0).then(|| RefCell::new(catalog.clone()));
@@ -117,6 +120,7 @@ impl Shard {
             peers,
             controller,
             probe,
+            quotas: crate::quota::ShardQuotas::new(quotas),
         })
     }
 

@@ -93,6 +93,11 @@ impl Broker {
         self.addr.to_string()
     }
 
+    /// The broker's process id (while it runs).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// SIGKILL: no shutdown path runs, as in a power cut of the process.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
