@@ -96,6 +96,11 @@ pub struct Config {
     /// `connections.max.idle.ms`: a connection that completes no request (and has none in
     /// flight) for this long is closed. Bytes that never make up a whole request do not count.
     pub connections_max_idle_ms: u64,
+    /// `queued.max.request.bytes`: request bytes read and not yet answered, all connections
+    /// together; past it connections stop reading (see `net::memory`).
+    pub queued_max_request_bytes: u64,
+    /// Request bytes one connection may hold read and not yet answered.
+    pub connection_max_request_bytes: u64,
     /// `producer_byte_rate` (Kafka's default client quota): record bytes per second that
     /// one client-id may produce, over all its connections; 9223372036854775807 means none.
     pub quota_producer_byte_rate: u64,
@@ -158,6 +163,10 @@ impl Default for Config {
             max_connections_per_ip: i32::MAX as u32,
             max_connections_per_ip_overrides: String::new(),
             connections_max_idle_ms: 600_000,
+            // Kafka leaves this unbounded (-1); a bound is the point here. Room for five
+            // requests of the largest size at once.
+            queued_max_request_bytes: 512 << 20,
+            connection_max_request_bytes: 128 << 20,
             quota_producer_byte_rate: crate::quota::UNLIMITED,
             quota_consumer_byte_rate: crate::quota::UNLIMITED,
             quota_client_overrides: String::new(),
@@ -251,6 +260,12 @@ pub struct Cli {
     /// Close a connection that completes no request for this long, ms [default: 600000]
     #[arg(long, env = "RINGBROKER_CONNECTIONS_MAX_IDLE_MS")]
     pub connections_max_idle_ms: Option<u64>,
+    /// Request bytes read and not yet answered, all connections together (queued.max.request.bytes) [default: 536870912]
+    #[arg(long, env = "RINGBROKER_QUEUED_MAX_REQUEST_BYTES")]
+    pub queued_max_request_bytes: Option<u64>,
+    /// Request bytes one connection may hold read and not yet answered [default: 134217728]
+    #[arg(long, env = "RINGBROKER_CONNECTION_MAX_REQUEST_BYTES")]
+    pub connection_max_request_bytes: Option<u64>,
     /// Record bytes/s one client-id may produce, broker-wide [default: 9223372036854775807 = no quota]
     #[arg(long, env = "RINGBROKER_QUOTA_PRODUCER_BYTE_RATE")]
     pub quota_producer_byte_rate: Option<u64>,
@@ -338,6 +353,7 @@ impl Config {
         set!(offsets_retention_minutes, offsets_retention_check_interval_ms);
         set!(admin_listen, log_format, log_level);
         set!(max_connections, max_connections_per_ip, max_connections_per_ip_overrides, connections_max_idle_ms);
+        set!(queued_max_request_bytes, connection_max_request_bytes);
         set!(quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides);
         set_opt!(advertise, cpus, numa_node);
     }
@@ -379,6 +395,17 @@ impl Config {
         }
         if self.flush == FlushPolicy::Interval && self.flush_interval_ms == 0 {
             return Err(bad("flush_interval_ms", "must be at least 1 with flush = \"interval\""));
+        }
+        // A frame is read in pieces of up to 1 MiB past what has arrived: a budget must hold
+        // the largest frame plus that, or such a frame could never be read.
+        let least = self.max_request_bytes as u64 + (1 << 20) + 4;
+        for (name, v) in [
+            ("queued_max_request_bytes", self.queued_max_request_bytes),
+            ("connection_max_request_bytes", self.connection_max_request_bytes),
+        ] {
+            if v < least {
+                return Err(bad(name, format!("{v} is less than max_request_bytes + 1 MiB ({least}); raise it")));
+            }
         }
         if self.max_in_flight_per_connection == 0 {
             return Err(bad("max_in_flight_per_connection", "must be at least 1"));

@@ -46,6 +46,7 @@ use crate::metadata::Catalog;
 use crate::metrics::{self, HandlerTiming, RequestScope};
 use crate::net::admission::{Admission, RefusalLog};
 use crate::net::connection::{self, Handled, Limits};
+use crate::net::memory::Budget;
 use crate::protocol::header;
 use crate::quota::Quotas;
 use crate::shard::{Advertised, Msg, Shard, ShardId};
@@ -223,6 +224,8 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     // records into (see `quota` for why, and why it stays off the locks on the hot path).
     let (default_quota, quota_overrides) = cfg.client_quotas()?;
     let quotas = Quotas::new(default_quota, quota_overrides);
+    // And the memory budget for request bytes read and not yet answered (see `net::memory`).
+    let broker_memory = Budget::new(cfg.queued_max_request_bytes as usize);
     let cfg = Arc::new(cfg);
 
     // Block the stop signals in every thread; the main thread waits for them with sigwait.
@@ -272,6 +275,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let stop = stop.clone();
         let admission = admission.clone();
         let quotas = quotas.clone();
+        let broker_memory = broker_memory.clone();
         let ready = ready_tx.clone();
         let builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
@@ -281,7 +285,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
             .spawn(move || async move {
                 // Made here, on the pinned thread, so the metrics live on the shard's node.
                 let probe = registry.register_shard(i, cpu, node);
-                let shared = Shared { admission, quotas, stop };
+                let shared = Shared { admission, quotas, broker_memory, stop };
                 let outcome =
                     shard_main(ShardId(i), cfg, catalog, adv, addr, probe, tx_row, rx_row, shared, &ready).await;
                 if let Err(e) = outcome {
@@ -336,6 +340,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
 struct Shared {
     admission: Arc<Admission>,
     quotas: Arc<Quotas>,
+    broker_memory: Arc<Budget>,
     stop: Arc<AtomicBool>,
 }
 
@@ -352,7 +357,7 @@ async fn shard_main(
     shared: Shared,
     ready: &mpsc::Sender<Result<(), String>>,
 ) -> Result<(), String> {
-    let Shared { admission, quotas, stop } = shared;
+    let Shared { admission, quotas, broker_memory, stop } = shared;
     // A bound on glommio 0.9's lost wake-ups (see PREEMPT): an executor can go to sleep in
     // io_uring_enter while a peer's message waits in a shared channel. A pending timer makes
     // it sleep with a timeout, and every wake-up polls the shared channels again, so a lost
@@ -392,6 +397,8 @@ async fn shard_main(
     let limits = Limits {
         max_frame: cfg.max_request_bytes,
         max_in_flight: cfg.max_in_flight_per_connection,
+        connection_memory: cfg.connection_max_request_bytes as usize,
+        broker_memory: broker_memory.clone(),
         zero_copy: cfg.zero_copy_fetch,
         idle: Duration::from_millis(cfg.connections_max_idle_ms),
     };
@@ -422,7 +429,7 @@ async fn shard_main(
                         };
                         let shard = shard.clone();
                         let probe = shard.probe.clone();
-                        let serve = connection::serve(stream, peer, limits, probe, move |frame| {
+                        let serve = connection::serve(stream, peer, limits.clone(), probe, move |frame| {
                             handle_frame(shard.clone(), frame, peer)
                         });
                         glommio::spawn_local(async move {

@@ -16,8 +16,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use client::{batch, now_ms, value, Client};
+use bytes::Buf;
+use client::{batch, now_ms, produce_request, value, Client, PRODUCE_V};
 use common::Broker;
+use ringbroker::protocol::messages::{ApiKey, ProduceResponse};
+use ringbroker::protocol::Decodable;
 
 const IDLE: usize = 2_000;
 /// Resident memory the broker may reach under all of this: 2,000 idle connections hold one
@@ -178,4 +181,55 @@ fn hostile_and_idle_connections_leave_a_real_client_whole_and_memory_bounded() {
     let peak = peak.load(Ordering::Relaxed).max(rss_kib(pid));
     println!("broker peak RSS {} MiB with {IDLE} idle and 64 hostile connections", peak / 1024);
     assert!(peak < RSS_BOUND_KIB, "broker RSS reached {} MiB (bound {} MiB)", peak / 1024, RSS_BOUND_KIB / 1024);
+}
+
+/// The request-memory budget holds: with room for about three 900 KiB requests broker-wide,
+/// eight clients that each send most of such a request at once do not all get read; the
+/// broker stops reading some (counted in ringbroker_request_memory_waits_total) until bytes
+/// are given back, and every request is still answered once the clients finish sending.
+#[test]
+fn a_spent_memory_budget_stops_reading_and_every_request_is_answered_later() {
+    let b = Broker::start_args(&[
+        "--flush",
+        "os",
+        "--max-request-bytes",
+        "1048576",
+        "--message-max-bytes",
+        "1000000",
+        "--queued-max-request-bytes",
+        "3145728",
+        "--connection-max-request-bytes",
+        "2200000",
+    ]);
+    Client::connect(b.addr).create_topic("big", 1, &[]);
+    let frames: Vec<Vec<u8>> = (0..8)
+        .map(|i| {
+            let values: Vec<Vec<u8>> = (0..9).map(|k| value(&format!("big{i}"), k, 100 * 1024)).collect();
+            Client::frame(ApiKey::Produce, PRODUCE_V, i, &produce_request("big", &[(0, batch(now_ms(), &values))], 1))
+        })
+        .collect();
+    let mut conns: Vec<Client> = (0..8).map(|_| Client::connect(b.addr)).collect();
+    for (c, f) in conns.iter_mut().zip(&frames) {
+        c.write_raw(&f[..f.len() * 3 / 4]).expect("the first three quarters");
+    }
+    // Let the broker read what its budget allows.
+    std::thread::sleep(Duration::from_millis(500));
+    for (c, f) in conns.iter_mut().zip(&frames) {
+        c.write_raw(&f[f.len() * 3 / 4..]).expect("the rest");
+    }
+    for (i, c) in conns.iter_mut().enumerate() {
+        let frame = c.read_frame().expect("read").unwrap_or_else(|| panic!("connection {i} closed unanswered"));
+        let mut body = bytes::Bytes::from(frame);
+        assert_eq!(body.get_i32(), i as i32, "correlation id");
+        body.advance(1); // response header tags (Produce v9 is flexible)
+        let resp = ProduceResponse::decode(&mut body, PRODUCE_V).expect("a Produce response");
+        assert_eq!(resp.responses[0].partition_responses[0].error_code, 0, "request {i} appended");
+    }
+    let text = common::scrape(b.admin_addr.expect("admin listener"));
+    let waits: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("ringbroker_request_memory_waits_total"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum();
+    assert!(waits >= 1.0, "8 x 900 KiB against a 3 MiB budget made no connection wait:\n{text}");
 }

@@ -466,8 +466,8 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         0
     };
     let mut last = (Instant::now(), 0u64, 0u64);
-    // (time, acked, consumed) when the warm-up ended.
-    let mut warm: Option<(Instant, u64, u64)> = None;
+    // (time, acked, consumed) when the warm-up ended; with none, the run's start.
+    let mut warm: Option<(Instant, u64, u64)> = cfg.warmup.is_zero().then_some((start, 0, 0));
     loop {
         std::thread::sleep(Duration::from_millis(100));
         if warm.is_none() && Instant::now() >= measure_from {

@@ -172,6 +172,8 @@ pub struct ShardMetrics {
     pub delayed_fetch: Counter,
 
     pub log_bytes: Gauge,
+    /// Times a connection stopped reading because a request-memory budget was spent.
+    pub memory_waits: Counter,
     /// Partitions opened after an unclean stop, whose log tail was scanned batch by batch.
     pub log_recoveries: Counter,
     pub fsync: Histogram,
@@ -209,6 +211,7 @@ impl ShardMetrics {
             delayed_produce: Counter::default(),
             delayed_fetch: Counter::default(),
             log_bytes: Gauge::default(),
+            memory_waits: Counter::default(),
             log_recoveries: Counter::default(),
             fsync: Histogram::default(),
         }
@@ -344,6 +347,11 @@ impl Probe {
 
     /// An append whose acknowledgement was not ready at once: it parked until the log writer
     /// had written (and, under `flush = always`, synced) it.
+    /// A connection found a request-memory budget spent and stopped reading for a while.
+    pub fn memory_wait(&self) {
+        self.m.memory_waits.inc();
+    }
+
     pub fn delayed_produce(&self) {
         self.m.delayed_produce.inc();
     }

@@ -279,6 +279,12 @@ impl Collector for Shards {
         )?;
         counter(
             &mut enc,
+            "request_memory_waits",
+            "Times a connection stopped reading because the request-memory budget (its own or the broker's) was spent.",
+            &per_shard(&|m| m.memory_waits.get()),
+        )?;
+        counter(
+            &mut enc,
             "log_recoveries",
             "Partitions opened after an unclean stop, whose newest segment was scanned and cut at the first bad batch.",
             &per_shard(&|m| m.log_recoveries.get()),

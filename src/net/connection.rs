@@ -25,6 +25,10 @@
 //! read buffer and the kernel's). Kafka mutes a throttled channel the same way. A muted
 //! connection is not idle: its idle deadline counts from the end of the mute.
 //!
+//! Memory (`net::memory`): every byte read counts against the connection's and the broker's
+//! budgets from the read until its request's response is written; with either spent the
+//! reader reads nothing until responses give bytes back.
+//!
 //! Metrics recorded here (through the shard's probe): connections opened and closed (by the
 //! client, on an error, or idle), bytes read and written, and for each request, once its response
 //! has been written, its latency phases. The frame's arrival time travels beside its task
@@ -36,6 +40,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -45,16 +50,21 @@ use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpStream;
 use glommio::Task;
 
+use super::memory::{Budget, Held};
 use super::sendfile::{copy_region, send_region};
 use crate::metrics::{Closed, HandlerTiming, Probe};
 use crate::protocol::frame::{self, Framing};
 use crate::protocol::response::{Chunk, Response};
 use crate::sys;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     pub max_frame: u32,
     pub max_in_flight: usize,
+    /// Request bytes this connection may hold read and unanswered (see `net::memory`).
+    pub connection_memory: usize,
+    /// The budget all connections of all shards share.
+    pub broker_memory: Arc<Budget>,
     /// Send file regions with sendfile (otherwise read them and write the bytes).
     pub zero_copy: bool,
     /// Close the connection after this long without a complete request (see the module doc).
@@ -105,8 +115,9 @@ pub struct Handled {
     pub throttle: Duration,
 }
 
-/// A request in flight: its handler's task and when its frame was read.
-type InFlight = (Task<Handled>, Instant);
+/// A request in flight: its handler's task, when its frame was read, and the frame's bytes
+/// in the memory budgets (given back once the response is written).
+type InFlight = (Task<Handled>, Instant, Held);
 
 /// Smallest read: also what an idle connection holds, since the buffer is zero-filled up to
 /// the read size (filling spare capacity directly would need unsafe code outside `sys/`).
@@ -115,6 +126,8 @@ const READ_MIN: usize = 8 * 1024;
 /// so a client announcing a 100 MiB frame and trickling it costs what it has sent, not the
 /// announced size.
 const READ_MAX: usize = 1 << 20;
+/// How often a connection waiting for memory budget looks again.
+const MEMORY_RETRY: Duration = Duration::from_millis(5);
 
 pub async fn serve<F, Fut>(stream: TcpStream, peer: SocketAddr, limits: Limits, probe: Probe, dispatch: F)
 where
@@ -140,7 +153,7 @@ where
     let (reader, writer) = futures_lite::io::split(stream);
     let (tx, rx) = local_channel::new_bounded(limits.max_in_flight);
     let writer = glommio::spawn_local(write_loop(writer, fd, peer, limits.zero_copy, probe.clone(), rx, live.clone()));
-    let read = read_loop(reader, limits, &probe, &dispatch, &tx, &live).await;
+    let read = read_loop(reader, &limits, &probe, &dispatch, &tx, &live).await;
     drop(watchdog); // cancels it: the reading is over
     let idle = live.timed_out.get();
     match &read {
@@ -180,7 +193,7 @@ async fn watch_idle(fd: RawFd, idle: Duration, live: Rc<Liveness>) {
 
 async fn read_loop<F, Fut>(
     mut reader: ReadHalf<TcpStream>,
-    limits: Limits,
+    limits: &Limits,
     probe: &Probe,
     dispatch: &F,
     tx: &local_channel::LocalSender<InFlight>,
@@ -191,6 +204,8 @@ where
     Fut: Future<Output = Handled> + 'static,
 {
     let mut buf = BytesMut::with_capacity(READ_MIN);
+    // Always equal to buf.len() between reads: the bytes of frames not yet complete.
+    let mut held = Held::empty(&Budget::new(limits.connection_memory), &limits.broker_memory);
     loop {
         let muted = live.muted_until.get().saturating_duration_since(Instant::now());
         if !muted.is_zero() {
@@ -204,13 +219,21 @@ where
                 let mut f = buf.split_to(4 + len);
                 f.advance(4);
                 let task = glommio::spawn_local(dispatch(f.freeze()));
-                if tx.send((task, received)).await.is_err() {
+                let frame_bytes = held.split(4 + len);
+                if tx.send((task, received, frame_bytes)).await.is_err() {
                     return Ok(()); // the writer stopped: it logged why
                 }
                 continue;
             }
             Framing::Incomplete { needed } => needed.map_or(READ_MIN, |n| (n - buf.len()).clamp(READ_MIN, READ_MAX)),
         };
+        if !held.grow(want) {
+            // A budget is spent: read nothing until responses give bytes back.
+            probe.memory_wait();
+            while !held.grow(want) {
+                glommio::timer::sleep(MEMORY_RETRY).await;
+            }
+        }
         let old = buf.len();
         buf.resize(old + want, 0);
         let n = match reader.read(&mut buf[old..]).await {
@@ -219,6 +242,7 @@ where
             Err(e) => return Err(format!("read failed: {e}")),
         };
         buf.truncate(old + n);
+        held.shrink_to(buf.len());
         probe.bytes_received(n);
         if n == 0 {
             if !buf.is_empty() {
@@ -239,7 +263,7 @@ async fn write_loop(
     rx: LocalReceiver<InFlight>,
     live: Rc<Liveness>,
 ) -> bool {
-    while let Some((task, received)) = rx.recv().await {
+    while let Some((task, received, _frame_bytes)) = rx.recv().await {
         let handled = task.await;
         let sending = Instant::now();
         let failure = match handled.outcome {
@@ -265,7 +289,7 @@ async fn write_loop(
             // Wake the reader (blocked in read) so the whole connection ends.
             let _ = sys::shutdown(fd);
             // Drain so queued handlers still finish (their effects already happened).
-            while let Some((t, received)) = rx.recv().await {
+            while let Some((t, received, _frame_bytes)) = rx.recv().await {
                 let h = t.await;
                 let now = Instant::now();
                 probe.request_done(&h.timing, received, now, now);
