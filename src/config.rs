@@ -96,6 +96,8 @@ pub struct Config {
     /// `connections.max.idle.ms`: a connection that completes no request (and has none in
     /// flight) for this long is closed. Bytes that never make up a whole request do not count.
     pub connections_max_idle_ms: u64,
+    /// `max.connection.creation.rate`: new connections a second, broker-wide; faster ones wait.
+    pub max_connection_creation_rate: u64,
     /// `queued.max.request.bytes`: request bytes read and not yet answered, all connections
     /// together; past it connections stop reading (see `net::memory`).
     pub queued_max_request_bytes: u64,
@@ -163,6 +165,7 @@ impl Default for Config {
             max_connections_per_ip: i32::MAX as u32,
             max_connections_per_ip_overrides: String::new(),
             connections_max_idle_ms: 600_000,
+            max_connection_creation_rate: i32::MAX as u64,
             // Kafka leaves this unbounded (-1); a bound is the point here. Room for five
             // requests of the largest size at once.
             queued_max_request_bytes: 512 << 20,
@@ -260,6 +263,9 @@ pub struct Cli {
     /// Close a connection that completes no request for this long, ms [default: 600000]
     #[arg(long, env = "RINGBROKER_CONNECTIONS_MAX_IDLE_MS")]
     pub connections_max_idle_ms: Option<u64>,
+    /// New connections a second, all shards together; faster ones wait [default: 2147483647]
+    #[arg(long, env = "RINGBROKER_MAX_CONNECTION_CREATION_RATE")]
+    pub max_connection_creation_rate: Option<u64>,
     /// Request bytes read and not yet answered, all connections together (queued.max.request.bytes) [default: 536870912]
     #[arg(long, env = "RINGBROKER_QUEUED_MAX_REQUEST_BYTES")]
     pub queued_max_request_bytes: Option<u64>,
@@ -353,7 +359,7 @@ impl Config {
         set!(offsets_retention_minutes, offsets_retention_check_interval_ms);
         set!(admin_listen, log_format, log_level);
         set!(max_connections, max_connections_per_ip, max_connections_per_ip_overrides, connections_max_idle_ms);
-        set!(queued_max_request_bytes, connection_max_request_bytes);
+        set!(queued_max_request_bytes, connection_max_request_bytes, max_connection_creation_rate);
         set!(quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides);
         set_opt!(advertise, cpus, numa_node);
     }

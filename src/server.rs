@@ -46,6 +46,7 @@ use crate::metadata::Catalog;
 use crate::metrics::{self, HandlerTiming, RequestScope};
 use crate::net::admission::{Admission, RefusalLog};
 use crate::net::connection::{self, Handled, Limits};
+use crate::net::creation_rate::CreationRate;
 use crate::net::memory::Budget;
 use crate::protocol::header;
 use crate::quota::Quotas;
@@ -220,6 +221,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         cfg.max_connections_per_ip as usize,
         &cfg.connection_ip_overrides()?,
     );
+    let creation = Arc::new(CreationRate::new(cfg.max_connection_creation_rate));
     // Client quotas are broker-wide too: one registry of per-client rates that every shard
     // records into (see `quota` for why, and why it stays off the locks on the hot path).
     let (default_quota, quota_overrides) = cfg.client_quotas()?;
@@ -274,6 +276,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let adv = adv.clone();
         let stop = stop.clone();
         let admission = admission.clone();
+        let creation = creation.clone();
         let quotas = quotas.clone();
         let broker_memory = broker_memory.clone();
         let ready = ready_tx.clone();
@@ -285,7 +288,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
             .spawn(move || async move {
                 // Made here, on the pinned thread, so the metrics live on the shard's node.
                 let probe = registry.register_shard(i, cpu, node);
-                let shared = Shared { admission, quotas, broker_memory, stop };
+                let shared = Shared { admission, creation, quotas, broker_memory, stop };
                 let outcome =
                     shard_main(ShardId(i), cfg, catalog, adv, addr, probe, tx_row, rx_row, shared, &ready).await;
                 if let Err(e) = outcome {
@@ -339,6 +342,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
 /// What every shard holds an `Arc` of: the few broker-wide things shared on purpose.
 struct Shared {
     admission: Arc<Admission>,
+    creation: Arc<CreationRate>,
     quotas: Arc<Quotas>,
     broker_memory: Arc<Budget>,
     stop: Arc<AtomicBool>,
@@ -357,7 +361,7 @@ async fn shard_main(
     shared: Shared,
     ready: &mpsc::Sender<Result<(), String>>,
 ) -> Result<(), String> {
-    let Shared { admission, quotas, broker_memory, stop } = shared;
+    let Shared { admission, creation, quotas, broker_memory, stop } = shared;
     // A bound on glommio 0.9's lost wake-ups (see PREEMPT): an executor can go to sleep in
     // io_uring_enter while a peer's message waits in a shared channel. A pending timer makes
     // it sleep with a timeout, and every wake-up polls the shared channels again, so a lost
@@ -411,6 +415,12 @@ async fn shard_main(
                 match listener.accept().await {
                     Ok(stream) => {
                         let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+                        // Over max_connection_creation_rate: wait (the backlog holds the rest).
+                        let wait = creation.delay(Instant::now());
+                        if !wait.is_zero() {
+                            shard.probe.creation_throttled();
+                            glommio::timer::sleep(wait).await;
+                        }
                         let ticket = match admission.admit(peer.ip()) {
                             Ok(ticket) => ticket,
                             Err(refused) => {

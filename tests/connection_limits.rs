@@ -173,6 +173,39 @@ fn idle_and_slow_loris_connections_are_closed_and_busy_ones_are_not() {
     );
 }
 
+/// max_connection_creation_rate at 20/s: 60 connections opened at once are all served, but
+/// not all at once. About one second's worth passes at once; the rest wait their turn, so
+/// serving all 60 takes about two seconds more. Only bounds that a slow machine cannot break
+/// are checked: at most 20 + 20 × elapsed + slack served by any moment, and all in the end.
+#[test]
+fn connections_faster_than_the_creation_rate_wait_their_turn() {
+    let b = Broker::start_args(&["--max-connection-creation-rate", "20"]);
+    let started = Instant::now();
+    let opened: Vec<std::thread::JoinHandle<Duration>> = (0..60)
+        .map(|_| {
+            let addr = b.addr;
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                assert!(answers(&mut c), "a connection over the creation rate must wait, not be closed");
+                started.elapsed()
+            })
+        })
+        .collect();
+    let mut served: Vec<Duration> = opened.into_iter().map(|t| t.join().expect("client thread")).collect();
+    served.sort();
+    for (k, at) in served.iter().enumerate() {
+        let allowed = 21.0 + 20.0 * at.as_secs_f64() + 5.0;
+        assert!((k + 1) as f64 <= allowed, "{} connections served within {at:?} at 20/s", k + 1);
+    }
+    let page = common::scrape(b.admin_addr.expect("admin listener"));
+    let throttled: f64 = page
+        .lines()
+        .filter(|l| l.starts_with("ringbroker_connections_creation_throttled_total"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum();
+    assert!(throttled >= 30.0, "60 connections at once, 21 let through: {throttled} waited");
+}
+
 #[test]
 fn a_bad_override_stops_the_start_naming_the_setting() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -174,6 +174,8 @@ pub struct ShardMetrics {
     pub log_bytes: Gauge,
     /// Times a connection stopped reading because a request-memory budget was spent.
     pub memory_waits: Counter,
+    /// Accepted connections that waited for max_connection_creation_rate.
+    pub creation_throttled: Counter,
     /// Partitions opened after an unclean stop, whose log tail was scanned batch by batch.
     pub log_recoveries: Counter,
     pub fsync: Histogram,
@@ -212,6 +214,7 @@ impl ShardMetrics {
             delayed_fetch: Counter::default(),
             log_bytes: Gauge::default(),
             memory_waits: Counter::default(),
+            creation_throttled: Counter::default(),
             log_recoveries: Counter::default(),
             fsync: Histogram::default(),
         }
@@ -347,6 +350,11 @@ impl Probe {
 
     /// An append whose acknowledgement was not ready at once: it parked until the log writer
     /// had written (and, under `flush = always`, synced) it.
+    /// An accepted connection waited for max_connection_creation_rate.
+    pub fn creation_throttled(&self) {
+        self.m.creation_throttled.inc();
+    }
+
     /// A connection found a request-memory budget spent and stopped reading for a while.
     pub fn memory_wait(&self) {
         self.m.memory_waits.inc();

@@ -279,6 +279,12 @@ impl Collector for Shards {
         )?;
         counter(
             &mut enc,
+            "connections_creation_throttled",
+            "Accepted connections that waited because new connections came faster than max_connection_creation_rate.",
+            &per_shard(&|m| m.creation_throttled.get()),
+        )?;
+        counter(
+            &mut enc,
             "request_memory_waits",
             "Times a connection stopped reading because the request-memory budget (its own or the broker's) was spent.",
             &per_shard(&|m| m.memory_waits.get()),
