@@ -13,7 +13,7 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use client::{api_versions_request, wait_until, Client, API_VERSIONS_V};
+use client::{api_versions_request, batch, fetch_request, now_ms, wait_until, Client, API_VERSIONS_V, FETCH_V};
 use common::Broker;
 use ringbroker::protocol::messages::ApiKey;
 
@@ -204,6 +204,30 @@ fn connections_faster_than_the_creation_rate_wait_their_turn() {
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
         .sum();
     assert!(throttled >= 30.0, "60 connections at once, 21 let through: {throttled} waited");
+}
+
+/// A client that keeps asking for data and never reads the answers stalls the broker's writes
+/// to it; with requests in flight the connection is not idle by the request clock, but a
+/// response that cannot be written for connections_max_idle_ms closes it all the same.
+#[test]
+fn a_client_that_never_reads_its_responses_is_closed_after_the_idle_time() {
+    let b = Broker::start_args(&["--flush", "os", "--connections-max-idle-ms", "1000"]);
+    let mut c = Client::connect(b.addr);
+    c.create_topic("unread", 1, &[]);
+    for _ in 0..8 {
+        c.produce_ok("unread", 0, batch(now_ms(), &[vec![b'x'; 1_000_000]]));
+    }
+    let mut greedy = Client::connect(b.addr);
+    for i in 0..40 {
+        let frame = Client::frame(ApiKey::Fetch, FETCH_V, i, &fetch_request("unread", 0, 0, 8 << 20));
+        greedy.write_raw(&frame).expect("send a fetch");
+    }
+    assert!(
+        wait_until(Duration::from_secs(20), || metric_by_reason(&b, "ringbroker_connections_closed_total", "idle")
+            >= 1.0),
+        "a connection whose responses could not be written for 1 s was not closed"
+    );
+    assert!(connect_served(b.addr).is_some(), "the broker keeps serving clients that read");
 }
 
 #[test]

@@ -16,7 +16,8 @@
 //! deadline, so a client trickling a frame byte by byte (slow loris) is closed like a silent
 //! one. The read path itself arms no timer: it stores the frame's arrival time, which it
 //! takes anyway. A request in flight (a JoinGroup waiting out a rebalance, say) keeps the
-//! connection alive however long it takes.
+//! connection alive however long it takes, but a response that cannot be written for `idle`
+//! (a client that sends requests and never reads the answers) closes it like silence does.
 //!
 //! Throttling (client quotas, KIP-219): a handler may say its client is throttled for some
 //! time. The response leaves at once, carrying that time, and from the moment it is written
@@ -81,6 +82,9 @@ struct Liveness {
     timed_out: Cell<bool>,
     /// The reader takes no request before this (a quota throttled the client).
     muted_until: Cell<Instant>,
+    /// When the response being written started, while one is (a client that never reads
+    /// stalls it; the watchdog closes such a connection after `idle`, in-flight or not).
+    writing_since: Cell<Option<Instant>>,
 }
 
 impl Liveness {
@@ -148,6 +152,7 @@ where
         in_flight: Cell::new(0),
         timed_out: Cell::new(false),
         muted_until: Cell::new(now),
+        writing_since: Cell::new(None),
     });
     let watchdog = glommio::spawn_local(watch_idle(fd, limits.idle, live.clone()));
     let (reader, writer) = futures_lite::io::split(stream);
@@ -177,6 +182,16 @@ async fn watch_idle(fd: RawFd, idle: Duration, live: Rc<Liveness>) {
     let mut wait = idle;
     loop {
         glommio::timer::sleep(wait).await;
+        if let Some(since) = live.writing_since.get() {
+            let stalled = Instant::now().saturating_duration_since(since);
+            if stalled >= idle {
+                live.timed_out.set(true);
+                let _ = sys::shutdown(fd);
+                return;
+            }
+            wait = idle - stalled;
+            continue;
+        }
         if live.in_flight.get() > 0 {
             wait = idle;
             continue;
@@ -269,7 +284,10 @@ async fn write_loop(
         let failure = match handled.outcome {
             Ok(Some(resp)) => {
                 let len = resp.total_len();
-                match write_response(&mut writer, fd, zero_copy, resp).await {
+                live.writing_since.set(Some(Instant::now()));
+                let written = write_response(&mut writer, fd, zero_copy, resp).await;
+                live.writing_since.set(None);
+                match written {
                     Ok(()) => {
                         probe.bytes_sent(len);
                         None
