@@ -98,6 +98,9 @@ pub struct Config {
     pub connections_max_idle_ms: u64,
     /// `max.connection.creation.rate`: new connections a second, broker-wide; faster ones wait.
     pub max_connection_creation_rate: u64,
+    /// `request_percentage` (Kafka's default client quota): percent of one shard's time
+    /// that one client-id's requests may keep handlers busy, over all its connections.
+    pub quota_request_percentage: u64,
     /// `queued.max.request.bytes`: request bytes read and not yet answered, all connections
     /// together; past it connections stop reading (see `net::memory`).
     pub queued_max_request_bytes: u64,
@@ -166,6 +169,7 @@ impl Default for Config {
             max_connections_per_ip_overrides: String::new(),
             connections_max_idle_ms: 600_000,
             max_connection_creation_rate: i32::MAX as u64,
+            quota_request_percentage: crate::quota::UNLIMITED,
             // Kafka leaves this unbounded (-1); a bound is the point here. Room for five
             // requests of the largest size at once.
             queued_max_request_bytes: 512 << 20,
@@ -266,6 +270,9 @@ pub struct Cli {
     /// New connections a second, all shards together; faster ones wait [default: 2147483647]
     #[arg(long, env = "RINGBROKER_MAX_CONNECTION_CREATION_RATE")]
     pub max_connection_creation_rate: Option<u64>,
+    /// Percent of one shard's time a client-id's requests may take, all its connections (request_percentage) [default: unlimited]
+    #[arg(long, env = "RINGBROKER_QUOTA_REQUEST_PERCENTAGE")]
+    pub quota_request_percentage: Option<u64>,
     /// Request bytes read and not yet answered, all connections together (queued.max.request.bytes) [default: 536870912]
     #[arg(long, env = "RINGBROKER_QUEUED_MAX_REQUEST_BYTES")]
     pub queued_max_request_bytes: Option<u64>,
@@ -360,6 +367,7 @@ impl Config {
         set!(admin_listen, log_format, log_level);
         set!(max_connections, max_connections_per_ip, max_connections_per_ip_overrides, connections_max_idle_ms);
         set!(queued_max_request_bytes, connection_max_request_bytes, max_connection_creation_rate);
+        set!(quota_request_percentage);
         set!(quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides);
         set_opt!(advertise, cpus, numa_node);
     }
@@ -484,11 +492,16 @@ impl Config {
     /// from the default quota and replaces the kind it names.
     pub fn client_quotas(&self) -> Result<(ClientQuota, HashMap<String, ClientQuota>), ConfigError> {
         const SETTING: &str = "quota_client_overrides";
-        let default = ClientQuota { producer: self.quota_producer_byte_rate, consumer: self.quota_consumer_byte_rate };
+        let default = ClientQuota {
+            producer: self.quota_producer_byte_rate,
+            consumer: self.quota_consumer_byte_rate,
+            request: percent_to_micros(self.quota_request_percentage),
+        };
         let mut overrides: HashMap<String, ClientQuota> = HashMap::new();
         for part in self.quota_client_overrides.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let shape =
-                || bad(SETTING, format!("`{part}` is not CLIENT_ID:producer=BYTES or CLIENT_ID:consumer=BYTES"));
+            let shape = || {
+                bad(SETTING, format!("`{part}` is not CLIENT_ID:producer=BYTES, CLIENT_ID:consumer=BYTES or CLIENT_ID:request=PERCENT"))
+            };
             let (client, setting) = part.rsplit_once(':').ok_or_else(shape)?;
             let (kind, rate) = setting.split_once('=').ok_or_else(shape)?;
             let rate = match rate.trim().parse::<u64>() {
@@ -499,8 +512,12 @@ impl Config {
             match kind.trim() {
                 "producer" => q.producer = rate,
                 "consumer" => q.consumer = rate,
+                "request" => q.request = percent_to_micros(rate),
                 other => {
-                    return Err(bad(SETTING, format!("`{other}` in `{part}` is neither `producer` nor `consumer`")))
+                    return Err(bad(
+                        SETTING,
+                        format!("`{other}` in `{part}` is not `producer`, `consumer` or `request`"),
+                    ))
                 }
             }
         }
@@ -517,6 +534,15 @@ impl Config {
             "" | "off" => Ok(None),
             a => resolve_addr("admin_listen", a).map(Some),
         }
+    }
+}
+
+/// A request quota in percent of one shard as handler microseconds per second.
+fn percent_to_micros(percent: u64) -> u64 {
+    if percent >= crate::quota::UNLIMITED / 10_000 {
+        crate::quota::UNLIMITED
+    } else {
+        percent * 10_000
     }
 }
 
@@ -838,19 +864,23 @@ mod tests {
         c.validate().unwrap();
         let (default, overrides) = c.client_quotas().unwrap();
         let unlimited = crate::quota::UNLIMITED;
-        assert_eq!(default, ClientQuota { producer: 1000, consumer: unlimited });
-        assert_eq!(overrides["client-a"], ClientQuota { producer: 1_048_576, consumer: 7 });
-        assert_eq!(overrides["client-b"], ClientQuota { producer: 1000, consumer: 2_097_152 });
-        assert_eq!(overrides["a:b"], ClientQuota { producer: 1000, consumer: 5 });
+        let q = |producer, consumer| ClientQuota { producer, consumer, request: unlimited };
+        assert_eq!(default, q(1000, unlimited));
+        assert_eq!(overrides["client-a"], q(1_048_576, 7));
+        assert_eq!(overrides["client-b"], q(1000, 2_097_152));
+        assert_eq!(overrides["a:b"], q(1000, 5));
+        let c = Config::from_toml("quota_client_overrides = \"client-c:request=50\"\n").unwrap();
+        let (_, overrides) = c.client_quotas().unwrap();
+        assert_eq!(overrides["client-c"].request, 500_000, "50% of a shard: 500 ms of handler time a second");
         let (default, overrides) = Config::default().client_quotas().unwrap();
-        assert_eq!(default, ClientQuota { producer: unlimited, consumer: unlimited });
+        assert_eq!(default, ClientQuota::NONE);
         assert!(overrides.is_empty());
         for (bad_value, says) in [
             ("client-a", "is not CLIENT_ID"),
             ("client-a:producer", "is not CLIENT_ID"),
             ("client-a:producer=0", "at least 1 byte/s"),
             ("client-a:producer=fast", "at least 1 byte/s"),
-            ("client-a:admin=5", "neither `producer` nor `consumer`"),
+            ("client-a:admin=5", "is not `producer`, `consumer` or `request`"),
         ] {
             let c = Config { quota_client_overrides: bad_value.into(), ..Config::default() };
             let e = c.validate().unwrap_err();

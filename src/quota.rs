@@ -61,13 +61,23 @@ pub enum Kind {
     Produce,
     /// `consumer_byte_rate`: record bytes of Fetch responses.
     Fetch,
+    /// `request_percentage`: microseconds the client's requests kept a shard busy in their
+    /// handlers (a quota of P percent allows P × 10,000 µs a second: P% of one shard).
+    Request,
 }
 
-/// The quotas of one client-id, bytes per second; `UNLIMITED` for none.
+/// The quotas of one client-id, bytes per second (request: handler µs per second);
+/// `UNLIMITED` for none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientQuota {
     pub producer: u64,
     pub consumer: u64,
+    pub request: u64,
+}
+
+impl ClientQuota {
+    /// No quota of any kind.
+    pub const NONE: ClientQuota = ClientQuota { producer: UNLIMITED, consumer: UNLIMITED, request: UNLIMITED };
 }
 
 impl ClientQuota {
@@ -75,6 +85,7 @@ impl ClientQuota {
         match kind {
             Kind::Produce => self.producer,
             Kind::Fetch => self.consumer,
+            Kind::Request => self.request,
         }
     }
 }
@@ -182,6 +193,7 @@ pub fn throttle_ms(bytes: u64, window_ms: u64, quota: u64) -> u64 {
 pub struct ClientRates {
     produce: Window,
     fetch: Window,
+    request: Window,
     /// Set when the registry forgot this client; shards holding it fetch a fresh one.
     evicted: AtomicBool,
 }
@@ -191,11 +203,12 @@ impl ClientRates {
         match kind {
             Kind::Produce => &self.produce,
             Kind::Fetch => &self.fetch,
+            Kind::Request => &self.request,
         }
     }
 
     fn idle(&self, now_ms: u64) -> bool {
-        self.produce.idle(now_ms) && self.fetch.idle(now_ms)
+        self.produce.idle(now_ms) && self.fetch.idle(now_ms) && self.request.idle(now_ms)
     }
 }
 
@@ -209,6 +222,8 @@ pub struct Quotas {
     overrides: HashMap<String, ClientQuota>,
     /// No quota is finite: nothing is ever measured.
     unlimited: bool,
+    /// Whether any client has a request (handler time) quota: if not, requests are not timed.
+    requests_limited: bool,
     epoch: Instant,
     clients: Mutex<Clients>,
 }
@@ -222,13 +237,13 @@ struct Clients {
 impl Quotas {
     /// `default` applies to every client-id without an override.
     pub fn new(default: ClientQuota, overrides: HashMap<String, ClientQuota>) -> Arc<Quotas> {
-        let unlimited = std::iter::once(&default)
-            .chain(overrides.values())
-            .all(|q| q.producer >= UNLIMITED && q.consumer >= UNLIMITED);
+        let unlimited = std::iter::once(&default).chain(overrides.values()).all(|q| *q == ClientQuota::NONE);
+        let requests_limited = std::iter::once(&default).chain(overrides.values()).any(|q| q.request < UNLIMITED);
         Arc::new(Quotas {
             default,
             overrides,
             unlimited,
+            requests_limited,
             epoch: Instant::now(),
             clients: Mutex::new(Clients { map: HashMap::new(), sweep_at: SWEEP_FLOOR }),
         })
@@ -236,7 +251,7 @@ impl Quotas {
 
     /// No quotas at all (the default configuration).
     pub fn none() -> Arc<Quotas> {
-        Quotas::new(ClientQuota { producer: UNLIMITED, consumer: UNLIMITED }, HashMap::new())
+        Quotas::new(ClientQuota::NONE, HashMap::new())
     }
 
     /// The quota of `kind` for `client_id`, bytes/s; `UNLIMITED` for none.
@@ -292,6 +307,11 @@ pub struct ShardQuotas {
 impl ShardQuotas {
     pub fn new(shared: Arc<Quotas>) -> ShardQuotas {
         ShardQuotas { shared, cache: RefCell::new(HashMap::new()), sweep_at: std::cell::Cell::new(SWEEP_FLOOR) }
+    }
+
+    /// Whether some client has a request (handler time) quota.
+    pub fn limits_requests(&self) -> bool {
+        self.shared.requests_limited
     }
 
     /// Counts `bytes` of `kind` for `client_id` (a missing client-id is the empty one, as in
@@ -413,14 +433,14 @@ mod tests {
 
     fn quotas(producer: u64, overrides: &[(&str, ClientQuota)]) -> Arc<Quotas> {
         Quotas::new(
-            ClientQuota { producer, consumer: UNLIMITED },
+            ClientQuota { producer, ..ClientQuota::NONE },
             overrides.iter().map(|(c, q)| (c.to_string(), *q)).collect(),
         )
     }
 
     #[test]
     fn overrides_replace_the_default_and_unlimited_clients_are_not_tracked() {
-        let q = quotas(UNLIMITED, &[("slow", ClientQuota { producer: 1000, consumer: UNLIMITED })]);
+        let q = quotas(UNLIMITED, &[("slow", ClientQuota { producer: 1000, ..ClientQuota::NONE })]);
         assert_eq!(q.quota("slow", Kind::Produce), 1000);
         assert_eq!(q.quota("fast", Kind::Produce), UNLIMITED);
         let shard_a = ShardQuotas::new(q.clone());

@@ -49,6 +49,7 @@ use crate::net::connection::{self, Handled, Limits};
 use crate::net::creation_rate::CreationRate;
 use crate::net::memory::Budget;
 use crate::protocol::header;
+use crate::quota::Kind;
 use crate::quota::Quotas;
 use crate::shard::{Advertised, Msg, Shard, ShardId};
 use crate::{api, sys};
@@ -470,15 +471,38 @@ async fn shard_main(
 async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: SocketAddr) -> Handled {
     let started = Instant::now();
     let api = shard.probe.api_slot(header::preamble(&frame).map(|p| p.api_key));
+    // Only read when some client has a request quota (the default has none).
+    let client = shard.quotas.limits_requests().then(|| client_id(&frame));
     let scope = RequestScope::begin();
     let outcome = scope.run(api::dispatch(&shard, frame, peer)).await;
     let finished = Instant::now();
-    let throttle = scope.throttle();
+    let remote = scope.remote(finished);
+    let mut throttle = scope.throttle();
+    if let Some(client) = client {
+        // The request quota counts the time this request kept the shard busy in its
+        // handler (waits on other shards, durable acks or rebalances excluded), as Kafka
+        // counts request-handler thread time. The connection is muted for the throttle; the
+        // response's throttle_time_ms, already encoded, carries byte-quota throttles only.
+        let busy = finished.saturating_duration_since(started).saturating_sub(remote);
+        let t = shard.quotas.record(client.as_deref(), Kind::Request, busy.as_micros() as u64);
+        if !t.is_zero() {
+            shard.probe.throttled(api, t);
+            throttle = throttle.max(t);
+        }
+    }
     let outcome = outcome.map_err(|fault| {
         shard.probe.request_error(api, fault.kind());
         fault.to_string()
     });
-    Handled { outcome, timing: HandlerTiming { api, started, finished, remote: scope.remote(finished) }, throttle }
+    Handled { outcome, timing: HandlerTiming { api, started, finished, remote }, throttle }
+}
+
+/// The client id of a request frame (header v1+: a nullable string right after the 8-byte
+/// preamble); `None` when absent or not valid UTF-8.
+fn client_id(frame: &[u8]) -> Option<String> {
+    let len = i16::from_be_bytes(frame.get(8..10)?.try_into().ok()?);
+    let bytes = frame.get(10..10 + usize::try_from(len).ok()?)?;
+    std::str::from_utf8(bytes).ok().map(str::to_string)
 }
 
 /// Timers on the background queue: retention, and periodic syncs for `flush = "interval"`.

@@ -237,3 +237,37 @@ fn a_consumer_over_its_quota_is_throttled_and_muted() {
     let resp: FetchResponse = other.call(ApiKey::Fetch, FETCH_V, &fetch_request("reads", 0, 0, 1024));
     assert_eq!(resp.throttle_time_ms, 0);
 }
+
+/// A request (handler time) quota of 1% of a shard: a client sending requests back to back
+/// uses far more, so the broker mutes its connection after its responses and holds it to
+/// about 10 ms of handler time a second, while another client-id without a request quota,
+/// doing the same work at the same time, is never held back.
+#[test]
+fn a_client_over_its_request_quota_is_held_back_and_others_are_not() {
+    let b = Broker::start_args(&["--flush", "os", "--quota-client-overrides", "busy:request=1"]);
+    Client::connect(b.addr).create_topic("rq", 1, &[]);
+    let run = |client_id: &'static str| {
+        let addr = b.addr;
+        std::thread::spawn(move || {
+            let mut c = Conn { c: Client::connect(addr), client_id, correlation: 0 };
+            let started = Instant::now();
+            let mut n = 0usize;
+            while started.elapsed() < Duration::from_secs(6) {
+                c.produce("rq", 0, records(client_id, n));
+                n += 1;
+            }
+            n
+        })
+    };
+    let (busy, free) = (run("busy"), run("free"));
+    let (busy, free) = (busy.join().expect("busy client"), free.join().expect("free client"));
+    println!("answered in 6 s: busy {busy}, free {free}");
+    assert!(busy * 3 < free, "the busy client got {busy} requests answered in 6 s, the free one {free}");
+    let page = common::scrape(b.admin_addr.expect("admin listener"));
+    let throttled: f64 = page
+        .lines()
+        .filter(|l| l.starts_with("ringbroker_throttled_responses_total{"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum();
+    assert!(throttled >= 1.0, "no response was throttled");
+}
