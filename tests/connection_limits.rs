@@ -60,11 +60,7 @@ fn connect_eventually(addr: SocketAddr) -> Client {
 /// Sum over shards of `name{...reason="<reason>"}` on the broker's metrics page.
 fn metric_by_reason(b: &Broker, name: &str, reason: &str) -> f64 {
     let page = common::scrape(b.admin_addr.expect("test brokers run the admin listener"));
-    let label = format!("reason=\"{reason}\"");
-    page.lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(&label))
-        .map(|l| l.rsplit_once(' ').expect("a value").1.parse::<f64>().expect("a number"))
-        .sum()
+    common::metric_sum(&page, name, &[&format!("reason=\"{reason}\"")])
 }
 
 #[test]
@@ -198,11 +194,7 @@ fn connections_faster_than_the_creation_rate_wait_their_turn() {
         assert!((k + 1) as f64 <= allowed, "{} connections served within {at:?} at 20/s", k + 1);
     }
     let page = common::scrape(b.admin_addr.expect("admin listener"));
-    let throttled: f64 = page
-        .lines()
-        .filter(|l| l.starts_with("ringbroker_connections_creation_throttled_total"))
-        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
-        .sum();
+    let throttled = common::metric_sum(&page, "ringbroker_connections_creation_throttled_total", &[]);
     assert!(throttled >= 30.0, "60 connections at once, 21 let through: {throttled} waited");
 }
 

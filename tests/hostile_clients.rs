@@ -226,10 +226,6 @@ fn a_spent_memory_budget_stops_reading_and_every_request_is_answered_later() {
         assert_eq!(resp.responses[0].partition_responses[0].error_code, 0, "request {i} appended");
     }
     let text = common::scrape(b.admin_addr.expect("admin listener"));
-    let waits: f64 = text
-        .lines()
-        .filter(|l| l.starts_with("ringbroker_request_memory_waits_total"))
-        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
-        .sum();
+    let waits = common::metric_sum(&text, "ringbroker_request_memory_waits_total", &[]);
     assert!(waits >= 1.0, "8 x 900 KiB against a 3 MiB budget made no connection wait:\n{text}");
 }

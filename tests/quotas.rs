@@ -186,11 +186,7 @@ fn a_producer_over_its_quota_is_held_to_it_and_other_clients_are_not_throttled()
     assert!(fast_bytes > budget + budget / 10, "the unlimited client was held near the other's quota");
 
     let page = common::scrape(b.admin_addr.expect("the test broker serves metrics"));
-    let counted: u64 = page
-        .lines()
-        .filter(|l| l.starts_with("ringbroker_throttled_responses_total{") && l.contains("api=\"Produce\""))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
-        .sum();
+    let counted = common::metric_sum(&page, "ringbroker_throttled_responses_total", &["api=\"Produce\""]) as u64;
     assert_eq!(counted, throttled as u64, "throttled responses in the metrics:\n{page}");
     assert!(page.contains("ringbroker_throttle_time_seconds_total{"), "{page}");
 }
@@ -264,10 +260,6 @@ fn a_client_over_its_request_quota_is_held_back_and_others_are_not() {
     println!("answered in 6 s: busy {busy}, free {free}");
     assert!(busy * 3 < free, "the busy client got {busy} requests answered in 6 s, the free one {free}");
     let page = common::scrape(b.admin_addr.expect("admin listener"));
-    let throttled: f64 = page
-        .lines()
-        .filter(|l| l.starts_with("ringbroker_throttled_responses_total{"))
-        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
-        .sum();
+    let throttled = common::metric_sum(&page, "ringbroker_throttled_responses_total", &[]);
     assert!(throttled >= 1.0, "no response was throttled");
 }

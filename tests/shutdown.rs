@@ -47,10 +47,7 @@ fn produce_until_refused(addr: SocketAddr, partition: i32, sent: Arc<AtomicUsize
 /// The broker's total of `ringbroker_log_recoveries_total` over its shards.
 fn recoveries(b: &Broker) -> f64 {
     let text = common::scrape(b.admin_addr.expect("test brokers run an admin listener"));
-    text.lines()
-        .filter(|l| l.starts_with("ringbroker_log_recoveries_total"))
-        .map(|l| l.rsplit_once(' ').expect("a sample value").1.parse::<f64>().expect("a number"))
-        .sum()
+    common::metric_sum(&text, "ringbroker_log_recoveries_total", &[])
 }
 
 #[test]

@@ -188,3 +188,13 @@ pub fn scrape(admin: SocketAddr) -> String {
     assert!(head.starts_with("HTTP/1.1 200"), "scrape answered {head}");
     body.to_string()
 }
+
+/// The sum over shards (and any other labels) of the samples of metric `name` on a scraped
+/// page, counting only samples whose labels include each of `labels` (e.g. `reason="idle"`).
+pub fn metric_sum(page: &str, name: &str, labels: &[&str]) -> f64 {
+    page.lines()
+        .filter(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' ')))
+        .filter(|l| labels.iter().all(|want| l.contains(want)))
+        .map(|l| l.rsplit_once(' ').expect("a sample value").1.parse::<f64>().expect("a number"))
+        .sum()
+}
