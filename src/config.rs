@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use serde::Deserialize;
 
+use crate::listener::ListenerSpec;
 use crate::quota::ClientQuota;
 
 /// How appended data is made durable before it counts toward the high watermark.
@@ -46,6 +47,18 @@ impl std::fmt::Display for FlushPolicy {
     }
 }
 
+/// Whether an SSL listener asks connecting clients for a certificate (Kafka's `ssl.client.auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientAuth {
+    /// No client certificate: SSL clients are `User:ANONYMOUS` (SASL_SSL ones are their SASL user).
+    None,
+    /// Ask for one; a client without a certificate is still accepted.
+    Requested,
+    /// Refuse clients without a certificate signed by `ssl_ca_file`.
+    Required,
+}
+
 /// The broker's settings after every source has been merged.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -54,6 +67,37 @@ pub struct Config {
     pub listen: String,
     /// Address given to clients in Metadata; defaults to the bound listen address.
     pub advertise: Option<String>,
+    /// Named listeners, `NAME://HOST:PORT` separated by commas (see `listener`); when set, it
+    /// replaces `listen` and `advertise`.
+    pub listeners: String,
+    /// `NAME://HOST:PORT` for listeners whose clients must be told another address.
+    pub advertised_listeners: String,
+    /// `NAME:PROTOCOL` for listeners not named after their protocol.
+    pub listener_security_protocol_map: String,
+    /// Certificate chain (PEM) of SSL and SASL_SSL listeners.
+    pub ssl_certificate_file: Option<PathBuf>,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    pub ssl_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that client certificates must chain to.
+    pub ssl_ca_file: Option<PathBuf>,
+    /// `ssl.client.auth`: none, requested or required.
+    pub ssl_client_auth: ClientAuth,
+    /// SASL mechanisms offered on SASL listeners (`sasl.enabled.mechanisms`).
+    pub sasl_enabled_mechanisms: String,
+    /// `sasl.server.max.receive.size`: the largest frame read before a client authenticates.
+    pub sasl_server_max_receive_size: u32,
+    /// `connection.failed.authentication.delay.ms`: how long a failed authentication waits
+    /// before the connection closes (slows password guessing).
+    pub connection_failed_authentication_delay_ms: u64,
+    /// `connections.max.reauth.ms`: SASL sessions last this long, then the client must
+    /// re-authenticate on the same connection or be disconnected; 0 = forever.
+    pub connections_max_reauth_ms: u64,
+    /// Enforce ACLs on every request (Kafka's `authorizer.class.name` set).
+    pub authorizer_enabled: bool,
+    /// `super.users`: principals allowed everything, separated by `;` (`User:admin;User:ops`).
+    pub super_users: String,
+    /// `allow.everyone.if.no.acl.found`
+    pub allow_everyone_if_no_acl_found: bool,
     pub data_dir: PathBuf,
     /// CPU list such as "0-3,6"; one shard per CPU. Default: every CPU the process may use.
     pub cpus: Option<String>,
@@ -146,6 +190,20 @@ impl Default for Config {
         Config {
             listen: "127.0.0.1:9092".into(),
             advertise: None,
+            listeners: String::new(),
+            advertised_listeners: String::new(),
+            listener_security_protocol_map: String::new(),
+            ssl_certificate_file: None,
+            ssl_key_file: None,
+            ssl_ca_file: None,
+            ssl_client_auth: ClientAuth::None,
+            sasl_enabled_mechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512".into(),
+            sasl_server_max_receive_size: 524_288,
+            connection_failed_authentication_delay_ms: 100,
+            connections_max_reauth_ms: 0,
+            authorizer_enabled: false,
+            super_users: String::new(),
+            allow_everyone_if_no_acl_found: false,
             data_dir: PathBuf::from("./ringbroker-data"),
             cpus: None,
             numa_node: None,
@@ -213,6 +271,48 @@ pub struct Cli {
     /// Address advertised to clients in Metadata, HOST:PORT [default: the listen address]
     #[arg(long, env = "RINGBROKER_ADVERTISE")]
     pub advertise: Option<String>,
+    /// Named listeners, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093 (replaces --listen) [default: none]
+    #[arg(long, env = "RINGBROKER_LISTENERS")]
+    pub listeners: Option<String>,
+    /// Addresses told to clients per listener, e.g. SASL_SSL://broker.example:9093 [default: the bound ones]
+    #[arg(long, env = "RINGBROKER_ADVERTISED_LISTENERS")]
+    pub advertised_listeners: Option<String>,
+    /// NAME:PROTOCOL for listeners not named after their protocol, e.g. INTERNAL:PLAINTEXT [default: none]
+    #[arg(long, env = "RINGBROKER_LISTENER_SECURITY_PROTOCOL_MAP")]
+    pub listener_security_protocol_map: Option<String>,
+    /// TLS certificate chain, PEM, for SSL and SASL_SSL listeners
+    #[arg(long, env = "RINGBROKER_SSL_CERTIFICATE_FILE")]
+    pub ssl_certificate_file: Option<PathBuf>,
+    /// TLS private key, PEM
+    #[arg(long, env = "RINGBROKER_SSL_KEY_FILE")]
+    pub ssl_key_file: Option<PathBuf>,
+    /// CA certificates, PEM, that client certificates must chain to
+    #[arg(long, env = "RINGBROKER_SSL_CA_FILE")]
+    pub ssl_ca_file: Option<PathBuf>,
+    /// Client certificates on TLS listeners: none, requested, required [default: none]
+    #[arg(long, env = "RINGBROKER_SSL_CLIENT_AUTH")]
+    pub ssl_client_auth: Option<ClientAuth>,
+    /// SASL mechanisms offered [default: PLAIN,SCRAM-SHA-256,SCRAM-SHA-512]
+    #[arg(long, env = "RINGBROKER_SASL_ENABLED_MECHANISMS")]
+    pub sasl_enabled_mechanisms: Option<String>,
+    /// Largest frame accepted before a client authenticates, bytes [default: 524288]
+    #[arg(long, env = "RINGBROKER_SASL_SERVER_MAX_RECEIVE_SIZE")]
+    pub sasl_server_max_receive_size: Option<u32>,
+    /// Delay before closing a connection whose authentication failed, ms [default: 100]
+    #[arg(long, env = "RINGBROKER_CONNECTION_FAILED_AUTHENTICATION_DELAY_MS")]
+    pub connection_failed_authentication_delay_ms: Option<u64>,
+    /// SASL session lifetime; clients re-authenticate before it ends, 0 = forever, ms [default: 0]
+    #[arg(long, env = "RINGBROKER_CONNECTIONS_MAX_REAUTH_MS")]
+    pub connections_max_reauth_ms: Option<u64>,
+    /// Enforce ACLs on every request [default: false]
+    #[arg(long, env = "RINGBROKER_AUTHORIZER_ENABLED")]
+    pub authorizer_enabled: Option<bool>,
+    /// Principals allowed everything, e.g. "User:admin;User:ops" [default: none]
+    #[arg(long, env = "RINGBROKER_SUPER_USERS")]
+    pub super_users: Option<String>,
+    /// Allow an action on a resource no ACL names [default: false]
+    #[arg(long, env = "RINGBROKER_ALLOW_EVERYONE_IF_NO_ACL_FOUND")]
+    pub allow_everyone_if_no_acl_found: Option<bool>,
     /// Data directory [default: ./ringbroker-data]
     #[arg(long, env = "RINGBROKER_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
@@ -368,8 +468,11 @@ impl Config {
         set!(max_connections, max_connections_per_ip, max_connections_per_ip_overrides, connections_max_idle_ms);
         set!(queued_max_request_bytes, connection_max_request_bytes, max_connection_creation_rate);
         set!(quota_request_percentage);
+        set!(listeners, advertised_listeners, listener_security_protocol_map, ssl_client_auth);
+        set!(sasl_enabled_mechanisms, sasl_server_max_receive_size, connection_failed_authentication_delay_ms);
+        set!(connections_max_reauth_ms, authorizer_enabled, super_users, allow_everyone_if_no_acl_found);
         set!(quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides);
-        set_opt!(advertise, cpus, numa_node);
+        set_opt!(advertise, cpus, numa_node, ssl_certificate_file, ssl_key_file, ssl_ca_file);
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -458,6 +561,7 @@ impl Config {
         }
         self.client_quotas()?;
         self.admin_addr()?;
+        self.validate_security()?;
         tracing_subscriber::EnvFilter::try_new(&self.log_level).map_err(|e| {
             bad("log_level", format!("`{}` is not a filter such as `info,ringbroker::net=debug`: {e}", self.log_level))
         })?;
@@ -526,6 +630,71 @@ impl Config {
 
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
         resolve_addr("listen", &self.listen)
+    }
+
+    /// The listeners to bind: `listeners` parsed, or one PLAINTEXT listener on `listen`.
+    pub fn listener_specs(&self) -> Result<Vec<ListenerSpec>, ConfigError> {
+        if self.listeners.trim().is_empty() {
+            let advertise = match &self.advertise {
+                Some(a) => {
+                    let (host, port) = split_host_port("advertise", a)?;
+                    Some((host.to_string(), port))
+                }
+                None => None,
+            };
+            return Ok(vec![ListenerSpec::plaintext(self.listen_addr()?, advertise)]);
+        }
+        crate::listener::parse(&self.listeners, &self.advertised_listeners, &self.listener_security_protocol_map)
+            .map_err(|(setting, problem)| bad(setting, problem))
+    }
+
+    /// The SASL mechanisms offered, in the order configured.
+    pub fn sasl_mechanisms(&self) -> Result<Vec<String>, ConfigError> {
+        let mut out = Vec::new();
+        for m in self.sasl_enabled_mechanisms.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+            let m = m.to_ascii_uppercase();
+            if !matches!(m.as_str(), "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512") {
+                return Err(bad(
+                    "sasl_enabled_mechanisms",
+                    format!("`{m}` is not served here; choose from PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+                ));
+            }
+            out.push(m);
+        }
+        Ok(out)
+    }
+
+    /// `super_users` split on `;`.
+    pub fn super_user_list(&self) -> Vec<String> {
+        self.super_users.split(';').map(str::trim).filter(|u| !u.is_empty()).map(str::to_string).collect()
+    }
+
+    fn validate_security(&self) -> Result<(), ConfigError> {
+        let specs = self.listener_specs()?;
+        let tls = specs.iter().any(|s| s.protocol.tls());
+        let sasl = specs.iter().any(|s| s.protocol.sasl());
+        if tls && (self.ssl_certificate_file.is_none() || self.ssl_key_file.is_none()) {
+            return Err(bad(
+                "ssl_certificate_file",
+                "an SSL or SASL_SSL listener needs ssl_certificate_file and ssl_key_file (PEM files)",
+            ));
+        }
+        if self.ssl_client_auth != ClientAuth::None && self.ssl_ca_file.is_none() {
+            return Err(bad("ssl_ca_file", "ssl_client_auth needs ssl_ca_file, the CA that signs client certificates"));
+        }
+        if sasl && self.sasl_mechanisms()?.is_empty() {
+            return Err(bad("sasl_enabled_mechanisms", "a SASL listener needs at least one mechanism"));
+        }
+        self.sasl_mechanisms()?;
+        if self.sasl_server_max_receive_size < 1024 {
+            return Err(bad("sasl_server_max_receive_size", "must be at least 1024"));
+        }
+        for u in self.super_user_list() {
+            if !u.contains(':') {
+                return Err(bad("super_users", format!("`{u}` is not TYPE:NAME, e.g. User:admin")));
+            }
+        }
+        Ok(())
     }
 
     /// The admin listener's address, `None` when it is turned off.

@@ -6,11 +6,13 @@
 //! and `sys` (the only module with `unsafe`).
 
 pub mod api;
+pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod config;
 pub mod error;
 pub mod group;
+pub mod listener;
 pub mod log;
 pub mod metadata;
 pub mod metrics;

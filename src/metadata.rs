@@ -1,5 +1,5 @@
-//! The topic catalog: names, topic ids, partition counts, each partition's home shard, and
-//! per-topic configs. The controller shard (shard 0) is its only writer: it persists every
+//! The catalog: names, topic ids, partition counts, each partition's home shard, and
+//! per-topic configs; and the security metadata: ACLs and users' SCRAM credentials. The controller shard (shard 0) is its only writer: it persists every
 //! change atomically (write a temp file, fsync, rename, fsync the directory) and then hands
 //! an immutable snapshot to every shard. Shards read their snapshot without locks.
 
@@ -36,6 +36,16 @@ pub struct Catalog {
     /// Grows with every change, so a shard can ignore a snapshot older than the one it has.
     pub version: u64,
     pub topics: BTreeMap<String, TopicMeta>,
+    /// ACLs (CreateAcls / DeleteAcls); every shard builds its authorizer index from these.
+    #[serde(default)]
+    pub acls: Vec<crate::auth::acl::AclBinding>,
+    /// SCRAM credentials by user (salted and hashed: a password is never stored).
+    #[serde(default)]
+    pub scram: BTreeMap<String, Vec<crate::auth::scram::ScramCredential>>,
+    /// Hex key from which unknown users get stable fake SCRAM salts (so a client cannot
+    /// tell a missing user from a wrong password); made at first start, kept across restarts.
+    #[serde(default)]
+    pub auth_secret: String,
     #[serde(skip)]
     by_id: HashMap<Uuid, String>,
 }
@@ -56,7 +66,26 @@ pub fn check_topic_name(name: &str) -> Result<(), String> {
 
 impl Catalog {
     pub fn new_cluster() -> Catalog {
-        Catalog { cluster_id: random_cluster_id(), ..Catalog::default() }
+        Catalog { cluster_id: random_cluster_id(), auth_secret: random_secret(), ..Catalog::default() }
+    }
+
+    /// The key behind unknown users' fake salts.
+    pub fn auth_secret(&self) -> [u8; 32] {
+        let mut key = [0u8; 32];
+        for (i, b) in key.iter_mut().enumerate() {
+            *b = self.auth_secret.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).unwrap_or(0);
+        }
+        key
+    }
+
+    /// A user's SCRAM credentials (empty for an unknown user).
+    pub fn credentials(&self, user: &str) -> Vec<crate::auth::scram::ScramCredential> {
+        self.scram.get(user).cloned().unwrap_or_default()
+    }
+
+    /// Marks a security change (ACLs, credentials) so shards take the new snapshot.
+    pub fn bump(&mut self) {
+        self.version += 1;
     }
 
     fn reindex(&mut self) {
@@ -158,6 +187,11 @@ impl Catalog {
             }
             Err(e) => return Err(err(e.to_string())),
         };
+        if cat.auth_secret.len() != 64 {
+            // Catalogs written before authentication existed.
+            cat.auth_secret = random_secret();
+            cat.persist(dir)?;
+        }
         for t in cat.topics.values_mut() {
             for h in &mut t.homes {
                 if *h >= shards {
@@ -183,6 +217,10 @@ impl Catalog {
         std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(err)?;
         Ok(())
     }
+}
+
+fn random_secret() -> String {
+    crate::auth::scram::random_bytes(32).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn random_cluster_id() -> String {

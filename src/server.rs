@@ -27,6 +27,7 @@
 //!   nodes silently. Record bytes produced on one shard for a partition homed on another
 //!   are read on the first node and copied into the home shard's write queue there.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::Path;
@@ -40,8 +41,10 @@ use bytes::Bytes;
 use glommio::channels::shared_channel::{self, SharedReceiver, SharedSender};
 use glommio::{LocalExecutorBuilder, Placement};
 
+use crate::auth::sasl::ConnSecurity;
 use crate::config::Config;
 use crate::error::BrokerError;
+use crate::listener::Listener;
 use crate::metadata::Catalog;
 use crate::metrics::{self, HandlerTiming, RequestScope};
 use crate::net::admission::{Admission, RefusalLog};
@@ -51,7 +54,7 @@ use crate::net::memory::Budget;
 use crate::protocol::header;
 use crate::quota::Kind;
 use crate::quota::Quotas;
-use crate::shard::{Advertised, Msg, Shard, ShardId};
+use crate::shard::{Msg, Shard, ShardId};
 use crate::{api, sys};
 
 /// Memory each executor registers for io_uring; it pins 3× this. glommio's default (10 MiB)
@@ -112,23 +115,6 @@ fn lock_data_dir(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, BrokerE
         .map_err(|e| err(e.to_string()))?;
     nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
         .map_err(|_| err("another ringbroker is using this data directory".into()))
-}
-
-fn advertised(cfg: &Config, bound: SocketAddr) -> Advertised {
-    if let Some(a) = &cfg.advertise {
-        let (host, port) = a.rsplit_once(':').expect("validated HOST:PORT");
-        return Advertised {
-            host: host.trim_matches(|c| c == '[' || c == ']').to_string(),
-            port: port.parse().expect("validated port"),
-        };
-    }
-    let host = if bound.ip().is_unspecified() {
-        tracing::warn!("listening on every interface without --advertise: telling clients 127.0.0.1");
-        "127.0.0.1".to_string()
-    } else {
-        bound.ip().to_string()
-    };
-    Advertised { host, port: bound.port() }
 }
 
 fn admin_bind_error(addr: SocketAddr, source: std::io::Error) -> BrokerError {
@@ -202,8 +188,15 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     if catalog.ensure_internal_topic(crate::group::offsets::TOPIC, n as u32, n, configs) {
         catalog.persist(&cfg.data_dir)?;
     }
-    let addr = reserve_port(cfg.listen_addr()?)?;
-    let adv = advertised(&cfg, addr);
+    let mut listeners = Vec::new();
+    for spec in cfg.listener_specs()? {
+        listeners.push(spec.bound(reserve_port(spec.bind)?));
+    }
+    // One TLS configuration serves every SSL and SASL_SSL listener; bad files fail the start.
+    let tls = match listeners.iter().any(|l| l.protocol.tls()) {
+        true => Some(crate::net::tls::server_config(&cfg)?),
+        false => None,
+    };
     let apis = api::APIS.iter().map(|s| (s.key as i16, format!("{:?}", s.key))).collect();
     let registry = metrics::Registry::new(n, apis);
     // Bound before the shards start so a taken port fails the start, not a later scrape.
@@ -274,7 +267,8 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let cfg = cfg.clone();
         let registry = registry.clone();
         let catalog = catalog.clone();
-        let adv = adv.clone();
+        let listeners = listeners.clone();
+        let tls = tls.clone();
         let stop = stop.clone();
         let admission = admission.clone();
         let creation = creation.clone();
@@ -291,7 +285,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
                 let probe = registry.register_shard(i, cpu, node);
                 let shared = Shared { admission, creation, quotas, broker_memory, stop };
                 let outcome =
-                    shard_main(ShardId(i), cfg, catalog, adv, addr, probe, tx_row, rx_row, shared, &ready).await;
+                    shard_main(ShardId(i), cfg, catalog, listeners, tls, probe, tx_row, rx_row, shared, &ready).await;
                 if let Err(e) = outcome {
                     let _ = ready.send(Err(e));
                 }
@@ -313,12 +307,20 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
             }
         }
     }
-    tracing::info!(shards = n, ?cpus, %addr, advertised = %format!("{}:{}", adv.host, adv.port), "ready");
+    for l in &listeners {
+        let advertised = format!("{}:{}", l.advertised.host, l.advertised.port);
+        tracing::info!(listener = %l.name, protocol = %l.protocol, bound = %l.bound, %advertised, "listening");
+    }
+    tracing::info!(shards = n, ?cpus, "ready");
     if let Some(a) = admin {
         tracing::info!("metrics at http://{a}/metrics");
         println!("ringbroker admin listening on {a}");
     }
-    println!("ringbroker listening on {addr}");
+    // One line per listener, then the first listener's as the ready line scripts wait for.
+    for l in &listeners {
+        println!("ringbroker listener {} ({}) on {}", l.name, l.protocol, l.bound);
+    }
+    println!("ringbroker listening on {}", listeners[0].bound);
     let _ = std::io::stdout().flush();
 
     // Wait for a stop signal; a second one exits at once.
@@ -354,8 +356,8 @@ async fn shard_main(
     id: ShardId,
     cfg: Arc<Config>,
     catalog: Catalog,
-    adv: Advertised,
-    addr: SocketAddr,
+    listeners: Vec<Listener>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     probe: metrics::Probe,
     tx_row: Vec<Option<SharedSender<Msg>>>,
     rx_row: Vec<SharedReceiver<Msg>>,
@@ -386,7 +388,7 @@ async fn shard_main(
             None => None,
         });
     }
-    let shard = Shard::new(id, Rc::new((*cfg).clone()), adv, catalog.clone(), peers, probe, quotas);
+    let shard = Shard::new(id, Rc::new((*cfg).clone()), catalog.clone(), peers, probe, quotas);
     for t in rx_tasks {
         let rx = t.await;
         glommio::spawn_local(shard.clone().serve_peer(rx)).detach();
@@ -397,8 +399,6 @@ async fn shard_main(
     tracing::debug!(shard = id.0, partitions = shard.local_partition_count(), "partitions open");
     spawn_background(&shard);
 
-    let listener =
-        glommio::net::TcpListener::bind(addr).map_err(|e| format!("shard {} cannot bind {addr}: {e}", id.0))?;
     let limits = Limits {
         max_frame: cfg.max_request_bytes,
         max_in_flight: cfg.max_in_flight_per_connection,
@@ -406,75 +406,105 @@ async fn shard_main(
         broker_memory: broker_memory.clone(),
         zero_copy: cfg.zero_copy_fetch,
         idle: Duration::from_millis(cfg.connections_max_idle_ms),
+        pre_auth_max_frame: cfg.sasl_server_max_receive_size,
+        failed_auth_delay: Duration::from_millis(cfg.connection_failed_authentication_delay_ms),
     };
+    let gate = Rc::new(Gate { admission, creation, refusals: RefCell::new(RefusalLog::new(Duration::from_secs(1))) });
+    let mut acceptors = Vec::with_capacity(listeners.len());
+    for l in listeners {
+        let socket = glommio::net::TcpListener::bind(l.bound)
+            .map_err(|e| format!("shard {} cannot bind listener {} on {}: {e}", id.0, l.name, l.bound))?;
+        let tls = match l.protocol.tls() {
+            true => tls.clone().map(futures_rustls::TlsAcceptor::from),
+            false => None,
+        };
+        let accept = accept_loop(shard.clone(), socket, Rc::new(l), tls, limits.clone(), gate.clone());
+        acceptors.push(glommio::spawn_local(accept));
+    }
     let _ = ready.send(Ok(()));
-    let acceptor = {
-        let shard = shard.clone();
-        glommio::spawn_local(async move {
-            let mut refusals = RefusalLog::new(Duration::from_secs(1));
-            loop {
-                match listener.accept().await {
-                    Ok(stream) => {
-                        let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-                        // Over max_connection_creation_rate: wait (the backlog holds the rest).
-                        let wait = creation.delay(Instant::now());
-                        if !wait.is_zero() {
-                            shard.probe.creation_throttled();
-                            glommio::timer::sleep(wait).await;
-                        }
-                        let ticket = match admission.admit(peer.ip()) {
-                            Ok(ticket) => ticket,
-                            Err(refused) => {
-                                shard.probe.connection_refused(refused.limit);
-                                match refusals.refused(Instant::now()) {
-                                    Some(0) => tracing::warn!(shard = shard.id.0, "{refused}; closed it"),
-                                    Some(n) => tracing::warn!(
-                                        shard = shard.id.0,
-                                        "{refused}; closed it (and {n} more refused since the last such line)"
-                                    ),
-                                    None => {}
-                                }
-                                drop(stream); // closes it
-                                continue;
-                            }
-                        };
-                        let shard = shard.clone();
-                        let probe = shard.probe.clone();
-                        let serve = connection::serve(stream, peer, limits.clone(), probe, move |frame| {
-                            handle_frame(shard.clone(), frame, peer)
-                        });
-                        glommio::spawn_local(async move {
-                            serve.await;
-                            drop(ticket); // the connection's place is free again
-                        })
-                        .detach();
-                    }
-                    Err(e) => {
-                        tracing::warn!(shard = shard.id.0, "accept failed: {e}");
-                        glommio::timer::sleep(Duration::from_millis(10)).await;
-                    }
-                }
-            }
-        })
-    };
     while !stop.load(Ordering::SeqCst) {
         glommio::timer::sleep(Duration::from_millis(50)).await;
     }
-    drop(acceptor); // stops accepting; the listener closes with it
+    drop(acceptors); // stops accepting; the listeners close with them
     shard.close_all().await;
     tracing::debug!(shard = id.0, "shard closed");
     Ok(())
 }
 
+/// What every listener's acceptor of a shard shares: the broker-wide connection caps and the
+/// shard's rate-limited log of refusals.
+struct Gate {
+    admission: Arc<Admission>,
+    creation: Arc<CreationRate>,
+    refusals: RefCell<RefusalLog>,
+}
+
+/// Accepts connections on one listener of this shard, each served by its own task.
+async fn accept_loop(
+    shard: Rc<Shard>,
+    socket: glommio::net::TcpListener,
+    listener: Rc<Listener>,
+    tls: Option<futures_rustls::TlsAcceptor>,
+    limits: Limits,
+    gate: Rc<Gate>,
+) {
+    loop {
+        let stream = match socket.accept().await {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::warn!(shard = shard.id.0, listener = %listener.name, "accept failed: {e}");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        // Over max_connection_creation_rate: wait (the backlog holds the rest).
+        let wait = gate.creation.delay(Instant::now());
+        if !wait.is_zero() {
+            shard.probe.creation_throttled();
+            glommio::timer::sleep(wait).await;
+        }
+        let ticket = match gate.admission.admit(peer.ip()) {
+            Ok(ticket) => ticket,
+            Err(refused) => {
+                shard.probe.connection_refused(refused.limit);
+                let logged = gate.refusals.borrow_mut().refused(Instant::now());
+                match logged {
+                    Some(0) => tracing::warn!(shard = shard.id.0, "{refused}; closed it"),
+                    Some(n) => tracing::warn!(
+                        shard = shard.id.0,
+                        "{refused}; closed it (and {n} more refused since the last such line)"
+                    ),
+                    None => {}
+                }
+                drop(stream); // closes it
+                continue;
+            }
+        };
+        let probe = shard.probe.clone();
+        let owner = shard.clone();
+        let serve = connection::serve(stream, peer, listener.clone(), tls.clone(), limits.clone(), probe, move |sec| {
+            move |frame| handle_frame(owner.clone(), frame, sec.clone())
+        });
+        glommio::spawn_local(async move {
+            serve.await;
+            drop(ticket); // the connection's place is free again
+        })
+        .detach();
+    }
+}
+
 /// Runs one request frame through `api::dispatch` as a metrics request scope (so waits on
-/// other shards count as remote time) and reports how it went to the connection.
-async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: SocketAddr) -> Handled {
+/// other shards count as remote time) and reports how it went to the connection. Before a
+/// connection has authenticated, a refused request closes it only after the failed-
+/// authentication delay, and a failed authentication closes it that long after its answer.
+async fn handle_frame(shard: Rc<Shard>, frame: Bytes, sec: Rc<ConnSecurity>) -> Handled {
     let started = Instant::now();
     let api = shard.probe.api_slot(header::preamble(&frame).map(|p| p.api_key));
     // Only read when some client has a request quota (the default has none).
     let client = shard.quotas.limits_requests().then(|| client_id(&frame));
     let scope = RequestScope::begin();
-    let outcome = scope.run(api::dispatch(&shard, frame, peer)).await;
+    let outcome = scope.run(api::dispatch(&shard, frame, &sec)).await;
     let finished = Instant::now();
     let remote = scope.remote(finished);
     let mut throttle = scope.throttle();
@@ -490,11 +520,16 @@ async fn handle_frame(shard: Rc<Shard>, frame: Bytes, peer: SocketAddr) -> Handl
             throttle = throttle.max(t);
         }
     }
+    let delay = Duration::from_millis(shard.config.connection_failed_authentication_delay_ms);
+    if outcome.is_err() && !sec.authenticated() {
+        glommio::timer::sleep(delay).await;
+    }
+    let close_after = sec.failed().then_some(delay);
     let outcome = outcome.map_err(|fault| {
         shard.probe.request_error(api, fault.kind());
         fault.to_string()
     });
-    Handled { outcome, timing: HandlerTiming { api, started, finished, remote }, throttle }
+    Handled { outcome, timing: HandlerTiming { api, started, finished, remote }, throttle, close_after }
 }
 
 /// The client id of a request frame (header v1+: a nullable string right after the 8-byte

@@ -1,13 +1,19 @@
 //! CreateTopics: forwarded to the controller shard, which answers once every shard serves
 //! the new topics. Replication factor must be 1 or -1 (one broker).
+//!
+//! Authorization, Kafka's: CREATE on the cluster, or on the topic, else
+//! TOPIC_AUTHORIZATION_FAILED. A created topic's configs (and partition count and replication
+//! factor) are shown only with DESCRIBE_CONFIGS on it; otherwise its config error is
+//! TOPIC_AUTHORIZATION_FAILED.
 
 use std::rc::Rc;
 
 use proto_kafka::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use proto_kafka::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::api::describe_configs;
+use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::shard::{NewTopic, Shard};
 
@@ -17,12 +23,18 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: CreateTopicsRequest = req.decode()?;
     let mut asks = Vec::with_capacity(r.topics.len());
     let mut early: Vec<Option<(ErrorCode, String)>> = Vec::with_capacity(r.topics.len());
+    let cluster_create = authz::cluster(shard, &req, Operation::Create);
     for t in &r.topics {
         let node = shard.config.node_id;
         let mut partitions = t.num_partitions;
         let mut rf = t.replication_factor;
         let mut err = None;
-        if !t.assignments.is_empty() {
+        if !cluster_create && !authz::topic(shard, &req, Operation::Create, &t.name) {
+            err = Some((
+                ErrorCode::TopicAuthorizationFailed,
+                "creating a topic needs CREATE on the cluster or on the topic".into(),
+            ));
+        } else if !t.assignments.is_empty() {
             // Manual assignment: accepted when every replica list names exactly this broker.
             if t.assignments.iter().any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != node) {
                 err = Some((ErrorCode::InvalidReplicaAssignment, format!("this cluster has one broker, id {node}")));
@@ -46,6 +58,13 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         let mut tr = CreatableTopicResult::default();
         tr.name = proto_kafka::messages::TopicName(str_bytes(ask.name.clone()));
         match result.expect("every topic answered") {
+            Ok(meta) if !authz::topic(shard, &req, Operation::DescribeConfigs, &ask.name) => {
+                tr.topic_id = meta.id;
+                tr.num_partitions = -1;
+                tr.replication_factor = -1;
+                tr.configs = Some(Vec::new());
+                tr.topic_config_error_code = ErrorCode::TopicAuthorizationFailed.code();
+            }
             Ok(meta) => {
                 tr.topic_id = meta.id;
                 tr.num_partitions = meta.partitions();

@@ -1,4 +1,6 @@
-//! DescribeCluster: one broker, which is also the controller.
+//! DescribeCluster: one broker, which is also the controller. As in Kafka, nobody is refused:
+//! the cluster's authorized operations, when asked for, are 0 for a principal that may not
+//! DESCRIBE the cluster.
 
 use std::rc::Rc;
 
@@ -6,7 +8,7 @@ use proto_kafka::messages::describe_cluster_response::DescribeClusterBroker;
 use proto_kafka::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
 use super::metadata::AUTH_OPS_OMITTED;
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeCluster, 0, 2);
@@ -17,11 +19,12 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     resp.endpoint_type = if req.version >= 1 { r.endpoint_type } else { 1 };
     resp.cluster_id = str_bytes(shard.catalog().cluster_id.clone());
     resp.controller_id = BrokerId(shard.config.node_id);
-    resp.cluster_authorized_operations = AUTH_OPS_OMITTED;
+    resp.cluster_authorized_operations =
+        if r.include_cluster_authorized_operations { authz::cluster_operations(shard, &req) } else { AUTH_OPS_OMITTED };
     let mut b = DescribeClusterBroker::default();
     b.broker_id = BrokerId(shard.config.node_id);
-    b.host = str_bytes(shard.advertised.host.clone());
-    b.port = shard.advertised.port as i32;
+    b.host = str_bytes(req.conn.listener.advertised.host.clone());
+    b.port = req.conn.listener.advertised.port as i32;
     resp.brokers = vec![b];
     req.respond(&resp)
 }

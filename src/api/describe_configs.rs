@@ -1,15 +1,19 @@
 //! DescribeConfigs for topics (the broker defaults with the topic's own settings over them)
-//! and for the broker itself, named and typed as Kafka names them.
+//! and for the broker itself, named and typed as Kafka names them. Each resource needs
+//! DESCRIBE_CONFIGS on what it is about (see `authz::config_resource`).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use proto_kafka::messages::describe_configs_request::DescribeConfigsResource;
 use proto_kafka::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use proto_kafka::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::config::FlushPolicy;
 use crate::log::LogConfig;
+use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
@@ -90,6 +94,33 @@ fn broker_configs(shard: &Shard) -> Vec<DescribeConfigsResourceResult> {
     v
 }
 
+/// The configs of one resource, or why there are none to show.
+fn resource_configs(
+    shard: &Shard,
+    catalog: &Catalog,
+    res: &DescribeConfigsResource,
+) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
+    match res.resource_type {
+        RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
+            Some(t) => {
+                let log = crate::log::partition::topic_log_config(&shard.log_config, &t.configs);
+                Ok(topic_configs(&log, &t.configs))
+            }
+            None => Err((
+                ErrorCode::UnknownTopicOrPartition,
+                format!("topic {} does not exist", res.resource_name.as_str()),
+            )),
+        },
+        RESOURCE_BROKER
+            if res.resource_name.is_empty() || res.resource_name.as_str() == shard.config.node_id.to_string() =>
+        {
+            Ok(broker_configs(shard))
+        }
+        RESOURCE_BROKER => Err((ErrorCode::InvalidRequest, format!("unknown broker {}", res.resource_name.as_str()))),
+        other => Err((ErrorCode::InvalidRequest, format!("resource type {other} is not supported"))),
+    }
+}
+
 pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: DescribeConfigsRequest = req.decode()?;
     let catalog = shard.catalog();
@@ -98,27 +129,9 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         let mut out = DescribeConfigsResult::default();
         out.resource_type = res.resource_type;
         out.resource_name = res.resource_name.clone();
-        let configs = match res.resource_type {
-            RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
-                Some(t) => {
-                    let log = crate::log::partition::topic_log_config(&shard.log_config, &t.configs);
-                    Ok(topic_configs(&log, &t.configs))
-                }
-                None => Err((
-                    ErrorCode::UnknownTopicOrPartition,
-                    format!("topic {} does not exist", res.resource_name.as_str()),
-                )),
-            },
-            RESOURCE_BROKER
-                if res.resource_name.is_empty() || res.resource_name.as_str() == shard.config.node_id.to_string() =>
-            {
-                Ok(broker_configs(shard))
-            }
-            RESOURCE_BROKER => {
-                Err((ErrorCode::InvalidRequest, format!("unknown broker {}", res.resource_name.as_str())))
-            }
-            other => Err((ErrorCode::InvalidRequest, format!("resource type {other} is not supported"))),
-        };
+        let configs =
+            authz::config_resource(shard, &req, Operation::DescribeConfigs, res.resource_type, &res.resource_name)
+                .and_then(|()| resource_configs(shard, &catalog, res));
         match configs {
             Ok(mut c) => {
                 if let Some(keys) = &res.configuration_keys {

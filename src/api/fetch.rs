@@ -18,6 +18,10 @@
 //! `consumer_byte_rate`; over it, the response carries the throttle time and the connection
 //! is muted for that long (see `quota`). Like Kafka, the response that crosses the quota is
 //! still sent in full.
+//!
+//! Authorization, Kafka's: a consumer needs READ on each topic (topic ids are resolved to
+//! names first; an unknown id stays UNKNOWN_TOPIC_ID), checked before the partition exists;
+//! a follower (replica id >= 0) needs CLUSTER_ACTION instead, for every partition.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -27,7 +31,8 @@ use std::future::Future;
 use futures_lite::future;
 use proto_kafka::messages::{ApiKey, FetchRequest};
 
-use super::{ApiSpec, Outcome, Request};
+use super::{authz, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::metrics::{self, ErrorKind};
 use crate::protocol::fetch_writer::{self, FetchOut, PartitionOut, TopicOut};
 use crate::protocol::ErrorCode;
@@ -51,10 +56,18 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: FetchRequest = req.decode()?;
     let catalog = shard.catalog();
     let by_id = req.version >= 13;
+    let replica_id = if req.version >= 15 { r.replica_state.replica_id } else { r.replica_id };
+    // A follower's fetch needs CLUSTER_ACTION (Some(allowed)); a consumer's READ on each topic.
+    let follower = (replica_id.0 >= 0).then(|| authz::cluster(shard, &req, Operation::ClusterAction));
     let mut topics: Vec<(String, uuid::Uuid, Vec<Wanted>)> = Vec::with_capacity(r.topics.len());
     for t in &r.topics {
         let meta = if by_id { catalog.topic_by_id(&t.topic_id) } else { catalog.topic(t.topic.as_str()) };
         let unknown = if by_id { ErrorCode::UnknownTopicId } else { ErrorCode::UnknownTopicOrPartition };
+        let acl_name = if by_id { meta.map(|m| m.name.as_str()) } else { Some(t.topic.as_str()) };
+        let refusal = match follower {
+            Some(allowed) => (!allowed).then_some(ErrorCode::TopicAuthorizationFailed),
+            None => acl_name.and_then(|n| authz::topic_or_fail(shard, &req, Operation::Read, n).err()),
+        };
         let wanted = t
             .partitions
             .iter()
@@ -67,6 +80,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                     error: None,
                 };
                 match meta {
+                    _ if refusal.is_some() => w.error = refusal,
                     None => w.error = Some(unknown),
                     Some(m) if p.partition < 0 || p.partition >= m.partitions() => {
                         w.error = Some(ErrorCode::UnknownTopicOrPartition)

@@ -8,7 +8,8 @@ use std::rc::Rc;
 use proto_kafka::messages::find_coordinator_response::Coordinator;
 use proto_kafka::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
@@ -16,13 +17,28 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::FindCoordinator, 0, 6);
 
 const KEY_GROUP: i8 = 0;
 
-fn coordinator(shard: &Shard, key: proto_kafka::protocol::StrBytes, key_type: i8) -> Coordinator {
+const KEY_TRANSACTION: i8 = 1;
+
+fn coordinator(shard: &Shard, req: &Request, key: proto_kafka::protocol::StrBytes, key_type: i8) -> Coordinator {
     let mut c = Coordinator::default();
+    // Kafka's checks: DESCRIBE on the group, or on the transactional id.
+    let denied = match key_type {
+        KEY_GROUP => {
+            (!authz::group(shard, req, Operation::Describe, &key)).then_some(ErrorCode::GroupAuthorizationFailed)
+        }
+        KEY_TRANSACTION => (!authz::transactional_id(shard, req, Operation::Describe, &key))
+            .then_some(ErrorCode::TransactionalIdAuthorizationFailed),
+        _ => None,
+    };
     c.key = key;
-    if key_type == KEY_GROUP {
+    if let Some(code) = denied {
+        c.node_id = BrokerId(-1);
+        c.port = -1;
+        c.error_code = code.code();
+    } else if key_type == KEY_GROUP {
         c.node_id = BrokerId(shard.config.node_id);
-        c.host = str_bytes(shard.advertised.host.clone());
-        c.port = shard.advertised.port as i32;
+        c.host = str_bytes(req.conn.listener.advertised.host.clone());
+        c.port = req.conn.listener.advertised.port as i32;
     } else {
         c.node_id = BrokerId(-1);
         c.port = -1;
@@ -38,9 +54,9 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: FindCoordinatorRequest = req.decode()?;
     let mut resp = FindCoordinatorResponse::default();
     if req.version >= 4 {
-        resp.coordinators = r.coordinator_keys.into_iter().map(|k| coordinator(shard, k, r.key_type)).collect();
+        resp.coordinators = r.coordinator_keys.into_iter().map(|k| coordinator(shard, &req, k, r.key_type)).collect();
     } else {
-        let c = coordinator(shard, r.key, r.key_type);
+        let c = coordinator(shard, &req, r.key, r.key_type);
         resp.error_code = c.error_code;
         resp.error_message = c.error_message;
         resp.node_id = c.node_id;

@@ -1,10 +1,26 @@
-//! Running an operation on a group's home shard from an API handler.
+//! Running an operation on a group's home shard from an API handler, and the checks that
+//! come before it.
 
 use futures_channel::oneshot;
 
+use super::{authz, Request};
+use crate::auth::acl::Operation;
 use crate::group::GroupOp;
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
+
+/// Whether the request may do `op` on `group` (Kafka: READ to be a member or commit, DESCRIBE
+/// to look, DELETE to delete), and then whether the id is one: GROUP_AUTHORIZATION_FAILED or
+/// INVALID_GROUP_ID, in that order, as Kafka's broker checks before its coordinator.
+pub fn admit(shard: &Shard, req: &Request, group: &str, op: Operation) -> Result<(), ErrorCode> {
+    if !authz::group(shard, req, op, group) {
+        return Err(ErrorCode::GroupAuthorizationFailed);
+    }
+    if group.is_empty() {
+        return Err(ErrorCode::InvalidGroupId);
+    }
+    Ok(())
+}
 
 /// Runs `make(reply)` on the group's home shard and waits for the reply; a home that
 /// cannot be reached is COORDINATOR_NOT_AVAILABLE, which clients retry.

@@ -2,14 +2,16 @@
 //! forwarded to the controller, which persists them and answers once every shard's
 //! partitions use them. Broker configs are static here (file, environment, flags), so a
 //! BROKER resource is refused with a message saying where to set it; APPEND and SUBTRACT
-//! (for list-typed configs) are refused too.
+//! (for list-typed configs) are refused too. Each resource needs ALTER_CONFIGS on what it is
+//! about (see `authz::config_resource`), checked first.
 
 use std::rc::Rc;
 
 use proto_kafka::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use proto_kafka::messages::{ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::shard::{ConfigOp, Shard, TopicConfigChange};
 
@@ -59,7 +61,14 @@ fn change_of(
 
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: IncrementalAlterConfigsRequest = req.decode()?;
-    let asks: Vec<Result<TopicConfigChange, (ErrorCode, String)>> = r.resources.iter().map(change_of).collect();
+    let asks: Vec<Result<TopicConfigChange, (ErrorCode, String)>> = r
+        .resources
+        .iter()
+        .map(|res| {
+            authz::config_resource(shard, &req, Operation::AlterConfigs, res.resource_type, &res.resource_name)
+                .and_then(|()| change_of(res))
+        })
+        .collect();
     let valid: Vec<TopicConfigChange> = asks.iter().filter_map(|a| a.as_ref().ok().cloned()).collect();
     let mut done = shard.alter_topic_configs(valid, r.validate_only).await.into_iter();
     let mut resp = IncrementalAlterConfigsResponse::default();

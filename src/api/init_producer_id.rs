@@ -1,12 +1,17 @@
 //! InitProducerId for idempotent producers: every call gets a new producer id (epoch 0)
 //! from the controller, as Kafka does for producers without a transactional id. A
 //! transactional id is refused with INVALID_REQUEST: this broker has no transactions yet.
+//!
+//! Authorization, Kafka's: a transactional id needs WRITE on it
+//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs IDEMPOTENT_WRITE on
+//! the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
 
 use std::rc::Rc;
 
 use proto_kafka::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use super::{ApiSpec, Outcome, Request};
+use super::{authz, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
@@ -17,7 +22,25 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let mut resp = InitProducerIdResponse::default();
     resp.producer_id = ProducerId(-1);
     resp.producer_epoch = -1;
-    if r.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) {
+    // An empty transactional id is served as none (an idempotent producer), and checked so.
+    let transactional_id = r.transactional_id.as_ref().filter(|t| !t.is_empty());
+    let refusal = match transactional_id {
+        Some(t) if !authz::transactional_id(shard, &req, Operation::Write, t) => {
+            Some(ErrorCode::TransactionalIdAuthorizationFailed)
+        }
+        Some(_) => None,
+        None if !authz::cluster(shard, &req, Operation::IdempotentWrite)
+            && !authz::any_topic(shard, &req, Operation::Write) =>
+        {
+            Some(ErrorCode::ClusterAuthorizationFailed)
+        }
+        None => None,
+    };
+    if let Some(e) = refusal {
+        resp.error_code = e.code();
+        return req.respond(&resp);
+    }
+    if transactional_id.is_some() {
         tracing::debug!(client = ?req.client_id, "refusing InitProducerId with a transactional id: no transactions");
         resp.error_code = ErrorCode::InvalidRequest.code();
         return req.respond(&resp);

@@ -1,16 +1,16 @@
 //! JoinGroup: runs on the group's home shard and answers when the rebalance completes
 //! (which may take up to the rebalance timeout). Versions 0–1 are served as Kafka 4 still
-//! advertises them (KAFKA-19444).
+//! advertises them (KAFKA-19444). Needs READ on the group.
 
 use std::rc::Rc;
 
 use proto_kafka::messages::join_group_response::JoinGroupResponseMember;
 use proto_kafka::messages::{ApiKey, JoinGroupRequest, JoinGroupResponse};
 
-use super::group_call::{call, fresh_member_id, opt_str};
+use super::group_call::{admit, call, fresh_member_id, opt_str};
 use super::{str_bytes, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::group::{GroupOp, JoinRequest, JoinResponse};
-use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::JoinGroup, 0, 9);
@@ -18,8 +18,8 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::JoinGroup, 0, 9);
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: JoinGroupRequest = req.decode()?;
     let group = r.group_id.to_string();
-    let result = if group.is_empty() {
-        JoinResponse { error: Some(ErrorCode::InvalidGroupId), generation: -1, ..Default::default() }
+    let result = if let Err(e) = admit(shard, &req, &group, Operation::Read) {
+        JoinResponse { error: Some(e), generation: -1, ..Default::default() }
     } else {
         let join = JoinRequest {
             token: 0,

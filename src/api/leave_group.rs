@@ -1,14 +1,15 @@
-//! LeaveGroup: one member (v0–2) or a batch of members by id or instance id (v3+).
+//! LeaveGroup: one member (v0–2) or a batch of members by id or instance id (v3+). Needs
+//! READ on the group.
 
 use std::rc::Rc;
 
 use proto_kafka::messages::leave_group_response::MemberResponse;
 use proto_kafka::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse};
 
-use super::group_call::{call, opt_str};
+use super::group_call::{admit, call, opt_str};
 use super::{ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::group::GroupOp;
-use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::LeaveGroup, 0, 5);
@@ -21,11 +22,12 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     } else {
         vec![(r.member_id.to_string(), None)]
     };
-    let result = if group.is_empty() {
-        Err(ErrorCode::InvalidGroupId)
-    } else {
-        let m = members.clone();
-        call(shard, &group, |reply| GroupOp::Leave { members: m, reply }).await.and_then(|r| r)
+    let result = match admit(shard, &req, &group, Operation::Read) {
+        Err(e) => Err(e),
+        Ok(()) => {
+            let m = members.clone();
+            call(shard, &group, |reply| GroupOp::Leave { members: m, reply }).await.and_then(|r| r)
+        }
     };
     let mut resp = LeaveGroupResponse::default();
     match result {

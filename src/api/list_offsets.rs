@@ -1,12 +1,14 @@
 //! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local (-4, the
-//! same as earliest: there is no tiered storage) and by timestamp.
+//! same as earliest: there is no tiered storage) and by timestamp. Each topic needs DESCRIBE
+//! (TOPIC_AUTHORIZATION_FAILED, checked before the topic's existence).
 
 use std::rc::Rc;
 
 use proto_kafka::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use proto_kafka::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
-use super::{ApiSpec, Outcome, Request};
+use super::{authz, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::shard::{Shard, Tp};
 
@@ -35,11 +37,13 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let mut resp = ListOffsetsResponse::default();
     for t in r.topics {
         let meta = catalog.topic(t.name.as_str());
+        let allowed = authz::topic(shard, &req, Operation::Describe, &t.name);
         let mut tr = ListOffsetsTopicResponse::default();
         for p in &t.partitions {
             let mut pr = ListOffsetsPartitionResponse::default();
             pr.partition_index = p.partition_index;
             let result = match meta {
+                _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
                 None => Err(ErrorCode::UnknownTopicOrPartition),
                 Some(m) if p.partition_index < 0 || p.partition_index >= m.partitions() => {
                     Err(ErrorCode::UnknownTopicOrPartition)

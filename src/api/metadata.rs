@@ -1,6 +1,11 @@
 //! Metadata: this broker as the only node, leader of every partition (epoch 0), with real
 //! topic ids. Unknown topics are created on the fly when the client allows it and
 //! `auto_create_topics` is on (Kafka's `auto.create.topics.enable`, default true).
+//!
+//! Authorization, Kafka's: a principal sees only the topics it may DESCRIBE (the others are
+//! left out of an all-topics answer, and named ones answer TOPIC_AUTHORIZATION_FAILED whether
+//! or not they exist); auto-creation needs CREATE on the cluster or on the topic. Authorized
+//! operations are filled in when asked for (see `authz::operations`).
 
 use std::rc::Rc;
 
@@ -9,7 +14,8 @@ use proto_kafka::messages::metadata_response::{
 };
 use proto_kafka::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
 
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use crate::auth::acl::{Operation, ResourceType};
 use crate::metadata::{check_topic_name, TopicMeta};
 use crate::protocol::ErrorCode;
 use crate::shard::{NewTopic, Shard};
@@ -19,11 +25,12 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::Metadata, 0, 13);
 /// "Authorized operations were not requested" in Kafka's encoding.
 pub const AUTH_OPS_OMITTED: i32 = i32::MIN;
 
-pub fn broker(shard: &Shard) -> MetadataResponseBroker {
+/// This broker as the listener the request came in on advertises it.
+pub fn broker(shard: &Shard, req: &Request) -> MetadataResponseBroker {
     let mut b = MetadataResponseBroker::default();
     b.node_id = BrokerId(shard.config.node_id);
-    b.host = str_bytes(shard.advertised.host.clone());
-    b.port = shard.advertised.port as i32;
+    b.host = str_bytes(req.conn.listener.advertised.host.clone());
+    b.port = req.conn.listener.advertised.port as i32;
     b
 }
 
@@ -57,6 +64,13 @@ fn error_entry(name: Option<String>, id: uuid::Uuid, e: ErrorCode) -> MetadataRe
     rt
 }
 
+/// What a requested topic gets, decided before anything is created.
+enum Answer {
+    /// Looked up by name once the missing topics allowed to be created exist.
+    ByName(String),
+    Ready(MetadataResponseTopic),
+}
+
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: MetadataRequest = req.decode()?;
     // v0 has no null: an empty list means all topics there.
@@ -66,23 +80,67 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     };
     let auto_create = shard.config.auto_create_topics && (req.version < 4 || r.allow_auto_topic_creation);
     let mut resp = MetadataResponse::default();
-    resp.brokers = vec![broker(shard)];
+    resp.brokers = vec![broker(shard, &req)];
     resp.controller_id = BrokerId(shard.config.node_id);
-    resp.cluster_authorized_operations = AUTH_OPS_OMITTED;
+    // Both flags decode as false outside the versions that carry them (8-10 and 8+).
+    resp.cluster_authorized_operations =
+        if r.include_cluster_authorized_operations { authz::cluster_operations(shard, &req) } else { AUTH_OPS_OMITTED };
+    let described = |meta: &TopicMeta| {
+        let mut rt = topic_entry(shard, meta);
+        if r.include_topic_authorized_operations {
+            rt.topic_authorized_operations = authz::operations(shard, &req, ResourceType::Topic, &meta.name);
+        }
+        rt
+    };
+    let may_describe = |name: &str| authz::topic(shard, &req, Operation::Describe, name);
     let catalog = shard.catalog();
     resp.cluster_id = Some(str_bytes(catalog.cluster_id.clone()));
     let Some(requested) = requested else {
-        resp.topics = catalog.topics.values().map(|t| topic_entry(shard, t)).collect();
+        // All topics: those the principal may not DESCRIBE are left out, unmentioned.
+        resp.topics = catalog.topics.values().filter(|t| may_describe(&t.name)).map(described).collect();
         return req.respond(&resp);
     };
 
-    // Create what is missing first (one controller round trip), then answer in order.
-    let missing: Vec<NewTopic> = requested
+    // Kafka's checks, all before anything is created: DESCRIBE on each topic (refused without
+    // looking at whether it exists), and for a topic to be auto-created, CREATE on the cluster
+    // or on the topic.
+    let may_create_any = auto_create && authz::cluster(shard, &req, Operation::Create);
+    let mut missing = Vec::new();
+    let answers: Vec<Answer> = requested
         .iter()
-        .filter_map(|t| t.name.as_ref())
-        .filter(|n| auto_create && catalog.topic(n.as_str()).is_none() && check_topic_name(n.as_str()).is_ok())
-        .map(|n| NewTopic { name: n.to_string(), partitions: -1, replication_factor: -1, configs: Default::default() })
+        .map(|t| match (&t.name, catalog.topic_by_id(&t.topic_id)) {
+            (Some(name), _) if !may_describe(name) => Answer::Ready(error_entry(
+                Some(name.to_string()),
+                uuid::Uuid::nil(),
+                ErrorCode::TopicAuthorizationFailed,
+            )),
+            (Some(name), _) if catalog.topic(name.as_str()).is_some() || !auto_create => {
+                Answer::ByName(name.to_string())
+            }
+            (Some(name), _) if !may_create_any && !authz::topic(shard, &req, Operation::Create, name) => Answer::Ready(
+                error_entry(Some(name.to_string()), uuid::Uuid::nil(), ErrorCode::TopicAuthorizationFailed),
+            ),
+            (Some(name), _) => {
+                if check_topic_name(name.as_str()).is_ok() {
+                    missing.push(NewTopic {
+                        name: name.to_string(),
+                        partitions: -1,
+                        replication_factor: -1,
+                        configs: Default::default(),
+                    });
+                }
+                Answer::ByName(name.to_string())
+            }
+            (None, None) => Answer::Ready(error_entry(None, t.topic_id, ErrorCode::UnknownTopicId)),
+            // As Kafka: the id is not a secret, the name is.
+            (None, Some(meta)) if !may_describe(&meta.name) => {
+                Answer::Ready(error_entry(None, t.topic_id, ErrorCode::TopicAuthorizationFailed))
+            }
+            (None, Some(meta)) => Answer::Ready(described(meta)),
+        })
         .collect();
+
+    // Create what is missing (one controller round trip), then answer in order.
     let catalog = if missing.is_empty() {
         catalog
     } else {
@@ -95,21 +153,18 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
         shard.catalog()
     };
-    for t in &requested {
-        let entry = match &t.name {
-            Some(name) => match catalog.topic(name.as_str()) {
-                Some(meta) => topic_entry(shard, meta),
-                None if check_topic_name(name.as_str()).is_err() => {
-                    error_entry(Some(name.to_string()), uuid::Uuid::nil(), ErrorCode::InvalidTopicException)
+    resp.topics = answers
+        .into_iter()
+        .map(|a| match a {
+            Answer::Ready(rt) => rt,
+            Answer::ByName(name) => match catalog.topic(&name) {
+                Some(meta) => described(meta),
+                None if check_topic_name(&name).is_err() => {
+                    error_entry(Some(name), uuid::Uuid::nil(), ErrorCode::InvalidTopicException)
                 }
-                None => error_entry(Some(name.to_string()), uuid::Uuid::nil(), ErrorCode::UnknownTopicOrPartition),
+                None => error_entry(Some(name), uuid::Uuid::nil(), ErrorCode::UnknownTopicOrPartition),
             },
-            None => match catalog.topic_by_id(&t.topic_id) {
-                Some(meta) => topic_entry(shard, meta),
-                None => error_entry(None, t.topic_id, ErrorCode::UnknownTopicId),
-            },
-        };
-        resp.topics.push(entry);
-    }
+        })
+        .collect();
     req.respond(&resp)
 }

@@ -4,13 +4,19 @@
 //! a `Fault`: the connection is closed with the reason logged, as Kafka does. Kafka error
 //! codes, by contrast, are data inside responses.
 
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
+mod authz;
+pub mod create_acls;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_user_scram_credentials;
 pub mod fetch;
 pub mod find_coordinator;
 mod group_call;
@@ -28,6 +34,8 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
 pub mod sync_group;
 
 use std::rc::Rc;
@@ -36,6 +44,8 @@ use bytes::Bytes;
 use proto_kafka::messages::ApiKey;
 use proto_kafka::protocol::{Decodable, Encodable, HeaderVersion};
 
+use crate::auth::sasl::{ConnSecurity, Gate};
+use crate::auth::Session;
 use crate::protocol::header;
 use crate::protocol::response::{self, Response};
 use crate::shard::Shard;
@@ -83,6 +93,13 @@ pub const APIS: &[ApiSpec] = &[
     delete_groups::SPEC,
     offset_delete::SPEC,
     init_producer_id::SPEC,
+    sasl_handshake::SPEC,
+    sasl_authenticate::SPEC,
+    create_acls::SPEC,
+    describe_acls::SPEC,
+    delete_acls::SPEC,
+    describe_user_scram_credentials::SPEC,
+    alter_user_scram_credentials::SPEC,
 ];
 
 pub fn spec(key: ApiKey) -> Option<&'static ApiSpec> {
@@ -98,6 +115,11 @@ pub struct Request {
     /// The client's address (DescribeGroups shows it as the member's host).
     pub peer: std::net::SocketAddr,
     pub body: Bytes,
+    /// Who sent it (the principal ACLs are checked against).
+    pub session: Rc<Session>,
+    /// The connection's security state and listener (answers carry the listener's
+    /// advertised address).
+    pub conn: Rc<ConnSecurity>,
 }
 
 /// Why a request closes its connection instead of being answered.
@@ -113,6 +135,9 @@ pub enum Fault {
     Encode { api: ApiKey, reason: String },
     #[error("request too short for a header")]
     NoHeader,
+    /// Out of place in the SASL exchange, or a failed authentication.
+    #[error("{0}")]
+    Authentication(String),
 }
 
 pub type Outcome = Result<Option<Response>, Fault>;
@@ -126,6 +151,7 @@ impl Fault {
             Fault::UnsupportedVersion { .. } => ErrorKind::UnsupportedVersion,
             Fault::Decode { .. } | Fault::NoHeader => ErrorKind::Decode,
             Fault::Encode { .. } => ErrorKind::Encode,
+            Fault::Authentication(_) => ErrorKind::Authentication,
         }
     }
 }
@@ -159,8 +185,12 @@ fn admit(pre: &header::Preamble) -> Result<ApiKey, Fault> {
     Ok(api)
 }
 
-/// Parses a request frame (without its size prefix) and runs its handler.
-pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAddr) -> Outcome {
+/// Parses a request frame (without its size prefix) and runs its handler, if the
+/// connection's security state lets it through (see `auth::sasl`).
+pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) -> Outcome {
+    if let Gate::LegacyToken = conn.gate() {
+        return sasl_authenticate::legacy_token(shard, conn, &frame);
+    }
     let pre = header::preamble(&frame).ok_or(Fault::NoHeader)?;
     let api = match admit(&pre) {
         // Kafka's rule: answer an unknown ApiVersions version with a v0 body carrying
@@ -170,6 +200,9 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAdd
         }
         r => r?,
     };
+    if let Some(reason) = conn.refuses(api, std::time::Instant::now()) {
+        return Err(Fault::Authentication(reason));
+    }
     let (hdr, body) = header::parse(api, pre.api_version, frame).map_err(|e| Fault::Decode {
         api,
         version: pre.api_version,
@@ -180,8 +213,10 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAdd
         version: pre.api_version,
         correlation_id: pre.correlation_id,
         client_id: hdr.client_id.map(|c| c.to_string()),
-        peer,
+        peer: conn.peer,
         body,
+        session: conn.session(),
+        conn: conn.clone(),
     };
     match api {
         ApiKey::Produce => produce::handle(shard, req).await,
@@ -207,6 +242,13 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, peer: std::net::SocketAdd
         ApiKey::DeleteGroups => delete_groups::handle(shard, req).await,
         ApiKey::OffsetDelete => offset_delete::handle(shard, req).await,
         ApiKey::InitProducerId => init_producer_id::handle(shard, req).await,
+        ApiKey::SaslHandshake => sasl_handshake::handle(shard, &req),
+        ApiKey::SaslAuthenticate => sasl_authenticate::handle(shard, &req),
+        ApiKey::CreateAcls => create_acls::handle(shard, req).await,
+        ApiKey::DescribeAcls => describe_acls::handle(shard, req),
+        ApiKey::DeleteAcls => delete_acls::handle(shard, req).await,
+        ApiKey::DescribeUserScramCredentials => describe_user_scram_credentials::handle(shard, req),
+        ApiKey::AlterUserScramCredentials => alter_user_scram_credentials::handle(shard, req).await,
         _ => Err(Fault::UnknownApi(pre.api_key)),
     }
 }

@@ -1,14 +1,19 @@
 //! OffsetCommit: checked here (the topic must exist, metadata at most
 //! `offset.metadata.max.bytes`), then validated against the group's generation and appended
 //! to `__consumer_offsets` on the group's home shard; acknowledged once durable.
+//!
+//! Authorization, Kafka's: READ on the group (else every partition answers
+//! GROUP_AUTHORIZATION_FAILED), and READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
+//! partitions, decided before the topic's existence).
 
 use std::rc::Rc;
 
 use proto_kafka::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use proto_kafka::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse};
 
-use super::group_call::{call, opt_str};
-use super::{ApiSpec, Outcome, Request};
+use super::group_call::{admit, call, opt_str};
+use super::{authz, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::group::{CommitEntry, GroupOp};
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
@@ -22,15 +27,17 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: OffsetCommitRequest = req.decode()?;
     let group = r.group_id.to_string();
     let catalog = shard.catalog();
+    let group_refusal = admit(shard, &req, &group, Operation::Read).err();
     // (topic, partition, early error)
     let mut slots: Vec<(String, i32, Option<ErrorCode>)> = Vec::new();
     let mut entries = Vec::new();
     for t in &r.topics {
         let topic = t.name.to_string();
         let meta = catalog.topic(&topic);
+        let refusal = group_refusal.or_else(|| authz::topic_or_fail(shard, &req, Operation::Read, &topic).err());
         for p in &t.partitions {
-            let early = if group.is_empty() {
-                Some(ErrorCode::InvalidGroupId)
+            let early = if refusal.is_some() {
+                refusal
             } else if meta.is_none_or(|m| p.partition_index < 0 || p.partition_index >= m.partitions()) {
                 Some(ErrorCode::UnknownTopicOrPartition)
             } else if p.committed_metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {

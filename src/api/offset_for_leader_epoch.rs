@@ -1,13 +1,17 @@
 //! OffsetForLeaderEpoch: consumers validate their position after a metadata change. This
 //! broker has had one leader epoch (0) for every partition, so epoch 0 ends at the log end
 //! and any later epoch is unknown.
+//!
+//! Authorization, Kafka's (KIP-320): CLUSTER_ACTION on the cluster (brokers) or DESCRIBE on
+//! the topic (consumers), else TOPIC_AUTHORIZATION_FAILED.
 
 use std::rc::Rc;
 
 use proto_kafka::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
 use proto_kafka::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use super::{ApiSpec, Outcome, Request};
+use super::{authz, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::shard::{Shard, Tp};
 
@@ -17,8 +21,10 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: OffsetForLeaderEpochRequest = req.decode()?;
     let catalog = shard.catalog();
     let mut resp = OffsetForLeaderEpochResponse::default();
+    let cluster_action = authz::cluster(shard, &req, Operation::ClusterAction);
     for t in r.topics {
         let meta = catalog.topic(t.topic.as_str());
+        let allowed = cluster_action || authz::topic(shard, &req, Operation::Describe, &t.topic);
         let mut tr = OffsetForLeaderTopicResult::default();
         for p in &t.partitions {
             let mut e = EpochEndOffset::default();
@@ -26,6 +32,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             e.leader_epoch = -1;
             e.end_offset = -1;
             let result = match meta {
+                _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
                 None => Err(ErrorCode::UnknownTopicOrPartition),
                 Some(m) if p.partition < 0 || p.partition >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
                 Some(_) if p.current_leader_epoch > 0 => Err(ErrorCode::UnknownLeaderEpoch),

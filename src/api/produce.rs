@@ -9,14 +9,19 @@
 //! Quota: the request's record bytes count against its client-id's `producer_byte_rate` once
 //! the appends are done; over it, the response carries the throttle time and the connection
 //! is muted for that long (see `quota`). acks=0 is charged too: only the mute tells it.
+//!
+//! Authorization, Kafka's: a request carrying transactional batches needs WRITE on its
+//! transactional id, or every partition fails; each topic needs WRITE, checked before its
+//! existence so that a refusal does not tell whether the topic exists.
 
 use std::rc::Rc;
 
 use proto_kafka::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use proto_kafka::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
-use super::{ApiSpec, Outcome, Request};
-use crate::protocol::ErrorCode;
+use super::{authz, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
+use crate::protocol::{batch, ErrorCode};
 use crate::quota::Kind;
 use crate::shard::{Shard, Tp};
 
@@ -35,20 +40,32 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         .flat_map(|t| &t.partition_data)
         .map(|p| p.records.as_ref().map_or(0, |b| b.len() as u64))
         .sum();
+    // Batch headers are only scanned when ACLs are enforced.
+    let transactional_refusal = (shard.authorizer_enabled()
+        && has_transactional_batches(&r)
+        && !r.transactional_id.as_ref().is_some_and(|id| authz::transactional_id(shard, &req, Operation::Write, id)))
+    .then_some(ErrorCode::TransactionalIdAuthorizationFailed);
     let mut topics = Vec::with_capacity(r.topic_data.len());
     for t in r.topic_data {
         let meta = if by_id { catalog.topic_by_id(&t.topic_id) } else { catalog.topic(t.name.as_str()) };
         let unknown = if by_id { ErrorCode::UnknownTopicId } else { ErrorCode::UnknownTopicOrPartition };
+        // An unknown topic id has no name to check: it stays UNKNOWN_TOPIC_ID.
+        let acl_name = if by_id { meta.map(|m| m.name.as_str()) } else { Some(t.name.as_str()) };
+        let refusal = transactional_refusal
+            .or_else(|| acl_name.and_then(|n| authz::topic_or_fail(shard, &req, Operation::Write, n).err()));
         let mut parts = Vec::with_capacity(t.partition_data.len());
         for p in t.partition_data {
-            let pending = match (meta, p.records) {
+            let pending = match (refusal, meta, p.records) {
                 _ if !acks_ok => Err(ErrorCode::InvalidRequiredAcks),
-                (None, _) => Err(unknown),
+                (Some(e), _, _) => Err(e),
+                (None, None, _) => Err(unknown),
                 // Only the broker writes its internal topics (Kafka answers the same).
-                (Some(m), _) if m.name == crate::group::offsets::TOPIC => Err(ErrorCode::InvalidTopicException),
-                (Some(m), _) if p.index < 0 || p.index >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
-                (Some(_), None) => Err(ErrorCode::InvalidRecord),
-                (Some(m), Some(records)) => {
+                (None, Some(m), _) if m.name == crate::group::offsets::TOPIC => Err(ErrorCode::InvalidTopicException),
+                (None, Some(m), _) if p.index < 0 || p.index >= m.partitions() => {
+                    Err(ErrorCode::UnknownTopicOrPartition)
+                }
+                (None, Some(_), None) => Err(ErrorCode::InvalidRecord),
+                (None, Some(m), Some(records)) => {
                     let tp = Tp { topic: m.id, partition: p.index };
                     let shard = shard.clone();
                     Ok(glommio::spawn_local(crate::metrics::inherit(async move { shard.produce(tp, records).await })))
@@ -105,6 +122,23 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     }
     resp.throttle_time_ms = charge_quota(shard, &req, record_bytes);
     req.respond(&resp)
+}
+
+/// Whether any partition carries a transactional batch (Kafka's `hasTransactionalRecords`).
+/// Only batch headers are read; a malformed partition ends its scan and is refused later.
+fn has_transactional_batches(r: &ProduceRequest) -> bool {
+    r.topic_data.iter().flat_map(|t| &t.partition_data).filter_map(|p| p.records.as_deref()).any(|mut records| {
+        while let Ok(h) = batch::read_header(records) {
+            if h.is_transactional() {
+                return true;
+            }
+            match records.get(h.size..) {
+                Some(rest) if !rest.is_empty() => records = rest,
+                _ => break,
+            }
+        }
+        false
+    })
 }
 
 /// Counts the request's record bytes against its client's producer quota; returns the

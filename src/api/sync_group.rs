@@ -1,14 +1,14 @@
 //! SyncGroup: the leader hands in the assignment; every member gets its own once the
-//! leader's has arrived.
+//! leader's has arrived. Needs READ on the group.
 
 use std::rc::Rc;
 
 use proto_kafka::messages::{ApiKey, SyncGroupRequest, SyncGroupResponse};
 
-use super::group_call::{call, opt_str};
+use super::group_call::{admit, call, opt_str};
 use super::{str_bytes, ApiSpec, Outcome, Request};
+use crate::auth::acl::Operation;
 use crate::group::{GroupOp, SyncRequest, SyncResponse};
-use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::SyncGroup, 0, 5);
@@ -16,8 +16,8 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::SyncGroup, 0, 5);
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: SyncGroupRequest = req.decode()?;
     let group = r.group_id.to_string();
-    let result = if group.is_empty() {
-        SyncResponse { error: Some(ErrorCode::InvalidGroupId), ..Default::default() }
+    let result = if let Err(e) = admit(shard, &req, &group, Operation::Read) {
+        SyncResponse { error: Some(e), ..Default::default() }
     } else {
         let sync = SyncRequest {
             token: 0,

@@ -62,15 +62,19 @@ pub enum ErrorKind {
     Encode,
     /// Answered, with a non-zero Kafka error code in the response (Produce and Fetch).
     ErrorCode,
+    /// A failed SASL authentication, or a request out of place in the SASL exchange (the
+    /// connection is closed after the failed-authentication delay).
+    Authentication,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 5] = [
+    pub const ALL: [ErrorKind; 6] = [
         ErrorKind::UnknownApi,
         ErrorKind::UnsupportedVersion,
         ErrorKind::Decode,
         ErrorKind::Encode,
         ErrorKind::ErrorCode,
+        ErrorKind::Authentication,
     ];
 
     pub fn label(self) -> &'static str {
@@ -80,6 +84,7 @@ impl ErrorKind {
             ErrorKind::Decode => "decode",
             ErrorKind::Encode => "encode",
             ErrorKind::ErrorCode => "error_code",
+            ErrorKind::Authentication => "authentication",
         }
     }
 }
@@ -178,6 +183,11 @@ pub struct ShardMetrics {
     pub creation_throttled: Counter,
     /// Partitions opened after an unclean stop, whose log tail was scanned batch by batch.
     pub log_recoveries: Counter,
+    /// SASL authentications that succeeded and that failed.
+    pub authentications: Counter,
+    pub authentication_failures: Counter,
+    /// TLS handshakes that failed or timed out.
+    pub tls_handshake_failures: Counter,
     pub fsync: Histogram,
 }
 
@@ -216,6 +226,9 @@ impl ShardMetrics {
             memory_waits: Counter::default(),
             creation_throttled: Counter::default(),
             log_recoveries: Counter::default(),
+            authentications: Counter::default(),
+            authentication_failures: Counter::default(),
+            tls_handshake_failures: Counter::default(),
             fsync: Histogram::default(),
         }
     }
@@ -351,6 +364,18 @@ impl Probe {
     /// An append whose acknowledgement was not ready at once: it parked until the log writer
     /// had written (and, under `flush = always`, synced) it.
     /// An accepted connection waited for max_connection_creation_rate.
+    /// A SASL exchange ended: authenticated, or failed.
+    pub fn authenticated(&self, ok: bool) {
+        match ok {
+            true => self.m.authentications.inc(),
+            false => self.m.authentication_failures.inc(),
+        }
+    }
+
+    pub fn tls_handshake_failed(&self) {
+        self.m.tls_handshake_failures.inc();
+    }
+
     pub fn creation_throttled(&self) {
         self.m.creation_throttled.inc();
     }

@@ -291,6 +291,24 @@ impl Collector for Shards {
         )?;
         counter(
             &mut enc,
+            "sasl_authentications",
+            "SASL authentications that succeeded (re-authentications included).",
+            &per_shard(&|m| m.authentications.get()),
+        )?;
+        counter(
+            &mut enc,
+            "sasl_authentication_failures",
+            "SASL authentications that failed (wrong password, unknown user, bad exchange).",
+            &per_shard(&|m| m.authentication_failures.get()),
+        )?;
+        counter(
+            &mut enc,
+            "tls_handshake_failures",
+            "TLS handshakes that failed or did not finish within connections_max_idle_ms.",
+            &per_shard(&|m| m.tls_handshake_failures.get()),
+        )?;
+        counter(
+            &mut enc,
             "log_recoveries",
             "Partitions opened after an unclean stop, whose newest segment was scanned and cut at the first bad batch.",
             &per_shard(&|m| m.log_recoveries.get()),

@@ -30,6 +30,14 @@
 //! budgets from the read until its request's response is written; with either spent the
 //! reader reads nothing until responses give bytes back.
 //!
+//! Security (`auth::sasl`, `net::tls`): on a TLS listener the TLS handshake comes first
+//! (bounded by the idle timeout), then everything is read and written through the TLS
+//! stream; file regions are read and written rather than sent with sendfile, which cannot
+//! encrypt. Until the connection has authenticated, frames are capped at
+//! `sasl_server_max_receive_size`, and any error closes it only after the failed-
+//! authentication delay, as Kafka does, so a password-guessing client gets one guess per
+//! delay on each connection.
+//!
 //! Metrics recorded here (through the shard's probe): connections opened and closed (by the
 //! client, on an error, or idle), bytes read and written, and for each request, once its response
 //! has been written, its latency phases. The frame's arrival time travels beside its task
@@ -46,13 +54,15 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_lite::io::{ReadHalf, WriteHalf};
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpStream;
 use glommio::Task;
 
 use super::memory::{Budget, Held};
 use super::sendfile::{copy_region, send_region};
+use crate::auth::sasl::ConnSecurity;
+use crate::listener::Listener;
 use crate::metrics::{Closed, HandlerTiming, Probe};
 use crate::protocol::frame::{self, Framing};
 use crate::protocol::response::{Chunk, Response};
@@ -70,6 +80,10 @@ pub struct Limits {
     pub zero_copy: bool,
     /// Close the connection after this long without a complete request (see the module doc).
     pub idle: Duration,
+    /// The largest frame before authentication (`sasl_server_max_receive_size`).
+    pub pre_auth_max_frame: u32,
+    /// How long a connection whose authentication failed waits before it closes.
+    pub failed_auth_delay: Duration,
 }
 
 /// What the idle watchdog watches, written by the reader and the writer.
@@ -117,6 +131,8 @@ pub struct Handled {
     /// How long a quota throttles the client: the connection reads no request for this long
     /// after the response is written (zero: not throttled).
     pub throttle: Duration,
+    /// Close the connection this long after writing the response (authentication failed).
+    pub close_after: Option<Duration>,
 }
 
 /// A request in flight: its handler's task, when its frame was read, and the frame's bytes
@@ -133,8 +149,19 @@ const READ_MAX: usize = 1 << 20;
 /// How often a connection waiting for memory budget looks again.
 const MEMORY_RETRY: Duration = Duration::from_millis(5);
 
-pub async fn serve<F, Fut>(stream: TcpStream, peer: SocketAddr, limits: Limits, probe: Probe, dispatch: F)
-where
+/// Serves one accepted connection of `listener` until it closes. `tls` is set on SSL and
+/// SASL_SSL listeners; `make_dispatch` makes the request handler once the connection's
+/// security state is known (after the TLS handshake, which may name a client certificate).
+pub async fn serve<M, F, Fut>(
+    stream: TcpStream,
+    peer: SocketAddr,
+    listener: Rc<Listener>,
+    tls: Option<futures_rustls::TlsAcceptor>,
+    limits: Limits,
+    probe: Probe,
+    make_dispatch: M,
+) where
+    M: FnOnce(Rc<ConnSecurity>) -> F,
     F: Fn(Bytes) -> Fut + 'static,
     Fut: Future<Output = Handled> + 'static,
 {
@@ -146,6 +173,55 @@ where
         return;
     }
     let _ = stream.set_nodelay(true);
+    let Some(acceptor) = tls else {
+        let sec = Rc::new(ConnSecurity::new(listener, peer, None));
+        let dispatch = make_dispatch(sec.clone());
+        return run(stream, fd, peer, limits, probe, sec, dispatch).await;
+    };
+    // The fallible form hands the socket back on failure, so it stays open for the delay.
+    let handshake =
+        glommio::timer::timeout(limits.idle, async { Ok(acceptor.accept(stream).into_fallible().await) }).await;
+    let stream = match handshake {
+        Ok(Ok(s)) => s,
+        failed => {
+            let (why, socket) = match failed {
+                Ok(Err((e, socket))) => (format!("TLS handshake failed: {e}"), Some(socket)),
+                _ => (format!("no TLS handshake within {:?} (connections_max_idle_ms)", limits.idle), None),
+            };
+            tracing::info!(%peer, listener = %listener.name, "closing connection: {why}");
+            probe.tls_handshake_failed();
+            glommio::timer::sleep(limits.failed_auth_delay).await;
+            drop(socket);
+            probe.connection_closed(Closed::Error);
+            return;
+        }
+    };
+    let principal = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|certs| certs.first())
+        .and_then(super::tls::certificate_principal);
+    let sec = Rc::new(ConnSecurity::new(listener, peer, principal));
+    let dispatch = make_dispatch(sec.clone());
+    // sendfile would bypass the encryption.
+    let limits = Limits { zero_copy: false, ..limits };
+    run(stream, fd, peer, limits, probe, sec, dispatch).await
+}
+
+async fn run<S, F, Fut>(
+    stream: S,
+    fd: RawFd,
+    peer: SocketAddr,
+    limits: Limits,
+    probe: Probe,
+    sec: Rc<ConnSecurity>,
+    dispatch: F,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
+    F: Fn(Bytes) -> Fut + 'static,
+    Fut: Future<Output = Handled> + 'static,
+{
     let now = Instant::now();
     let live = Rc::new(Liveness {
         last: Cell::new(now),
@@ -158,7 +234,12 @@ where
     let (reader, writer) = futures_lite::io::split(stream);
     let (tx, rx) = local_channel::new_bounded(limits.max_in_flight);
     let writer = glommio::spawn_local(write_loop(writer, fd, peer, limits.zero_copy, probe.clone(), rx, live.clone()));
-    let read = read_loop(reader, &limits, &probe, &dispatch, &tx, &live).await;
+    let read = read_loop(reader, &limits, &probe, &dispatch, &tx, &live, &sec).await;
+    if read.is_err() && !sec.authenticated() {
+        // Kafka's failed-authentication delay: garbage before authentication (a bad frame,
+        // an oversized one) closes the connection only after it.
+        glommio::timer::sleep(limits.failed_auth_delay).await;
+    }
     drop(watchdog); // cancels it: the reading is over
     let idle = live.timed_out.get();
     match &read {
@@ -206,15 +287,17 @@ async fn watch_idle(fd: RawFd, idle: Duration, live: Rc<Liveness>) {
     }
 }
 
-async fn read_loop<F, Fut>(
-    mut reader: ReadHalf<TcpStream>,
+async fn read_loop<S, F, Fut>(
+    mut reader: ReadHalf<S>,
     limits: &Limits,
     probe: &Probe,
     dispatch: &F,
     tx: &local_channel::LocalSender<InFlight>,
     live: &Liveness,
+    sec: &ConnSecurity,
 ) -> Result<(), String>
 where
+    S: AsyncRead + AsyncWrite + Unpin,
     F: Fn(Bytes) -> Fut + 'static,
     Fut: Future<Output = Handled> + 'static,
 {
@@ -227,7 +310,14 @@ where
             glommio::timer::sleep(muted).await;
             continue; // a response written meanwhile may have extended the mute
         }
-        let want = match frame::check(&buf, limits.max_frame).map_err(|e| e.to_string())? {
+        let max_frame = match sec.authenticated() {
+            true => limits.max_frame,
+            false => limits.pre_auth_max_frame.min(limits.max_frame),
+        };
+        let want = match frame::check(&buf, max_frame).map_err(|e| match sec.authenticated() {
+            true => e.to_string(),
+            false => format!("{e} before authentication (sasl_server_max_receive_size)"),
+        })? {
             Framing::Complete { len } => {
                 let received = Instant::now();
                 live.request_read(received);
@@ -269,8 +359,8 @@ where
 }
 
 /// Writes responses in request order; returns whether it stopped on an error.
-async fn write_loop(
-    mut writer: WriteHalf<TcpStream>,
+async fn write_loop<S: AsyncRead + AsyncWrite + Unpin>(
+    mut writer: WriteHalf<S>,
     fd: RawFd,
     peer: SocketAddr,
     zero_copy: bool,
@@ -302,6 +392,13 @@ async fn write_loop(
         probe.request_done(&handled.timing, received, sending, written);
         live.request_done(written);
         live.throttle(written, handled.throttle);
+        let failure = match (failure, handled.close_after) {
+            (None, Some(delay)) => {
+                glommio::timer::sleep(delay).await;
+                Some("authentication failed".to_string())
+            }
+            (failure, _) => failure,
+        };
         if let Some(reason) = failure {
             tracing::warn!(%peer, "closing connection: {reason}");
             // Wake the reader (blocked in read) so the whole connection ends.
@@ -318,7 +415,12 @@ async fn write_loop(
     false
 }
 
-async fn write_response(w: &mut WriteHalf<TcpStream>, fd: RawFd, zero_copy: bool, resp: Response) -> io::Result<()> {
+async fn write_response<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    fd: RawFd,
+    zero_copy: bool,
+    resp: Response,
+) -> io::Result<()> {
     for chunk in &resp.chunks {
         match chunk {
             Chunk::Bytes(b) => w.write_all(b).await?,
@@ -326,5 +428,6 @@ async fn write_response(w: &mut WriteHalf<TcpStream>, fd: RawFd, zero_copy: bool
             Chunk::File(region) => copy_region(w, region).await?,
         }
     }
-    Ok(())
+    // A TLS stream holds written bytes until flushed; a plain socket has nothing to flush.
+    w.flush().await
 }

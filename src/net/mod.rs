@@ -9,3 +9,4 @@ pub mod connection;
 pub mod creation_rate;
 pub mod memory;
 pub mod sendfile;
+pub mod tls;

@@ -130,6 +130,21 @@ pub enum Msg {
     AllocateProducerId {
         reply: oneshot::Sender<Result<i64, ErrorCode>>,
     },
+    /// To the controller: add ACLs.
+    CreateAcls {
+        bindings: Vec<crate::auth::acl::AclBinding>,
+        reply: oneshot::Sender<Result<(), super::security::Failure>>,
+    },
+    /// To the controller: delete the ACLs each filter matches.
+    DeleteAcls {
+        filters: Vec<crate::auth::acl::AclFilter>,
+        reply: oneshot::Sender<Result<Vec<Vec<crate::auth::acl::AclBinding>>, super::security::Failure>>,
+    },
+    /// To the controller: set or delete users' SCRAM credentials.
+    AlterCredentials {
+        changes: Vec<(String, super::security::CredentialChange)>,
+        reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
+    },
     /// To every shard: the groups it coordinates, filtered by state (empty: all).
     ListGroups {
         states: Vec<String>,

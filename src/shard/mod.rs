@@ -12,6 +12,7 @@
 pub mod controller;
 pub mod message;
 pub mod producer_ids;
+pub mod security;
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -25,6 +26,8 @@ use futures_channel::oneshot;
 use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender};
 use glommio::{GlommioError, ResourceType};
 
+use crate::auth::acl::{Acls, AuthorizerConfig, Operation, ResourceType as AclResource};
+use crate::auth::Session;
 use crate::config::Config;
 use crate::group::coordinator::Coordinator;
 use crate::group::{offsets, GroupLimits, GroupListing, GroupOp};
@@ -38,19 +41,17 @@ pub use message::{ConfigOp, Msg, NewTopic, TopicConfigChange, TopicResult, Tp};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ShardId(pub usize);
 
-/// The host and port clients are told to connect to.
-#[derive(Debug, Clone)]
-pub struct Advertised {
-    pub host: String,
-    pub port: u16,
-}
-
 pub struct Shard {
     pub id: ShardId,
     pub count: usize,
     pub config: Rc<Config>,
-    pub advertised: Advertised,
     pub log_config: LogConfig,
+    /// The ACLs of the current catalog, indexed: read on every request without a lock.
+    acls: RefCell<Rc<Acls>>,
+    /// None when ACLs are not enforced (`authorizer_enabled` off).
+    authorizer: Option<AuthorizerConfig>,
+    /// SASL mechanisms offered on SASL listeners.
+    pub sasl_mechanisms: Vec<String>,
     catalog: RefCell<Arc<Catalog>>,
     logs: RefCell<HashMap<Tp, Rc<Partition>>>,
     /// Senders to every other shard, by shard index (None for this shard).
@@ -79,7 +80,6 @@ impl Shard {
     pub fn new(
         id: ShardId,
         config: Rc<Config>,
-        advertised: Advertised,
         catalog: Catalog,
         peers: Vec<Option<ConnectedSender<Msg>>>,
         probe: Probe,
@@ -113,8 +113,13 @@ impl Shard {
             id,
             count,
             log_config: LogConfig::from_config(&config),
+            acls: RefCell::new(Rc::new(Acls::new(catalog.acls.clone()))),
+            authorizer: config.authorizer_enabled.then(|| AuthorizerConfig {
+                super_users: config.super_user_list(),
+                allow_everyone_if_no_acl_found: config.allow_everyone_if_no_acl_found,
+            }),
+            sasl_mechanisms: config.sasl_mechanisms().unwrap_or_default(),
             config,
-            advertised,
             catalog: RefCell::new(Arc::new(catalog)),
             logs: RefCell::new(HashMap::new()),
             peers,
@@ -126,6 +131,32 @@ impl Shard {
 
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.borrow().clone()
+    }
+
+    /// The current ACL snapshot.
+    pub fn acls(&self) -> Rc<Acls> {
+        self.acls.borrow().clone()
+    }
+
+    /// Whether ACLs are enforced.
+    pub fn authorizer_enabled(&self) -> bool {
+        self.authorizer.is_some()
+    }
+
+    /// May `session` do `op` on the resource? Always yes without an authorizer.
+    pub fn authorize(&self, session: &Session, op: Operation, resource: AclResource, name: &str) -> bool {
+        match &self.authorizer {
+            None => true,
+            Some(cfg) => self.acls.borrow().authorize(cfg, &session.principal, session.host, op, resource, name),
+        }
+    }
+
+    /// May `session` do `op` on some resource of this type (Kafka's authorizeByResourceType)?
+    pub fn authorize_any(&self, session: &Session, op: Operation, resource: AclResource) -> bool {
+        match &self.authorizer {
+            None => true,
+            Some(cfg) => self.acls.borrow().authorize_any(cfg, &session.principal, session.host, op, resource),
+        }
     }
 
     fn log(&self, tp: &Tp) -> Result<Rc<Partition>, ErrorCode> {
@@ -274,6 +305,43 @@ impl Shard {
         self.call(0, |reply| Msg::DeleteTopics { names, reply }).await.unwrap_or_else(|e| vec![Err(e); n])
     }
 
+    pub async fn create_acls(
+        self: &Rc<Self>,
+        bindings: Vec<crate::auth::acl::AclBinding>,
+    ) -> Result<(), security::Failure> {
+        if self.id.0 == 0 {
+            return security::create_acls(self, bindings).await;
+        }
+        self.call(0, |reply| Msg::CreateAcls { bindings, reply })
+            .await
+            .unwrap_or_else(|e| Err((e, "controller unreachable".into())))
+    }
+
+    pub async fn delete_acls(
+        self: &Rc<Self>,
+        filters: Vec<crate::auth::acl::AclFilter>,
+    ) -> Result<Vec<Vec<crate::auth::acl::AclBinding>>, security::Failure> {
+        if self.id.0 == 0 {
+            return security::delete_acls(self, filters).await;
+        }
+        self.call(0, |reply| Msg::DeleteAcls { filters, reply })
+            .await
+            .unwrap_or_else(|e| Err((e, "controller unreachable".into())))
+    }
+
+    pub async fn alter_credentials(
+        self: &Rc<Self>,
+        changes: Vec<(String, security::CredentialChange)>,
+    ) -> Vec<Result<(), security::Failure>> {
+        if self.id.0 == 0 {
+            return security::alter_credentials(self, changes).await;
+        }
+        let n = changes.len();
+        self.call(0, |reply| Msg::AlterCredentials { changes, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+    }
+
     /// Installs a catalog snapshot: opens partitions newly homed here, closes and deletes
     /// those of deleted topics. Older snapshots than the current one are ignored.
     pub async fn apply_catalog(&self, catalog: Arc<Catalog>) {
@@ -321,6 +389,9 @@ impl Shard {
                 }
                 Err(e) => tracing::error!(topic = %name, partition = tp.partition, "cannot open partition: {e}"),
             }
+        }
+        if self.acls.borrow().bindings() != catalog.acls.as_slice() {
+            *self.acls.borrow_mut() = Rc::new(Acls::new(catalog.acls.clone()));
         }
         *self.catalog.borrow_mut() = catalog;
         self.probe.partitions(self.logs.borrow().len());
@@ -405,6 +476,15 @@ impl Shard {
             }
             Msg::ListGroups { states, reply } => {
                 let _ = reply.send(self.groups.list(&states));
+            }
+            Msg::CreateAcls { bindings, reply } => {
+                let _ = reply.send(security::create_acls(&self, bindings).await);
+            }
+            Msg::DeleteAcls { filters, reply } => {
+                let _ = reply.send(security::delete_acls(&self, filters).await);
+            }
+            Msg::AlterCredentials { changes, reply } => {
+                let _ = reply.send(security::alter_credentials(&self, changes).await);
             }
         }
     }

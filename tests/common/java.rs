@@ -31,6 +31,33 @@ pub fn classpath() -> String {
 /// `java -cp … ringbroker.interop.Main <args>`, with client logging at WARN.
 /// Builds the harness first if this test binary has not yet.
 pub fn command(args: &[&str]) -> Command {
+    tool("ringbroker.interop.Main", args)
+}
+
+/// `java -cp … <class> <args>`: the `main` of any class on the harness's classpath (kafka-clients
+/// and kafka-tools), with the same JVM and logging settings as [`command`]. Kafka's `bin/*.sh`
+/// scripts are thin wrappers around such classes.
+///
+/// `bin/kafka-acls.sh` is `org.apache.kafka.tools.AclCommand`, e.g.
+///
+/// ```ignore
+/// let out = java::tool(
+///     "org.apache.kafka.tools.AclCommand",
+///     &["--bootstrap-server", &addr, "--command-config", props, // props: security settings (see write_props)
+///       "--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "t"],
+/// )
+/// .output()
+/// .unwrap();
+/// ```
+///
+/// `--list [--topic T | --group G | --cluster | --transactional-id X]` prints the bindings;
+/// `--remove` needs `--force` (without it the tool asks on the console, finds none, and fails
+/// with a NullPointerException, removing nothing). `--producer` / `--consumer
+/// --group G` add the usual sets of operations; `--resource-pattern-type prefixed` makes prefixed
+/// bindings. `--add` and `--list` print the bindings on stdout. When the broker rejects a request
+/// the tool exits 1 and prints `Error while executing ACL command: <exception>` and the stack
+/// trace on stdout (not stderr); `--help` also exits 1.
+pub fn tool(class: &str, args: &[&str]) -> Command {
     let cp = classpath();
     let mut c = Command::new(java_bin());
     c.arg("-Xmx512m")
@@ -38,10 +65,43 @@ pub fn command(args: &[&str]) -> Command {
         .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
         .arg("-cp")
         .arg(cp)
-        .arg("ringbroker.interop.Main")
+        .arg(class)
         .args(args)
         .stdin(Stdio::null());
     c
+}
+
+/// Writes a Java properties file (`--props` of the harness's security subcommands,
+/// `--command-config` of Kafka's tools) and returns its path.
+pub fn write_props<K: AsRef<str>, V: AsRef<str>>(path: &Path, entries: &[(K, V)]) -> PathBuf {
+    let escape = |s: &str, key: bool| {
+        let mut out = String::with_capacity(s.len());
+        for ch in s.chars() {
+            match ch {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '=' | ':' | ' ' | '#' | '!' if key => {
+                    out.push('\\');
+                    out.push(ch);
+                }
+                // Kafka's tools load the file as ISO 8859-1: anything else as \uXXXX.
+                _ if !ch.is_ascii() => {
+                    for unit in ch.encode_utf16(&mut [0; 2]) {
+                        out.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+                _ => out.push(ch),
+            }
+        }
+        out
+    };
+    let mut text = String::new();
+    for (k, v) in entries {
+        text.push_str(&format!("{}={}\n", escape(k.as_ref(), true), escape(v.as_ref(), false)));
+    }
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path.to_path_buf()
 }
 
 /// Runs the command to completion, echoing its stdout/stderr into the test's captured output.

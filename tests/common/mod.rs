@@ -13,6 +13,9 @@ use std::time::Duration;
 const READY_PREFIX: &str = "ringbroker listening on ";
 /// The line the broker prints, before the ready line, when its admin (metrics) listener is on.
 const ADMIN_PREFIX: &str = "ringbroker admin listening on ";
+/// The lines the broker prints, before the ready line, one per listener:
+/// `ringbroker listener NAME (PROTOCOL) on HOST:PORT`.
+const LISTENER_PREFIX: &str = "ringbroker listener ";
 
 pub struct Broker {
     child: Option<Child>,
@@ -21,6 +24,8 @@ pub struct Broker {
     /// port (RINGBROKER_ADMIN_LISTEN=127.0.0.1:0) so that parallel brokers do not all
     /// claim the default 9644; `--admin-listen` in the args still wins.
     pub admin_addr: Option<SocketAddr>,
+    /// Every listener's bound address by name (`PLAINTEXT`, `SASL_SSL`, ...).
+    pub listeners: std::collections::HashMap<String, SocketAddr>,
     pub data_dir: PathBuf,
     _tmp: Option<tempfile::TempDir>,
 }
@@ -62,30 +67,43 @@ impl Broker {
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             let mut admin = None;
+            let mut listeners = std::collections::HashMap::new();
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 if let Some(rest) = line.strip_prefix(ADMIN_PREFIX) {
                     admin = Some(rest.trim().to_string());
+                } else if let Some(rest) = line.strip_prefix(LISTENER_PREFIX) {
+                    // NAME (PROTOCOL) on ADDR
+                    let name = rest.split_whitespace().next().unwrap_or_default().to_string();
+                    if let Some((_, addr)) = rest.rsplit_once(" on ") {
+                        listeners.insert(name, addr.trim().parse::<SocketAddr>().expect("listener address"));
+                    }
                 } else if let Some(rest) = line.strip_prefix(READY_PREFIX) {
                     if let Some(tx) = tx.take() {
-                        let _ = tx.send((rest.trim().to_string(), admin.take()));
+                        let _ = tx.send((rest.trim().to_string(), admin.take(), std::mem::take(&mut listeners)));
                     }
                 } else {
                     println!("[broker stdout] {line}");
                 }
             }
         });
-        let (addr, admin_addr) = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok((a, admin)) => (
+        let (addr, admin_addr, listeners) = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok((a, admin, listeners)) => (
                 a.parse().expect("broker printed a socket address"),
                 admin.map(|a| a.parse().expect("broker printed an admin socket address")),
+                listeners,
             ),
             Err(_) => {
                 let _ = child.kill();
                 panic!("ringbroker did not report it was listening within 60 s");
             }
         };
-        Broker { child: Some(child), addr, admin_addr, data_dir: data_dir.to_path_buf(), _tmp: None }
+        Broker { child: Some(child), addr, admin_addr, listeners, data_dir: data_dir.to_path_buf(), _tmp: None }
+    }
+
+    /// The bound address of the listener named `name` (e.g. "SASL_SSL").
+    pub fn listener(&self, name: &str) -> SocketAddr {
+        *self.listeners.get(name).unwrap_or_else(|| panic!("the broker has no listener {name}: {:?}", self.listeners))
     }
 
     /// `host:port` for a client's bootstrap.servers.

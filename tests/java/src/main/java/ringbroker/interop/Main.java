@@ -15,10 +15,23 @@ import java.util.Arrays;
  *   group-stale-commit --bootstrap H:P --topic T --group G
  *   idem-produce  --bootstrap H:P --topic T --acked-file F [--partitions 4] [--records 100000] [--rate 0]
  *                 [--delivery-timeout-ms 120000] [--request-timeout-ms 30000] [--max-seconds 150]
+ *
+ *   secure-roundtrip --bootstrap H:P [--props F] --topic T [--records 1000] [--timeout-sec 15] [--idempotence true]
+ *   acl-probe     --bootstrap H:P [--props F] --action A [--topic T] [--group G] [--transactional-id X]
+ *                 [--timeout-sec 10]
+ *   scram-user    --bootstrap H:P [--props F] --user U --password P [--mechanism SCRAM-SHA-512]
+ *                 [--iterations 8192] [--delete] [--timeout-sec 15]
+ *   describe-scram --bootstrap H:P [--props F] [--user U[,U...]] [--timeout-sec 15]
  * </pre>
  *
+ * The last four are the security subcommands (see {@link Security}): {@code --props F} is a Java
+ * properties file of client settings (security.protocol, ssl.*, sasl.*) applied to every client
+ * they create; without it they use PLAINTEXT. Each prints one result line on stdout (acl-probe:
+ * ALLOWED / DENIED / ERROR, see {@link AclProbe}; the others OK or FAILED &lt;Exception&gt;: message).
+ *
  * Exit codes: 0 success, 1 a check failed (the message says which), 2 bad usage, 3 an unexpected
- * error (exception) got in the way of checking.
+ * error (exception) got in the way of checking. acl-probe exits 0 whether the action was allowed,
+ * denied or failed, 3 only for a harness bug.
  */
 public final class Main {
     static final int EXIT_OK = 0;
@@ -79,6 +92,21 @@ public final class Main {
                             + ".TransactionManager", "info");
                     code = IdemProduce.run(args);
                     break;
+                case "secure-roundtrip":
+                    code = SecureRoundtrip.run(args);
+                    break;
+                case "acl-probe":
+                    // A probe of a denied or hidden topic makes the client warn at every metadata
+                    // refresh; the result line says what happened.
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient", "error");
+                    code = AclProbe.run(args);
+                    break;
+                case "scram-user":
+                    code = ScramUser.run(args);
+                    break;
+                case "describe-scram":
+                    code = DescribeScram.run(args);
+                    break;
                 case "-h":
                 case "--help":
                 case "help":
@@ -129,7 +157,18 @@ public final class Main {
                 "  group-stale-commit --bootstrap H:P --topic T --group G [--timeout-sec 45]",
                 "  idem-produce  --bootstrap H:P --topic T --acked-file F [--partitions 4] [--records 100000]",
                 "                [--rate 0 (records/s, 0: unlimited)] [--delivery-timeout-ms 120000]",
-                "                [--request-timeout-ms 30000] [--max-seconds 150]"));
+                "                [--request-timeout-ms 30000] [--max-seconds 150]",
+                "  secure-roundtrip --bootstrap H:P [--props F] --topic T [--records 1000] [--timeout-sec 15]",
+                "                [--idempotence true|false]",
+                "  acl-probe     --bootstrap H:P [--props F] --action A [--topic T] [--group G] [--transactional-id X]",
+                "                [--timeout-sec 10]",
+                "                A: produce|idempotent-produce|consume|describe-topic|list-topics|create-topic|",
+                "                delete-topic|describe-configs|alter-configs|group-consume|describe-group|",
+                "                list-groups|delete-group|list-offsets|describe-cluster|describe-acls|init-transactions",
+                "  scram-user    --bootstrap H:P [--props F] --user U --password P [--mechanism SCRAM-SHA-512]",
+                "                [--iterations 8192] [--delete] [--timeout-sec 15]",
+                "  describe-scram --bootstrap H:P [--props F] [--user U[,U...]] [--timeout-sec 15]",
+                "  (--props F: a Java properties file of client security settings; absent = PLAINTEXT)"));
         System.exit(error == null ? EXIT_OK : EXIT_USAGE);
     }
 }
