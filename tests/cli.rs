@@ -14,15 +14,18 @@
 //!   --execute, refuses a group with an active member, and with --execute makes the group
 //!   read from the start again; Ctrl-C ends a group consumer cleanly (commit + leave).
 
+#[path = "common/cli.rs"]
+mod cli_run;
 #[path = "common/client.rs"]
 mod client;
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use cli_run::{cli, failure, json_of, run, run_with_input, stdout_of};
 use common::Broker;
 use ringbroker::cli::partitioner::partition_for_key;
 use serde_json::Value;
@@ -31,53 +34,14 @@ fn broker() -> Broker {
     Broker::start_args(&["--flush", "os", "--group-initial-rebalance-delay-ms", "0"])
 }
 
-/// The CLI with the broker given by the environment variable (`-b` is tested on its own).
-fn cli(b: &Broker) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ringbroker"));
-    c.env("RINGBROKER_BROKERS", b.bootstrap());
-    c
-}
-
-fn run(b: &Broker, args: &[&str]) -> Output {
-    cli(b).args(args).stdin(Stdio::null()).output().expect("run ringbroker")
-}
-
-fn run_with_input(b: &Broker, args: &[&str], input: &[u8]) -> Output {
-    let mut child =
-        cli(b).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().expect("wait")
-}
-
-fn stdout_of(out: &Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}): stdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("utf-8 output")
-}
-
-fn json_of(out: &Output, what: &str) -> Value {
-    let text = stdout_of(out, what);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {text}"))
-}
-
 /// One JSON document per line (what consume --format json prints).
 fn json_lines(out: &Output, what: &str) -> Vec<Value> {
     stdout_of(out, what).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
 }
 
-fn failure(out: &Output, code: i32) -> String {
-    assert_eq!(out.status.code(), Some(code), "stdout: {}", String::from_utf8_lossy(&out.stdout));
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 fn create_topic(b: &Broker, name: &str, partitions: usize) {
     let p = partitions.to_string();
-    stdout_of(&run(b, &["topic", "create", name, "-p", &p]), "topic create");
+    stdout_of(&run(b.addr, &["topic", "create", name, "-p", &p]), "topic create");
 }
 
 /// (key, value, headers) of consumed records, as the JSON lines carry them.
@@ -93,14 +57,14 @@ fn seen(r: &Value) -> Seen {
 fn topics_are_created_listed_described_and_deleted() {
     let b = broker();
     let created = json_of(
-        &run(&b, &["topic", "create", "orders", "-p", "3", "-c", "retention.ms=3600000", "--format", "json"]),
+        &run(b.addr, &["topic", "create", "orders", "-p", "3", "-c", "retention.ms=3600000", "--format", "json"]),
         "topic create",
     );
     assert_eq!(created["topic"], "orders");
     assert_eq!(created["partitions"], 3);
     assert_eq!(created["replication_factor"], 1);
 
-    let again = run(&b, &["topic", "create", "orders", "-p", "3"]);
+    let again = run(b.addr, &["topic", "create", "orders", "-p", "3"]);
     assert!(failure(&again, 1).contains("TOPIC_ALREADY_EXISTS (36)"));
 
     // -b on the command line instead of the environment variable.
@@ -113,12 +77,12 @@ fn topics_are_created_listed_described_and_deleted() {
     assert_eq!(orders.len(), 1, "{listed}");
     assert_eq!(orders[0]["partitions"], 3);
     assert_eq!(orders[0]["internal"], false);
-    let text = stdout_of(&run(&b, &["topic", "list"]), "topic list");
+    let text = stdout_of(&run(b.addr, &["topic", "list"]), "topic list");
     assert!(text.lines().next().unwrap().starts_with("NAME"), "{text}");
     assert!(text.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["orders", "3", "1"]), "{text}");
 
-    stdout_of(&run_with_input(&b, &["produce", "orders", "-p", "1"], b"a\nb\n"), "produce");
-    let described = json_of(&run(&b, &["topic", "describe", "orders", "--format", "json"]), "topic describe");
+    stdout_of(&run_with_input(b.addr, &["produce", "orders", "-p", "1"], b"a\nb\n"), "produce");
+    let described = json_of(&run(b.addr, &["topic", "describe", "orders", "--format", "json"]), "topic describe");
     let t = &described[0];
     assert_eq!(t["name"], "orders");
     let parts = t["partitions"].as_array().unwrap();
@@ -135,51 +99,51 @@ fn topics_are_created_listed_described_and_deleted() {
         t["configs"].as_array().unwrap().iter().find(|c| c["name"] == "retention.ms").expect("retention.ms");
     assert_eq!(retention["value"], "3600000");
     assert_eq!(retention["source"], "DYNAMIC_TOPIC_CONFIG");
-    let text = stdout_of(&run(&b, &["topic", "describe", "orders"]), "topic describe");
+    let text = stdout_of(&run(b.addr, &["topic", "describe", "orders"]), "topic describe");
     assert!(text.contains("HIGH-WATERMARK") && text.contains("retention.ms"), "{text}");
 
     // alter-config: SET shows as the topic's own value, DELETE goes back to the default, and
     // an unknown config is refused by name.
     let config_of = |name: &str| {
-        let d = json_of(&run(&b, &["topic", "describe", "orders", "--format", "json"]), "topic describe");
+        let d = json_of(&run(b.addr, &["topic", "describe", "orders", "--format", "json"]), "topic describe");
         d[0]["configs"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned().expect(name)
     };
-    stdout_of(&run(&b, &["topic", "alter-config", "orders", "--set", "retention.bytes=1000000"]), "alter-config");
+    stdout_of(&run(b.addr, &["topic", "alter-config", "orders", "--set", "retention.bytes=1000000"]), "alter-config");
     let bytes = config_of("retention.bytes");
     assert_eq!((&bytes["value"], &bytes["source"]), (&Value::from("1000000"), &Value::from("DYNAMIC_TOPIC_CONFIG")));
-    stdout_of(&run(&b, &["topic", "alter-config", "orders", "--delete", "retention.ms"]), "alter-config");
+    stdout_of(&run(b.addr, &["topic", "alter-config", "orders", "--delete", "retention.ms"]), "alter-config");
     let ms = config_of("retention.ms");
     assert_eq!((&ms["value"], &ms["source"]), (&Value::from("604800000"), &Value::from("DEFAULT_CONFIG")));
-    let bad = run(&b, &["topic", "alter-config", "orders", "--set", "retention.msec=1"]);
+    let bad = run(b.addr, &["topic", "alter-config", "orders", "--set", "retention.msec=1"]);
     let err = failure(&bad, 1);
     assert!(err.contains("INVALID_CONFIG (40)") && err.contains("retention.msec"), "{err}");
 
-    let deleted = json_of(&run(&b, &["topic", "delete", "orders", "--format", "json"]), "topic delete");
+    let deleted = json_of(&run(b.addr, &["topic", "delete", "orders", "--format", "json"]), "topic delete");
     assert_eq!(deleted["deleted"], serde_json::json!(["orders"]));
-    let listed = json_of(&run(&b, &["topic", "list", "--format", "json"]), "topic list");
+    let listed = json_of(&run(b.addr, &["topic", "list", "--format", "json"]), "topic list");
     assert!(listed.as_array().unwrap().iter().all(|t| t["name"] != "orders"), "{listed}");
-    let gone = run(&b, &["topic", "describe", "orders"]);
+    let gone = run(b.addr, &["topic", "describe", "orders"]);
     assert!(failure(&gone, 1).contains("UNKNOWN_TOPIC_OR_PARTITION (3)"));
-    let gone = run(&b, &["topic", "delete", "orders"]);
+    let gone = run(b.addr, &["topic", "delete", "orders"]);
     assert!(failure(&gone, 1).contains("UNKNOWN_TOPIC_OR_PARTITION (3)"));
 
     // Usage errors are clap's: exit 2.
-    failure(&run(&b, &["topic", "create"]), 2);
-    failure(&run(&b, &["consume", "orders", "--offset", "yesterday"]), 2);
+    failure(&run(b.addr, &["topic", "create"]), 2);
+    failure(&run(b.addr, &["consume", "orders", "--offset", "yesterday"]), 2);
 }
 
 #[test]
 fn a_retention_lowered_by_alter_config_deletes_old_segments() {
     let b = Broker::start_args(&["--retention-check-interval-ms", "100"]);
-    stdout_of(&run(&b, &["topic", "create", "shrink", "-p", "1", "-c", "segment.bytes=2048"]), "topic create");
+    stdout_of(&run(b.addr, &["topic", "create", "shrink", "-p", "1", "-c", "segment.bytes=2048"]), "topic create");
     let lines: String = (0..300).map(|i| format!("record {i:04} {}\n", "x".repeat(80))).collect();
-    stdout_of(&run_with_input(&b, &["produce", "shrink"], lines.as_bytes()), "produce");
+    stdout_of(&run_with_input(b.addr, &["produce", "shrink"], lines.as_bytes()), "produce");
     let log_start = || {
-        let d = json_of(&run(&b, &["topic", "describe", "shrink", "--format", "json"]), "topic describe");
+        let d = json_of(&run(b.addr, &["topic", "describe", "shrink", "--format", "json"]), "topic describe");
         d[0]["partitions"][0]["log_start_offset"].as_i64().unwrap()
     };
     assert_eq!(log_start(), 0, "the default retention keeps everything");
-    stdout_of(&run(&b, &["topic", "alter-config", "shrink", "--set", "retention.bytes=4096"]), "alter-config");
+    stdout_of(&run(b.addr, &["topic", "alter-config", "shrink", "--set", "retention.bytes=4096"]), "alter-config");
     let mut start = 0;
     for _ in 0..100 {
         start = log_start();
@@ -189,7 +153,7 @@ fn a_retention_lowered_by_alter_config_deletes_old_segments() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(start > 0, "retention.bytes=4096 never deleted a segment of ~30 KB of records");
-    let rest = stdout_of(&run(&b, &["consume", "shrink", "-n", "1", "--format", "%v"]), "consume");
+    let rest = stdout_of(&run(b.addr, &["consume", "shrink", "-n", "1", "--format", "%v"]), "consume");
     assert_eq!(rest.lines().next(), Some(format!("record {start:04} {}", "x".repeat(80)).as_str()));
 }
 
@@ -204,7 +168,7 @@ fn every_codec_round_trips_keys_values_and_headers() {
         let codec_header = format!("codec={codec}");
         let produced = json_of(
             &run_with_input(
-                &b,
+                b.addr,
                 &[
                     "produce",
                     &topic,
@@ -230,7 +194,8 @@ fn every_codec_round_trips_keys_values_and_headers() {
             produced["partitions"].as_array().unwrap().iter().map(|p| p["records"].as_i64().unwrap()).sum();
         assert_eq!(per_partition, n);
 
-        let consumed = json_lines(&run(&b, &["consume", &topic, "-n", &n.to_string(), "--format", "json"]), "consume");
+        let consumed =
+            json_lines(&run(b.addr, &["consume", &topic, "-n", &n.to_string(), "--format", "json"]), "consume");
         assert_eq!(consumed.len(), n as usize);
         let want: BTreeSet<Seen> = (0..n)
             .map(|i| {
@@ -272,17 +237,18 @@ fn every_codec_round_trips_keys_values_and_headers() {
 fn consume_starts_at_a_timestamp() {
     let b = broker();
     create_topic(&b, "ts", 1);
-    stdout_of(&run_with_input(&b, &["produce", "ts"], b"old-1\nold-2\nold-3\n"), "produce");
+    stdout_of(&run_with_input(b.addr, &["produce", "ts"], b"old-1\nold-2\nold-3\n"), "produce");
     // Record timestamps are milliseconds: step past the old ones, and past the cut.
     std::thread::sleep(Duration::from_millis(20));
     let cut = client::now_ms();
     std::thread::sleep(Duration::from_millis(20));
-    stdout_of(&run_with_input(&b, &["produce", "ts"], b"new-1\nnew-2\n"), "produce");
+    stdout_of(&run_with_input(b.addr, &["produce", "ts"], b"new-1\nnew-2\n"), "produce");
 
-    let out = stdout_of(&run(&b, &["consume", "ts", "--offset", &format!("@{cut}"), "-n", "2"]), "consume @ts");
+    let out = stdout_of(&run(b.addr, &["consume", "ts", "--offset", &format!("@{cut}"), "-n", "2"]), "consume @ts");
     assert_eq!(out, "new-1\nnew-2\n");
     // Offsets and templates.
-    let out = stdout_of(&run(&b, &["consume", "ts", "--offset", "1", "-n", "2", "--format", "%p:%o %v"]), "consume");
+    let out =
+        stdout_of(&run(b.addr, &["consume", "ts", "--offset", "1", "-n", "2", "--format", "%p:%o %v"]), "consume");
     assert_eq!(out, "0:1 old-2\n0:2 old-3\n");
 }
 
@@ -294,7 +260,7 @@ fn keyed_records_land_where_murmur2_puts_them() {
     let keys: Vec<String> = (0..40).map(|i| format!("customer-{i}")).collect();
     let input: String = keys.iter().map(|k| format!("{k}=v\n")).collect();
     let produced = json_of(
-        &run_with_input(&b, &["produce", "keyed", "--key-separator", "=", "--format", "json"], input.as_bytes()),
+        &run_with_input(b.addr, &["produce", "keyed", "--key-separator", "=", "--format", "json"], input.as_bytes()),
         "produce",
     );
     let mut want: BTreeMap<i32, usize> = BTreeMap::new();
@@ -310,7 +276,7 @@ fn keyed_records_land_where_murmur2_puts_them() {
         .collect();
     assert_eq!(reported, want);
 
-    let out = stdout_of(&run(&b, &["consume", "keyed", "-n", "40", "--format", "%p %k"]), "consume");
+    let out = stdout_of(&run(b.addr, &["consume", "keyed", "-n", "40", "--format", "%p %k"]), "consume");
     for line in out.lines() {
         let (p, k) = line.split_once(' ').unwrap();
         assert_eq!(p.parse::<i32>().unwrap(), partition_for_key(k.as_bytes(), partitions as i32), "key {k}");
@@ -320,7 +286,7 @@ fn keyed_records_land_where_murmur2_puts_them() {
 
 /// `group describe --format json` of `group`.
 fn describe_group(b: &Broker, group: &str) -> Value {
-    json_of(&run(b, &["group", "describe", group, "--format", "json"]), "group describe")
+    json_of(&run(b.addr, &["group", "describe", group, "--format", "json"]), "group describe")
 }
 
 fn committed(d: &Value) -> BTreeMap<i64, i64> {
@@ -337,11 +303,11 @@ fn a_group_commits_what_it_printed_and_offsets_can_be_reset() {
     let b = broker();
     create_topic(&b, "events", 2);
     let input: String = (0..20).map(|i| format!("e{i}\n")).collect();
-    stdout_of(&run_with_input(&b, &["produce", "events"], input.as_bytes()), "produce");
+    stdout_of(&run_with_input(b.addr, &["produce", "events"], input.as_bytes()), "produce");
     let all: BTreeSet<String> = (0..20).map(|i| format!("e{i}")).collect();
 
-    let first = stdout_of(&run(&b, &["consume", "events", "-g", "g1", "-n", "8"]), "consume -g");
-    let second = stdout_of(&run(&b, &["consume", "events", "-g", "g1", "-n", "12"]), "consume -g again");
+    let first = stdout_of(&run(b.addr, &["consume", "events", "-g", "g1", "-n", "8"]), "consume -g");
+    let second = stdout_of(&run(b.addr, &["consume", "events", "-g", "g1", "-n", "12"]), "consume -g again");
     let first: BTreeSet<String> = first.lines().map(str::to_string).collect();
     let second: BTreeSet<String> = second.lines().map(str::to_string).collect();
     assert_eq!(first.len(), 8);
@@ -357,27 +323,29 @@ fn a_group_commits_what_it_printed_and_offsets_can_be_reset() {
         assert_eq!(o["lag"], 0, "{o}");
         assert_eq!(o["current_offset"], o["log_end_offset"]);
     }
-    let listed = json_of(&run(&b, &["group", "list", "--format", "json"]), "group list");
+    let listed = json_of(&run(b.addr, &["group", "list", "--format", "json"]), "group list");
     assert!(listed.as_array().unwrap().iter().any(|g| g["group"] == "g1" && g["state"] == "Empty"), "{listed}");
 
     // Without --execute: the plan only.
-    let plan = run(&b, &["group", "reset-offsets", "g1", "--topic", "events", "--to-earliest", "--format", "json"]);
+    let plan = run(b.addr, &["group", "reset-offsets", "g1", "--topic", "events", "--to-earliest", "--format", "json"]);
     let plan = json_of(&plan, "reset-offsets (dry run)");
     assert_eq!(plan["executed"], false);
     let new: Vec<i64> = plan["offsets"].as_array().unwrap().iter().map(|o| o["new_offset"].as_i64().unwrap()).collect();
     assert_eq!(new, [0, 0]);
     assert_eq!(committed(&describe_group(&b, "g1")).values().sum::<i64>(), 20, "a dry run changes nothing");
 
-    let done = run(&b, &["group", "reset-offsets", "g1", "--topic", "events", "--to-earliest", "--execute"]);
+    let done = run(b.addr, &["group", "reset-offsets", "g1", "--topic", "events", "--to-earliest", "--execute"]);
     let text = stdout_of(&done, "reset-offsets --execute");
     assert!(text.starts_with("GROUP"), "{text}");
     assert_eq!(committed(&describe_group(&b, "g1")), BTreeMap::from([(0, 0), (1, 0)]));
-    let again = stdout_of(&run(&b, &["consume", "events", "-g", "g1", "-n", "20"]), "consume after reset");
+    let again = stdout_of(&run(b.addr, &["consume", "events", "-g", "g1", "-n", "20"]), "consume after reset");
     assert_eq!(again.lines().map(str::to_string).collect::<BTreeSet<_>>(), all);
 
     // --to-offset clamps into the log, as Kafka's tool does.
-    let plan =
-        run(&b, &["group", "reset-offsets", "g1", "--topic", "events:1", "--to-offset", "1000000", "--format", "json"]);
+    let plan = run(
+        b.addr,
+        &["group", "reset-offsets", "g1", "--topic", "events:1", "--to-offset", "1000000", "--format", "json"],
+    );
     let plan = json_of(&plan, "reset-offsets --to-offset");
     let end = describe_group(&b, "g1")["offsets"].as_array().unwrap().iter().find(|o| o["partition"] == 1).unwrap()
         ["log_end_offset"]
@@ -385,7 +353,7 @@ fn a_group_commits_what_it_printed_and_offsets_can_be_reset() {
     assert_eq!(plan["offsets"][0]["partition"], 1);
     assert_eq!(plan["offsets"][0]["new_offset"], end);
 
-    let missing = run(&b, &["group", "describe", "no-such-group"]);
+    let missing = run(b.addr, &["group", "describe", "no-such-group"]);
     assert!(failure(&missing, 1).contains("GROUP_ID_NOT_FOUND (69)"));
 }
 
@@ -393,9 +361,9 @@ fn a_group_commits_what_it_printed_and_offsets_can_be_reset() {
 fn an_active_group_refuses_a_reset_and_ctrl_c_leaves_it_cleanly() {
     let b = broker();
     create_topic(&b, "live", 1);
-    stdout_of(&run_with_input(&b, &["produce", "live"], b"a\nb\nc\n"), "produce");
+    stdout_of(&run_with_input(b.addr, &["produce", "live"], b"a\nb\nc\n"), "produce");
 
-    let mut consumer = cli(&b)
+    let mut consumer = cli(b.addr)
         .args(["consume", "live", "-g", "g2"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -411,7 +379,7 @@ fn an_active_group_refuses_a_reset_and_ctrl_c_leaves_it_cleanly() {
     assert_eq!(d["members"].as_array().unwrap().len(), 1);
     assert_eq!(d["members"][0]["assignment"]["live"], serde_json::json!([0]));
 
-    let refused = run(&b, &["group", "reset-offsets", "g2", "--topic", "live", "--to-earliest", "--execute"]);
+    let refused = run(b.addr, &["group", "reset-offsets", "g2", "--topic", "live", "--to-earliest", "--execute"]);
     let err = failure(&refused, 1);
     assert!(
         err.contains("Assignments can only be reset if the group 'g2' is inactive, but the current state is Stable."),

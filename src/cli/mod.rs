@@ -3,6 +3,7 @@
 //! subcommand owns its arguments and returns the process exit code (0 ok, 1 failed,
 //! 2 bad usage).
 
+pub mod acl;
 mod common;
 pub mod consume;
 pub mod consumer_protocol;
@@ -15,6 +16,7 @@ mod partitions;
 pub mod produce;
 mod record_format;
 pub mod topic;
+pub mod user;
 
 use clap::Subcommand;
 
@@ -28,6 +30,10 @@ pub enum Command {
     Consume(consume::ConsumeArgs),
     /// List and describe consumer groups, reset their offsets
     Group(group::GroupArgs),
+    /// Set, delete and list users' SCRAM credentials
+    User(user::UserArgs),
+    /// Create, list and delete ACLs
+    Acl(acl::AclArgs),
     /// Check, fix (as root) or script the OS settings the broker runs best with
     Tune(crate::tune::TuneArgs),
 }
@@ -39,6 +45,8 @@ pub fn run(command: Command) -> i32 {
         Command::Produce(a) => exit_code(produce::run(a)),
         Command::Consume(a) => exit_code(consume::run(a)),
         Command::Group(a) => exit_code(group::run(a)),
+        Command::User(a) => exit_code(user::run(a)),
+        Command::Acl(a) => exit_code(acl::run(a)),
         Command::Tune(a) => crate::tune::run(a),
     }
 }
