@@ -44,3 +44,11 @@ fn the_batch_corpus_replays() {
         inspect::batch(&data, 1 << 20);
     }
 }
+
+#[test]
+fn the_sasl_corpus_replays() {
+    for (name, data) in corpus("sasl") {
+        println!("{name}");
+        inspect::sasl(&data);
+    }
+}

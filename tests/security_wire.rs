@@ -167,6 +167,32 @@ fn an_oversized_frame_before_authentication_is_refused_but_allowed_after() {
 }
 
 #[test]
+fn garbage_in_the_sasl_exchange_closes_only_that_connection_after_the_delay() {
+    let broker = start(&[]);
+    // Random bytes where a request should be, before any handshake.
+    let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));
+    let noise: Vec<u8> = (0..64u32).map(|i| (i.wrapping_mul(2654435761) >> 7) as u8).collect();
+    let sent = Instant::now();
+    let _ = c.write_raw(&noise);
+    let took = closed_after(&mut c, sent);
+    assert!(took >= Duration::from_millis(DELAY_MS - 50), "closed after {took:?}");
+    // A SaslAuthenticate whose body does not decode, in the middle of the exchange.
+    let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));
+    assert_eq!(handshake(&mut c, 1, "SCRAM-SHA-512").error_code, 0);
+    let sent = Instant::now();
+    c.write_raw(&Client::raw_frame(ApiKey::SaslAuthenticate as i16, 2, 5, 2, &[0xff, 0xff, 0xff])).unwrap();
+    let took = closed_after(&mut c, sent);
+    assert!(took >= Duration::from_millis(DELAY_MS - 50), "closed after {took:?}");
+    // A SCRAM client-first message that is not one.
+    let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));
+    assert_eq!(handshake(&mut c, 1, "SCRAM-SHA-512").error_code, 0);
+    let a = authenticate(&mut c, 2, b"\x00\x01not scram at all");
+    assert_eq!(a.error_code, 58);
+    assert!(c.wait_closed(Duration::from_secs(10)));
+    bystander_works(&broker, "bystander-garbage");
+}
+
+#[test]
 fn legacy_unframed_tokens_follow_a_v0_handshake() {
     let broker = start(&[]);
     let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));

@@ -61,6 +61,13 @@ fn decode_body(api: ApiKey, v: i16, body: &Bytes) -> Result<Vec<Bytes>, Fault> {
         DeleteGroups => DeleteGroupsRequest,
         OffsetDelete => OffsetDeleteRequest,
         InitProducerId => InitProducerIdRequest,
+        SaslHandshake => SaslHandshakeRequest,
+        SaslAuthenticate => SaslAuthenticateRequest,
+        CreateAcls => CreateAclsRequest,
+        DescribeAcls => DescribeAclsRequest,
+        DeleteAcls => DeleteAclsRequest,
+        DescribeUserScramCredentials => DescribeUserScramCredentialsRequest,
+        AlterUserScramCredentials => AlterUserScramCredentialsRequest,
     }
     Ok(Vec::new())
 }
@@ -111,6 +118,38 @@ pub fn batch(data: &[u8], max: usize) {
     }
     if batch::validate_produce(&b, max).is_ok() {
         for _ in batch::records(&b) {}
+    }
+}
+
+/// The SASL mechanisms' parsers on client tokens, as an unauthenticated client sends them:
+/// the first byte picks PLAIN (even) or SCRAM (odd; its second bit picks SHA-256 or
+/// SHA-512), and for SCRAM the rest is split at the first 0xff byte into the client-first
+/// and client-final messages. The user `user` exists (password `pencil`); every other name
+/// takes the unknown-user path. PLAIN's tokens are only parsed: checking one is a PBKDF2 run,
+/// which would slow the fuzzer and holds no parsing.
+pub fn sasl(data: &[u8]) {
+    use std::sync::OnceLock;
+
+    use crate::auth::plain;
+    use crate::auth::scram::{Mechanism, ScramCredential, ScramServer, MIN_ITERATIONS};
+    static KNOWN: OnceLock<[ScramCredential; 2]> = OnceLock::new();
+    let Some((&mode, rest)) = data.split_first() else { return };
+    if mode & 1 == 0 {
+        let _ = plain::parse(rest);
+        return;
+    }
+    let known = KNOWN.get_or_init(|| {
+        [Mechanism::Sha256, Mechanism::Sha512]
+            .map(|m| ScramCredential::from_password(m, "pencil", b"salt", MIN_ITERATIONS))
+    });
+    let known = &known[usize::from(mode & 2 != 0)];
+    let (first, last) = match rest.iter().position(|&b| b == 0xff) {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, &[][..]),
+    };
+    let mut server = ScramServer::new(known.mechanism, [7u8; 32]);
+    if server.client_first(first, |u| (u == "user").then(|| known.clone())).is_ok() {
+        let _ = server.client_final(last);
     }
 }
 
