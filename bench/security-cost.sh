@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# What authorization costs on the request path, measured side by side in one run of ROUNDS
+# rounds with ringbench (1 KiB records, 6 partitions, plaintext connections):
+#   base  the broker built from git revision BASE (e.g. the commit before ACLs existed), if set
+#   plain this tree's broker, no authorizer (the default)
+#   acl   this tree's broker with authorizer_enabled, the client's principal (User:ANONYMOUS)
+#         allowed by ACLs (not a super user, so every produce and fetch is checked), among
+#         FILLER other ACLs (literal and prefixed, for other principals and topics)
+# Workloads: (a) max produce throughput, PRODUCERS producers, acks=1, no fsync; (d) consume
+# throughput re-reading a topic pre-filled with D_RECORDS records, 2 consumers.
+# Prints a markdown table of medians and per-round ratios against `plain`.
+#
+#   BASE=<rev> bench/security-cost.sh
+#   environment: BASE [unset] ROUNDS [3] DURATION [10] WARMUP [3] PRODUCERS [4] D_RECORDS [500000] FILLER [1000]
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+ROUNDS="${ROUNDS:-3}"
+DURATION="${DURATION:-10}"
+WARMUP="${WARMUP:-3}"
+PRODUCERS="${PRODUCERS:-4}"
+D_RECORDS="${D_RECORDS:-500000}"
+FILLER="${FILLER:-1000}"
+PORT="${RB_PORT:-19593}"
+RUN="$(mktemp -d "${TMPDIR:-/tmp}/security-cost.XXXXXX")"
+log() { echo "[security-cost $(date -u +%H:%M:%S)] $*" >&2; }
+
+PID=""
+cleanup() {
+    if [[ -n "$PID" ]]; then kill "$PID" 2>/dev/null || true; fi
+    rm -rf "$RUN/data"
+    if [[ -d "$RUN/base-src" ]]; then git -C "$ROOT" worktree remove --force "$RUN/base-src" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+log "building (release)"
+(cd "$ROOT" && cargo build --release -p ringbroker -p ringbench 2>&1 | tail -1 >&2)
+NEW="$ROOT/target/release/ringbroker"
+BENCH="$ROOT/target/release/ringbench"
+CONFIGS=(plain acl)
+if [[ -n "${BASE:-}" ]]; then
+    log "building $BASE (release) in a worktree"
+    git -C "$ROOT" worktree add --detach "$RUN/base-src" "$BASE" >/dev/null 2>&1
+    # Its own target directory, kept between runs so that only the first one pays.
+    (cd "$RUN/base-src" && CARGO_TARGET_DIR="$ROOT/target/bench-base" cargo build --release -p ringbroker 2>&1 | tail -1 >&2)
+    cp "$ROOT/target/bench-base/release/ringbroker" "$RUN/ringbroker-base"
+    CONFIGS=(base plain acl)
+fi
+
+start() { # BINARY ARGS... (KEEP_DATA=1: on the data of the previous start)
+    local bin="$1"
+    shift
+    if [[ -z "${KEEP_DATA:-}" ]]; then rm -rf "$RUN/data"; fi
+    "$bin" --data-dir "$RUN/data" --flush os --admin-listen off "$@" >"$RUN/out" 2>"$RUN/log" &
+    PID=$!
+    for _ in $(seq 1 100); do
+        if grep -q "^ringbroker listening on" "$RUN/out" 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    log "the broker did not start"
+    cat "$RUN/log" >&2
+    exit 1
+}
+stop() {
+    kill "$PID" 2>/dev/null || true
+    wait "$PID" 2>/dev/null || true
+    PID=""
+}
+# The acl configuration's ACLs, through the CLI over the (only, plaintext) listener while
+# User:ANONYMOUS is a super user; the broker then restarts without super users on the same
+# data directory (ACLs persist in its catalog), so every request is checked.
+grant() {
+    local acl=("$NEW" acl create -b "127.0.0.1:$PORT")
+    "${acl[@]}" --allow-principal User:ANONYMOUS --operation All --cluster >/dev/null
+    for t in a d; do
+        "${acl[@]}" --allow-principal User:ANONYMOUS --operation Read --operation Write --topic "$t" >/dev/null
+    done
+    local many=()
+    for i in $(seq 1 "$FILLER"); do many+=(--allow-principal "User:user-$i"); done
+    "${acl[@]}" "${many[@]}" --operation Read --topic other >/dev/null
+    many=()
+    for i in $(seq 1 $((FILLER / 10))); do many+=(--deny-principal "User:user-$i"); done
+    "${acl[@]}" "${many[@]}" --operation Write --topic team- --resource-pattern-type prefixed >/dev/null
+}
+bench() { # NAME ARGS...
+    local name="$1"
+    shift
+    "$BENCH" --broker "127.0.0.1:$PORT" --quiet --duration "$DURATION" --warmup "$WARMUP" --out "$RUN/$name" "$@" \
+        >"$RUN/$name.txt"
+}
+
+for ((round = 1; round <= ROUNDS; round++)); do
+    for config in "${CONFIGS[@]}"; do
+        log "round $round: $config"
+        case "$config" in
+        base) start "$RUN/ringbroker-base" --listen "127.0.0.1:$PORT" ;;
+        plain) start "$NEW" --listen "127.0.0.1:$PORT" ;;
+        acl)
+            start "$NEW" --listeners "PLAINTEXT://127.0.0.1:$PORT" --authorizer-enabled true --super-users User:ANONYMOUS
+            grant
+            stop
+            KEEP_DATA=1 start "$NEW" --listeners "PLAINTEXT://127.0.0.1:$PORT" --authorizer-enabled true
+            ;;
+        esac
+        bench "r$round-$config-a" --topic a --producers "$PRODUCERS" --consumers 0 --acks 1
+        bench "r$round-$config-d-fill" --topic d --producers "$PRODUCERS" --consumers 0 --acks 1 \
+            --records "$D_RECORDS" --warmup 0
+        bench "r$round-$config-d" --topic d --producers 0 --consumers 2 --from-beginning --rewind
+        stop
+    done
+done
+
+python3 - "$RUN" "$ROUNDS" "${CONFIGS[@]}" <<'EOF'
+import json, statistics, sys
+run, rounds, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def rate(r, c, w, key):
+    return json.load(open(f"{run}/r{r}-{c}-{w}/report.json"))[key]
+print("| workload | " + " | ".join(configs) + " | " + " | ".join(f"{c}/plain" for c in configs if c != "plain") + " |")
+print("|---" * (1 + len(configs) + len(configs) - 1) + "|")
+for w, key, label in [("a", "publish_rate", "(a) produce, records/s"), ("d", "consume_rate", "(d) consume, records/s")]:
+    med = {c: statistics.median(rate(r, c, w, key) for r in range(1, rounds + 1)) for c in configs}
+    ratios = []
+    for c in configs:
+        if c == "plain":
+            continue
+        per = sorted(rate(r, c, w, key) / rate(r, "plain", w, key) for r in range(1, rounds + 1))
+        ratios.append(f"{med[c] / med['plain']:.3f} ({per[0]:.3f}–{per[-1]:.3f})")
+    print(f"| {label} | " + " | ".join(f"{med[c]:,.0f}" for c in configs) + " | " + " | ".join(ratios) + " |")
+EOF
+log "runs kept in $RUN"
