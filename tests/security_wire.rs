@@ -328,3 +328,47 @@ fn users_and_acls_survive_a_restart() {
     let broker = common::restart(dir.path(), "127.0.0.1:0", &args);
     assert_eq!(visible(&broker), ["seen"], "the credential and the ACL came back from the catalog");
 }
+
+#[test]
+fn unacceptable_credential_changes_are_refused_per_user() {
+    use ringbroker::protocol::messages::alter_user_scram_credentials_request::{
+        ScramCredentialDeletion, ScramCredentialUpsertion,
+    };
+    use ringbroker::protocol::messages::{AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse};
+    let broker = start(&[]);
+    let upsert = |name: &str, mechanism: i8, iterations: i32| {
+        let mut up = ScramCredentialUpsertion::default();
+        up.name = sb(name);
+        up.mechanism = mechanism;
+        up.iterations = iterations;
+        up.salt = vec![1u8; 16].into();
+        up.salted_password = vec![2u8; 64].into();
+        up
+    };
+    let mut req = AlterUserScramCredentialsRequest::default();
+    req.upsertions = vec![
+        upsert("few-iterations", 2, 100),
+        upsert("twice", 2, 4096),
+        upsert("twice", 2, 8192),
+        upsert("odd-mechanism", 9, 4096),
+        upsert("", 2, 4096),
+        upsert("fine", 1, 4096),
+    ];
+    let mut gone = ScramCredentialDeletion::default();
+    gone.name = sb("never-set");
+    gone.mechanism = 2;
+    req.deletions = vec![gone];
+    let mut c = Client::connect(broker.listener("PLAINTEXT"));
+    let resp: AlterUserScramCredentialsResponse = c.call(ApiKey::AlterUserScramCredentials, 0, &req);
+    let code = |user: &str| resp.results.iter().find(|r| r.user.as_str() == user).map(|r| r.error_code);
+    assert_eq!(code("few-iterations"), Some(93), "UNACCEPTABLE_CREDENTIAL");
+    assert_eq!(code("twice"), Some(92), "DUPLICATE_RESOURCE");
+    assert_eq!(code("odd-mechanism"), Some(33), "UNSUPPORTED_SASL_MECHANISM");
+    assert_eq!(code(""), Some(93));
+    assert_eq!(code("never-set"), Some(91), "RESOURCE_NOT_FOUND");
+    assert_eq!(code("fine"), Some(0), "the others do not hold back a valid change");
+    // Refused users got none of their changes: "twice" cannot log in with either.
+    let mut s = Client::connect(broker.listener("SASL_PLAINTEXT"));
+    assert_eq!(handshake(&mut s, 1, "PLAIN").error_code, 0);
+    assert_eq!(authenticate(&mut s, 2, &security::plain_token("twice", "anything")).error_code, 58);
+}

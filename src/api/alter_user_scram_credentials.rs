@@ -24,6 +24,21 @@ fn mechanism(code: i8) -> Result<Mechanism, Failure> {
         .ok_or_else(|| (ErrorCode::UnsupportedSaslMechanism, format!("unknown SCRAM mechanism {code}")))
 }
 
+/// What refuses a deletion and an upsertion alike: no ALTER on the cluster, an empty name,
+/// or a second change of the same user and mechanism.
+fn shared_problem(allowed: bool, user: &str, mechanism: i8, seen: &mut HashSet<(String, i8)>) -> Option<Failure> {
+    if !allowed {
+        return Some((ErrorCode::ClusterAuthorizationFailed, "altering credentials needs ALTER on the cluster".into()));
+    }
+    if user.is_empty() {
+        return Some((ErrorCode::UnacceptableCredential, "the user name is empty".into()));
+    }
+    if !seen.insert((user.to_string(), mechanism)) {
+        return Some((ErrorCode::DuplicateResource, format!("{user} is changed twice for one mechanism")));
+    }
+    None
+}
+
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: AlterUserScramCredentialsRequest = req.decode()?;
     let mut resp = AlterUserScramCredentialsResponse::default();
@@ -43,12 +58,8 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     };
     for d in &r.deletions {
         let user = d.name.to_string();
-        let problem = if !allowed {
-            Some((ErrorCode::ClusterAuthorizationFailed, "altering credentials needs ALTER on the cluster".into()))
-        } else if user.is_empty() {
-            Some((ErrorCode::UnacceptableCredential, "the user name is empty".into()))
-        } else if !seen.insert((user.clone(), d.mechanism)) {
-            Some((ErrorCode::DuplicateResource, format!("{user} is changed twice for one mechanism")))
+        let problem = if let Some(p) = shared_problem(allowed, &user, d.mechanism, &mut seen) {
+            Some(p)
         } else {
             match mechanism(d.mechanism) {
                 Ok(m) => {
@@ -62,12 +73,8 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     }
     for u in &r.upsertions {
         let user = u.name.to_string();
-        let problem = if !allowed {
-            Some((ErrorCode::ClusterAuthorizationFailed, "altering credentials needs ALTER on the cluster".into()))
-        } else if user.is_empty() {
-            Some((ErrorCode::UnacceptableCredential, "the user name is empty".into()))
-        } else if !seen.insert((user.clone(), u.mechanism)) {
-            Some((ErrorCode::DuplicateResource, format!("{user} is changed twice for one mechanism")))
+        let problem = if let Some(p) = shared_problem(allowed, &user, u.mechanism, &mut seen) {
+            Some(p)
         } else if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&u.iterations) {
             Some((
                 ErrorCode::UnacceptableCredential,
