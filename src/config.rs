@@ -158,6 +158,9 @@ pub struct Config {
     /// Per-client-id quotas replacing the two above: `CLIENT_ID:producer=BYTES` or
     /// `CLIENT_ID:consumer=BYTES`, separated by commas (a client-id may appear twice).
     pub quota_client_overrides: String,
+    /// Per-user quotas (KIP-55): `USER:producer=BYTES`, `USER:consumer=BYTES` or
+    /// `USER:request=PERCENT`, separated by commas; they take precedence over client-id quotas.
+    pub quota_user_overrides: String,
     /// Send fetched records file→socket with sendfile. `false` reads them into memory and
     /// writes them, as a broker without zero-copy would (kept for measuring the difference).
     pub zero_copy_fetch: bool,
@@ -235,6 +238,7 @@ impl Default for Config {
             quota_producer_byte_rate: crate::quota::UNLIMITED,
             quota_consumer_byte_rate: crate::quota::UNLIMITED,
             quota_client_overrides: String::new(),
+            quota_user_overrides: String::new(),
             zero_copy_fetch: true,
             group_min_session_timeout_ms: 6_000,
             group_max_session_timeout_ms: 1_800_000,
@@ -388,6 +392,9 @@ pub struct Cli {
     /// Per-client quotas, e.g. client-a:producer=1048576,client-b:consumer=2097152 [default: none]
     #[arg(long, env = "RINGBROKER_QUOTA_CLIENT_OVERRIDES")]
     pub quota_client_overrides: Option<String>,
+    /// Per-user quotas (KIP-55), e.g. alice:producer=1048576,bob:request=50 [default: none]
+    #[arg(long, env = "RINGBROKER_QUOTA_USER_OVERRIDES")]
+    pub quota_user_overrides: Option<String>,
     /// This broker's node id [default: 0]
     #[arg(long, env = "RINGBROKER_NODE_ID")]
     pub node_id: Option<i32>,
@@ -471,7 +478,7 @@ impl Config {
         set!(listeners, advertised_listeners, listener_security_protocol_map, ssl_client_auth);
         set!(sasl_enabled_mechanisms, sasl_server_max_receive_size, connection_failed_authentication_delay_ms);
         set!(connections_max_reauth_ms, authorizer_enabled, super_users, allow_everyone_if_no_acl_found);
-        set!(quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides);
+        set!(quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides, quota_user_overrides);
         set_opt!(advertise, cpus, numa_node, ssl_certificate_file, ssl_key_file, ssl_ca_file);
     }
 
@@ -560,6 +567,7 @@ impl Config {
             ));
         }
         self.client_quotas()?;
+        self.user_quotas()?;
         self.admin_addr()?;
         self.validate_security()?;
         tracing_subscriber::EnvFilter::try_new(&self.log_level).map_err(|e| {
@@ -595,37 +603,20 @@ impl Config {
     /// comes before the last colon (so it may hold colons, not commas); an override starts
     /// from the default quota and replaces the kind it names.
     pub fn client_quotas(&self) -> Result<(ClientQuota, HashMap<String, ClientQuota>), ConfigError> {
-        const SETTING: &str = "quota_client_overrides";
         let default = ClientQuota {
             producer: self.quota_producer_byte_rate,
             consumer: self.quota_consumer_byte_rate,
             request: percent_to_micros(self.quota_request_percentage),
         };
-        let mut overrides: HashMap<String, ClientQuota> = HashMap::new();
-        for part in self.quota_client_overrides.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let shape = || {
-                bad(SETTING, format!("`{part}` is not CLIENT_ID:producer=BYTES, CLIENT_ID:consumer=BYTES or CLIENT_ID:request=PERCENT"))
-            };
-            let (client, setting) = part.rsplit_once(':').ok_or_else(shape)?;
-            let (kind, rate) = setting.split_once('=').ok_or_else(shape)?;
-            let rate = match rate.trim().parse::<u64>() {
-                Ok(r) if r > 0 => r,
-                _ => return Err(bad(SETTING, format!("`{rate}` in `{part}` is not a rate of at least 1 byte/s"))),
-            };
-            let q = overrides.entry(client.trim().to_string()).or_insert(default);
-            match kind.trim() {
-                "producer" => q.producer = rate,
-                "consumer" => q.consumer = rate,
-                "request" => q.request = percent_to_micros(rate),
-                other => {
-                    return Err(bad(
-                        SETTING,
-                        format!("`{other}` in `{part}` is not `producer`, `consumer` or `request`"),
-                    ))
-                }
-            }
-        }
+        let overrides = parse_quotas("quota_client_overrides", "CLIENT_ID", &self.quota_client_overrides, default)?;
         Ok((default, overrides))
+    }
+
+    /// `quota_user_overrides` parsed: `USER:KIND=VALUE` items as for client-ids, by user
+    /// name (the principal `User:<name>`); kinds a user is not given stay unlimited, so the
+    /// client-id's quota applies to them (see `quota`).
+    pub fn user_quotas(&self) -> Result<HashMap<String, ClientQuota>, ConfigError> {
+        parse_quotas("quota_user_overrides", "USER", &self.quota_user_overrides, ClientQuota::NONE)
     }
 
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
@@ -704,6 +695,38 @@ impl Config {
             a => resolve_addr("admin_listen", a).map(Some),
         }
     }
+}
+
+/// `NAME:producer=BYTES`, `NAME:consumer=BYTES` or `NAME:request=PERCENT` items separated by
+/// commas; each name starts from `base` and has the kinds it names replaced.
+fn parse_quotas(
+    setting: &'static str,
+    who: &str,
+    text: &str,
+    base: ClientQuota,
+) -> Result<HashMap<String, ClientQuota>, ConfigError> {
+    let mut out: HashMap<String, ClientQuota> = HashMap::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let shape = || {
+            bad(setting, format!("`{part}` is not {who}:producer=BYTES, {who}:consumer=BYTES or {who}:request=PERCENT"))
+        };
+        let (name, item) = part.rsplit_once(':').ok_or_else(shape)?;
+        let (kind, rate) = item.split_once('=').ok_or_else(shape)?;
+        let rate = match rate.trim().parse::<u64>() {
+            Ok(r) if r > 0 => r,
+            _ => return Err(bad(setting, format!("`{rate}` in `{part}` is not a rate of at least 1 byte/s"))),
+        };
+        let q = out.entry(name.trim().to_string()).or_insert(base);
+        match kind.trim() {
+            "producer" => q.producer = rate,
+            "consumer" => q.consumer = rate,
+            "request" => q.request = percent_to_micros(rate),
+            other => {
+                return Err(bad(setting, format!("`{other}` in `{part}` is not `producer`, `consumer` or `request`")))
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A request quota in percent of one shard as handler microseconds per second.
@@ -1058,6 +1081,19 @@ mod tests {
         }
         let c = Config { quota_consumer_byte_rate: 0, ..Config::default() };
         assert!(c.validate().unwrap_err().setting.contains("quota_consumer_byte_rate"));
+    }
+
+    #[test]
+    fn user_quotas_leave_the_kinds_they_do_not_name_unlimited() {
+        let c = Config::from_toml(
+            "quota_producer_byte_rate = 1000\nquota_user_overrides = \"alice:producer=500,bob:request=20\"\n",
+        )
+        .unwrap();
+        let users = c.user_quotas().unwrap();
+        assert_eq!(users["alice"], ClientQuota { producer: 500, ..ClientQuota::NONE });
+        assert_eq!(users["bob"], ClientQuota { request: 200_000, ..ClientQuota::NONE });
+        let c = Config { quota_user_overrides: "alice=5".into(), ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "quota_user_overrides");
     }
 
     #[test]

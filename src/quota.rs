@@ -1,6 +1,12 @@
 //! Client byte-rate quotas (Kafka's KIP-13, with KIP-219's throttling): `producer_byte_rate`
 //! and `consumer_byte_rate` per client-id, measured and enforced broker-wide.
 //!
+//! **Users** (KIP-55): a user (the authenticated principal `User:<name>`) with a quota of a
+//! kind is measured as one entity, all its connections and client-ids together, for that
+//! kind; a kind the user has no quota for falls back to the client-id's quota, as Kafka
+//! resolves each quota type to the most specific entity that sets it (here: user, then
+//! client-id).
+//!
 //! **Measurement** is Kafka's: a client's rate is the bytes of its last `SAMPLES` one-second
 //! samples over the time they span (at least `SAMPLES - 1` seconds, so a new client's first
 //! burst is spread over a full window rather than measured over a few milliseconds). Produce
@@ -220,12 +226,24 @@ const SWEEP_FLOOR: usize = 1024;
 pub struct Quotas {
     default: ClientQuota,
     overrides: HashMap<String, ClientQuota>,
+    /// Per-user quotas; a kind left `UNLIMITED` falls back to the client-id's.
+    users: HashMap<String, ClientQuota>,
     /// No quota is finite: nothing is ever measured.
     unlimited: bool,
     /// Whether any client has a request (handler time) quota: if not, requests are not timed.
     requests_limited: bool,
     epoch: Instant,
     clients: Mutex<Clients>,
+    /// The rates of users with a quota, by user name (apart from client-ids, whose names
+    /// may be the same).
+    user_rates: Mutex<Clients>,
+}
+
+/// Whose rates a record counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entity {
+    Client,
+    User,
 }
 
 #[derive(Debug, Default)]
@@ -237,15 +255,27 @@ struct Clients {
 impl Quotas {
     /// `default` applies to every client-id without an override.
     pub fn new(default: ClientQuota, overrides: HashMap<String, ClientQuota>) -> Arc<Quotas> {
-        let unlimited = std::iter::once(&default).chain(overrides.values()).all(|q| *q == ClientQuota::NONE);
-        let requests_limited = std::iter::once(&default).chain(overrides.values()).any(|q| q.request < UNLIMITED);
+        Quotas::with_users(default, overrides, HashMap::new())
+    }
+
+    /// As `new`, plus quotas of users (see the module doc).
+    pub fn with_users(
+        default: ClientQuota,
+        overrides: HashMap<String, ClientQuota>,
+        users: HashMap<String, ClientQuota>,
+    ) -> Arc<Quotas> {
+        let all = || std::iter::once(&default).chain(overrides.values()).chain(users.values());
+        let unlimited = all().all(|q| *q == ClientQuota::NONE);
+        let requests_limited = all().any(|q| q.request < UNLIMITED);
         Arc::new(Quotas {
             default,
             overrides,
+            users,
             unlimited,
             requests_limited,
             epoch: Instant::now(),
             clients: Mutex::new(Clients { map: HashMap::new(), sweep_at: SWEEP_FLOOR }),
+            user_rates: Mutex::new(Clients { map: HashMap::new(), sweep_at: SWEEP_FLOOR }),
         })
     }
 
@@ -263,9 +293,12 @@ impl Quotas {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// The shared rates of `client_id`, made on first use.
-    fn rates(&self, client_id: &str, now_ms: u64) -> Arc<ClientRates> {
-        let mut clients = self.lock();
+    /// The shared rates of `client_id` (or of a user), made on first use.
+    fn rates(&self, entity: Entity, client_id: &str, now_ms: u64) -> Arc<ClientRates> {
+        let mut clients = match entity {
+            Entity::Client => self.lock(),
+            Entity::User => self.user_rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
+        };
         if let Some(r) = clients.map.get(client_id) {
             return r.clone();
         }
@@ -301,12 +334,18 @@ impl Quotas {
 pub struct ShardQuotas {
     shared: Arc<Quotas>,
     cache: RefCell<HashMap<String, Arc<ClientRates>>>,
+    user_cache: RefCell<HashMap<String, Arc<ClientRates>>>,
     sweep_at: std::cell::Cell<usize>,
 }
 
 impl ShardQuotas {
     pub fn new(shared: Arc<Quotas>) -> ShardQuotas {
-        ShardQuotas { shared, cache: RefCell::new(HashMap::new()), sweep_at: std::cell::Cell::new(SWEEP_FLOOR) }
+        ShardQuotas {
+            shared,
+            cache: RefCell::new(HashMap::new()),
+            user_cache: RefCell::new(HashMap::new()),
+            sweep_at: std::cell::Cell::new(SWEEP_FLOOR),
+        }
     }
 
     /// Whether some client has a request (handler time) quota.
@@ -317,27 +356,43 @@ impl ShardQuotas {
     /// Counts `bytes` of `kind` for `client_id` (a missing client-id is the empty one, as in
     /// Kafka) and returns how long the client is throttled: zero within its quota.
     pub fn record(&self, client_id: Option<&str>, kind: Kind, bytes: u64) -> Duration {
+        self.record_as(None, client_id, kind, bytes)
+    }
+
+    /// As `record`, for a request of `user` (its principal's name, when it authenticated):
+    /// counted against the user's quota of `kind` if it has one, else the client-id's.
+    pub fn record_as(&self, user: Option<&str>, client_id: Option<&str>, kind: Kind, bytes: u64) -> Duration {
         if self.shared.unlimited {
             return Duration::ZERO;
         }
-        let client_id = client_id.unwrap_or("");
-        let quota = self.shared.quota(client_id, kind);
+        let user_quota = user.and_then(|u| Some((u, self.shared.users.get(u)?.of(kind))));
+        let (entity, name, quota) = match user_quota {
+            Some((u, q)) if q < UNLIMITED => (Entity::User, u, q),
+            _ => {
+                let client_id = client_id.unwrap_or("");
+                (Entity::Client, client_id, self.shared.quota(client_id, kind))
+            }
+        };
         if quota >= UNLIMITED {
             return Duration::ZERO;
         }
         let now_ms = self.shared.now_ms();
-        let rates = self.cached(client_id, now_ms);
+        let rates = self.cached(entity, name, now_ms);
         Duration::from_millis(rates.window(kind).record_and_throttle(now_ms, bytes, quota))
     }
 
-    fn cached(&self, client_id: &str, now_ms: u64) -> Arc<ClientRates> {
-        if let Some(r) = self.cache.borrow().get(client_id) {
+    fn cached(&self, entity: Entity, client_id: &str, now_ms: u64) -> Arc<ClientRates> {
+        let cache = match entity {
+            Entity::Client => &self.cache,
+            Entity::User => &self.user_cache,
+        };
+        if let Some(r) = cache.borrow().get(client_id) {
             if !r.evicted.load(Ordering::Acquire) {
                 return r.clone();
             }
         }
-        let r = self.shared.rates(client_id, now_ms);
-        let mut cache = self.cache.borrow_mut();
+        let r = self.shared.rates(entity, client_id, now_ms);
+        let mut cache = cache.borrow_mut();
         if cache.len() >= self.sweep_at.get() {
             cache.retain(|_, r| !r.evicted.load(Ordering::Acquire) && !r.idle(now_ms));
             self.sweep_at.set((cache.len() * 2).max(SWEEP_FLOOR));
@@ -416,6 +471,24 @@ mod tests {
     }
 
     #[test]
+    fn a_user_quota_counts_all_its_client_ids_and_other_kinds_fall_back_to_the_client_id() {
+        let users = HashMap::from([("alice".to_string(), ClientQuota { producer: 1000, ..ClientQuota::NONE })]);
+        let clients = HashMap::from([("app".to_string(), ClientQuota { consumer: 1000, ..ClientQuota::NONE })]);
+        let q = Quotas::with_users(ClientQuota::NONE, clients, users);
+        let shard = ShardQuotas::new(q.clone());
+        // 10 s of alice's quota in one burst from two client-ids: the next byte is over.
+        assert_eq!(shard.record_as(Some("alice"), Some("x"), Kind::Produce, 5000), Duration::ZERO);
+        assert_eq!(shard.record_as(Some("alice"), Some("y"), Kind::Produce, 5000), Duration::ZERO);
+        assert!(shard.record_as(Some("alice"), Some("z"), Kind::Produce, 100) > Duration::ZERO);
+        // Another user, or no user, with the same client-ids: no producer quota at all.
+        assert_eq!(shard.record_as(Some("bob"), Some("x"), Kind::Produce, 1 << 30), Duration::ZERO);
+        assert_eq!(shard.record(Some("x"), Kind::Produce, 1 << 30), Duration::ZERO);
+        // alice has no consumer quota: her fetches count against the client-id's.
+        assert_eq!(shard.record_as(Some("alice"), Some("app"), Kind::Fetch, 10_000), Duration::ZERO);
+        assert!(shard.record_as(Some("bob"), Some("app"), Kind::Fetch, 100) > Duration::ZERO);
+    }
+
+    #[test]
     fn recording_from_many_threads_loses_nothing() {
         let w = Arc::new(Window::default());
         std::thread::scope(|s| {
@@ -461,18 +534,18 @@ mod tests {
     fn idle_clients_are_forgotten_when_the_map_grows_and_shards_notice() {
         let q = quotas(1 << 20, &[]);
         let shard = ShardQuotas::new(q.clone());
-        let first = shard.cached("c0", 0);
+        let first = shard.cached(Entity::Client, "c0", 0);
         first.window(Kind::Produce).record(0, 1);
         // Fill the registry to its sweep point long after c0's samples expired.
         let later = 60_000;
         for i in 1..SWEEP_FLOOR {
-            q.rates(&format!("c{i}"), later).window(Kind::Produce).record(later, 1);
+            q.rates(Entity::Client, &format!("c{i}"), later).window(Kind::Produce).record(later, 1);
         }
         assert_eq!(q.tracked(), SWEEP_FLOOR);
-        q.rates("new", later);
+        q.rates(Entity::Client, "new", later);
         assert!(first.evicted.load(Ordering::Acquire), "c0 was idle for a whole window");
         assert_eq!(q.tracked(), SWEEP_FLOOR, "c0 left, new came");
-        let again = shard.cached("c0", later);
+        let again = shard.cached(Entity::Client, "c0", later);
         assert!(!Arc::ptr_eq(&first, &again), "the shard dropped its stale copy");
     }
 }

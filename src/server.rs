@@ -219,7 +219,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     // Client quotas are broker-wide too: one registry of per-client rates that every shard
     // records into (see `quota` for why, and why it stays off the locks on the hot path).
     let (default_quota, quota_overrides) = cfg.client_quotas()?;
-    let quotas = Quotas::new(default_quota, quota_overrides);
+    let quotas = Quotas::with_users(default_quota, quota_overrides, cfg.user_quotas()?);
     // And the memory budget for request bytes read and not yet answered (see `net::memory`).
     let broker_memory = Budget::new(cfg.queued_max_request_bytes as usize);
     let cfg = Arc::new(cfg);
@@ -514,7 +514,8 @@ async fn handle_frame(shard: Rc<Shard>, frame: Bytes, sec: Rc<ConnSecurity>) -> 
         // counts request-handler thread time. The connection is muted for the throttle; the
         // response's throttle_time_ms, already encoded, carries byte-quota throttles only.
         let busy = finished.saturating_duration_since(started).saturating_sub(remote);
-        let t = shard.quotas.record(client.as_deref(), Kind::Request, busy.as_micros() as u64);
+        let session = sec.session();
+        let t = shard.quotas.record_as(session.user(), client.as_deref(), Kind::Request, busy.as_micros() as u64);
         if !t.is_zero() {
             shard.probe.throttled(api, t);
             throttle = throttle.max(t);

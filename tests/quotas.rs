@@ -10,6 +10,8 @@
 #[path = "common/client.rs"]
 mod client;
 mod common;
+#[path = "common/security.rs"]
+mod security;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +20,9 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 use client::{batch, fetch_request, now_ms, produce_request, sb, single_fetch, single_produce, value, Client};
 use common::Broker;
-use ringbroker::protocol::messages::{ApiKey, FetchResponse, ProduceResponse, RequestHeader};
+use ringbroker::protocol::messages::{
+    ApiKey, FetchResponse, ProduceResponse, RequestHeader, SaslAuthenticateResponse, SaslHandshakeResponse,
+};
 use ringbroker::protocol::{Decodable, Encodable};
 
 const PRODUCE_V: i16 = 9;
@@ -36,6 +40,17 @@ struct Conn {
 impl Conn {
     fn new(b: &Broker, client_id: &'static str) -> Conn {
         Conn { c: Client::connect(b.addr), client_id, correlation: 0 }
+    }
+
+    /// A connection to a SASL listener, logged in with PLAIN as `user`.
+    fn login(addr: std::net::SocketAddr, client_id: &'static str, user: &str, password: &str) -> Conn {
+        let mut c = Conn { c: Client::connect(addr), client_id, correlation: 0 };
+        let h: SaslHandshakeResponse = c.call(ApiKey::SaslHandshake, 1, &security::plain_handshake());
+        assert_eq!(h.error_code, 0);
+        let a: SaslAuthenticateResponse =
+            c.call(ApiKey::SaslAuthenticate, 2, &security::plain_authenticate(user, password));
+        assert_eq!(a.error_code, 0, "{user} logs in: {:?}", a.error_message);
+        c
     }
 
     fn call<Req: Encodable, Resp: Decodable>(&mut self, api: ApiKey, version: i16, req: &Req) -> Resp {
@@ -262,4 +277,62 @@ fn a_client_over_its_request_quota_is_held_back_and_others_are_not() {
     let page = common::scrape(b.admin_addr.expect("admin listener"));
     let throttled = common::metric_sum(&page, "ringbroker_throttled_responses_total", &[]);
     assert!(throttled >= 1.0, "no response was throttled");
+}
+
+#[test]
+fn a_user_quota_holds_all_the_users_connections_and_client_ids_together() {
+    // alice and carol each have SLOW_RATE; no client-id has a quota. alice sends from two
+    // connections with two client-ids, each at 70% of her quota: under it alone, 140% together.
+    // carol sends from one connection at 70% of hers; bob (no quota) at 140% of alice's.
+    let users = format!("alice:producer={SLOW_RATE},carol:producer={SLOW_RATE}");
+    let b = Broker::start_args(&[
+        "--flush",
+        "os",
+        "--listeners",
+        "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "--quota-user-overrides",
+        &users,
+    ]);
+    let admin = b.listener("PLAINTEXT");
+    for user in ["alice", "bob", "carol"] {
+        security::add_user(admin, user, "pw", ringbroker::auth::scram::Mechanism::Sha512);
+    }
+    security::create_topics(admin, &["per-user"]);
+    let sasl = b.listener("SASL_PLAINTEXT");
+
+    // (user, client-id, share of SLOW_RATE in percent) for each connection.
+    let senders = [("alice", "alice-a", 70), ("alice", "alice-b", 70), ("carol", "carol-a", 70), ("bob", "bob-a", 140)];
+    let run = Duration::from_secs(12);
+    let threads: Vec<_> = senders
+        .iter()
+        .map(|&(user, client_id, percent)| {
+            std::thread::spawn(move || {
+                let mut c = Conn::login(sasl, client_id, user, "pw");
+                let rate = SLOW_RATE * percent / 100;
+                let started = Instant::now();
+                let (mut sent, mut throttled, mut i) = (0u64, 0usize, 0);
+                while started.elapsed() < run {
+                    // Paced: the next batch when the bytes so far are due at `rate`.
+                    let due = Duration::from_secs_f64(sent as f64 / rate as f64);
+                    if let Some(wait) = due.checked_sub(started.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
+                    let r = records(client_id, i);
+                    sent += r.len() as u64;
+                    throttled += usize::from(c.produce("per-user", 0, r) > 0);
+                    i += 1;
+                }
+                (user, client_id, throttled)
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = threads.into_iter().map(|t| t.join().expect("a producer failed")).collect();
+    println!("throttled answers per connection: {outcomes:?}");
+    for (user, client_id, throttled) in outcomes {
+        match user {
+            // 140% of the quota over the 10 s window passes it after about 7 s.
+            "alice" => assert!(throttled > 0, "{client_id} is under the quota alone but alice is over it"),
+            _ => assert_eq!(throttled, 0, "{user} ({client_id}) is within its quota or has none"),
+        }
+    }
 }

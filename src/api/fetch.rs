@@ -112,7 +112,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             if errors {
                 shard.probe.request_error(shard.probe.api_slot(Some(SPEC.key as i16)), ErrorKind::ErrorCode);
             }
-            let throttle = shard.quotas.record(req.client_id.as_deref(), Kind::Fetch, bytes);
+            let throttle = shard.quotas.record_as(req.session.user(), req.client_id.as_deref(), Kind::Fetch, bytes);
             if !throttle.is_zero() {
                 shard.probe.throttled(shard.probe.api_slot(Some(SPEC.key as i16)), throttle);
                 metrics::throttle(throttle);

@@ -144,7 +144,7 @@ fn has_transactional_batches(r: &ProduceRequest) -> bool {
 /// Counts the request's record bytes against its client's producer quota; returns the
 /// throttle time for the response, ms, having told the connection and the metrics.
 fn charge_quota(shard: &Shard, req: &Request, record_bytes: u64) -> i32 {
-    let throttle = shard.quotas.record(req.client_id.as_deref(), Kind::Produce, record_bytes);
+    let throttle = shard.quotas.record_as(req.session.user(), req.client_id.as_deref(), Kind::Produce, record_bytes);
     if throttle.is_zero() {
         return 0;
     }
