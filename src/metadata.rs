@@ -210,7 +210,13 @@ impl Catalog {
         let tmp: PathBuf = dir.join(format!("{CATALOG_FILE}.tmp"));
         let err = |e: std::io::Error| BrokerError::Metadata { path: path.clone(), reason: e.to_string() };
         let bytes = serde_json::to_vec_pretty(self).expect("catalog serializes");
-        let mut f = std::fs::File::create(&tmp).map_err(err)?;
+        // Owner-only: the catalog holds users' SCRAM keys and the fake-salt secret.
+        let mut f = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).map_err(err)?
+        };
+        // A temp file left by an older broker keeps its mode through `open`: set it.
+        f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(err)?;
         f.write_all(&bytes).map_err(err)?;
         f.sync_all().map_err(err)?;
         std::fs::rename(&tmp, &path).map_err(err)?;
@@ -249,6 +255,10 @@ mod tests {
         let mut c = Catalog::load_or_create(dir.path(), 2).unwrap();
         c.add_topic("orders", 4, 2, BTreeMap::new());
         c.persist(dir.path()).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(dir.path().join(CATALOG_FILE)).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "the catalog holds credentials: owner-only");
         let back = Catalog::load_or_create(dir.path(), 2).unwrap();
         assert_eq!(back.cluster_id, c.cluster_id);
         assert_eq!(back.topic("orders"), c.topic("orders"));

@@ -238,6 +238,12 @@ fn sessions_expire_unless_the_client_reauthenticates_as_itself() {
     idle.send(ApiKey::Metadata, 12, &MetadataRequest::default());
     assert!(idle.wait_closed(Duration::from_secs(10)), "an expired session is disconnected");
 
+    // Re-authenticating with another mechanism is refused, as in Kafka.
+    let mut switching_mechanism = Client::connect(broker.listener("SASL_PLAINTEXT"));
+    login(&mut switching_mechanism, 2, "alice", "alice-pw");
+    assert_eq!(handshake(&mut switching_mechanism, 1, "SCRAM-SHA-512").error_code, 33);
+    assert!(switching_mechanism.wait_closed(Duration::from_secs(10)));
+
     // Re-authenticating as someone else fails and closes the connection.
     let mut switching = Client::connect(broker.listener("SASL_PLAINTEXT"));
     login(&mut switching, 2, "alice", "alice-pw");

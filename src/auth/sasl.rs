@@ -85,6 +85,9 @@ pub struct ConnSecurity {
     expires: Cell<Option<Instant>>,
     /// Set while a re-authentication is under way: the principal must stay the same.
     reauthenticating: Cell<bool>,
+    /// The mechanism of the last successful authentication: a re-authentication must use
+    /// the same one, through SaslAuthenticate (as Kafka requires).
+    mechanism: RefCell<Option<String>>,
 }
 
 impl ConnSecurity {
@@ -104,6 +107,7 @@ impl ConnSecurity {
             state: RefCell::new(state),
             expires: Cell::new(None),
             reauthenticating: Cell::new(false),
+            mechanism: RefCell::new(None),
         }
     }
 
@@ -165,7 +169,10 @@ impl ConnSecurity {
         secret: [u8; 32],
     ) -> Result<(), UnsupportedMechanism> {
         let name = mechanism.to_ascii_uppercase();
-        if !enabled.contains(&name) {
+        let reauthenticating = matches!(*self.state.borrow(), State::Done);
+        let switching =
+            reauthenticating && (version == 0 || self.mechanism.borrow().as_deref().is_some_and(|m| m != name));
+        if !enabled.contains(&name) || switching {
             *self.state.borrow_mut() = State::Failed;
             return Err(UnsupportedMechanism(name));
         }
@@ -173,9 +180,10 @@ impl ConnSecurity {
             Some(m) => Exchange::Scram(Box::new(ScramServer::new(m, secret))),
             None => Exchange::Plain,
         };
-        if matches!(*self.state.borrow(), State::Done) {
+        if reauthenticating {
             self.reauthenticating.set(true);
         }
+        *self.mechanism.borrow_mut() = Some(name);
         // Handshake v0 means the tokens follow as bare frames (Kafka before 1.0).
         *self.state.borrow_mut() = State::Exchange { exchange, legacy: version == 0 };
         Ok(())

@@ -43,9 +43,6 @@ use subtle::{Choice, ConstantTimeEq};
 pub const MIN_ITERATIONS: i32 = 4096;
 pub const MAX_ITERATIONS: i32 = 16384;
 
-/// Salt length for new credentials; fake credentials use it too, so they look like real ones.
-pub const SALT_LEN: usize = 32;
-
 /// Iterations shown to unknown users: Kafka's default, what most real credentials carry.
 const FAKE_ITERATIONS: i32 = MIN_ITERATIONS;
 
@@ -200,6 +197,37 @@ impl fmt::Debug for ScramCredential {
     }
 }
 
+/// A salt as Kafka's admin client makes one (`ScramFormatter.secureRandomBytes`): a 130-bit
+/// number written in base 36, as ASCII. Users created by the CLI get salts of this shape, and
+/// so do the fake ones answered for unknown users: were fake salts shaped otherwise (raw
+/// bytes, another length), the server-first message alone would tell a missing user from a
+/// real one created with Kafka's tools.
+pub fn new_salt() -> Vec<u8> {
+    salt_text(&random_bytes(17))
+}
+
+/// The first 130 bits of `bits` (at least 17 bytes) in base 36, without leading zeros.
+fn salt_text(bits: &[u8]) -> Vec<u8> {
+    let mut n: Vec<u8> = bits[..17].to_vec();
+    n[0] &= 0x03; // 136 bits read, 130 kept
+    let mut digits = Vec::new();
+    while n.iter().any(|&b| b != 0) {
+        // Long division of the big-endian number by 36.
+        let mut rem = 0u32;
+        for b in n.iter_mut() {
+            let cur = (rem << 8) | u32::from(*b);
+            *b = (cur / 36) as u8;
+            rem = cur % 36;
+        }
+        digits.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[rem as usize]);
+    }
+    if digits.is_empty() {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    digits
+}
+
 /// A credential for a user that does not exist, stable per (secret, mechanism, name) so that
 /// asking twice shows the same salt, as it would for a real user. Nobody knows its password.
 pub(crate) fn fake_credential(mechanism: Mechanism, secret: &[u8; 32], username: &str) -> ScramCredential {
@@ -207,8 +235,7 @@ pub(crate) fn fake_credential(mechanism: Mechanism, secret: &[u8; 32], username:
         let input = [label.as_bytes(), b"\0", mechanism.name().as_bytes(), b"\0", username.as_bytes()].concat();
         mechanism.hmac(secret, &input)
     };
-    let mut salt = derive("salt");
-    salt.truncate(SALT_LEN);
+    let salt = salt_text(&derive("salt"));
     ScramCredential {
         mechanism,
         salt,
@@ -537,6 +564,27 @@ impl ClientFinal {
 }
 
 #[cfg(test)]
+mod salt_tests {
+    use super::*;
+
+    #[test]
+    fn salts_are_shaped_like_the_java_admin_clients() {
+        assert_eq!(salt_text(&[0u8; 17]), b"0");
+        // 2^130 − 1 in base 36.
+        let max = [0xffu8; 17];
+        assert_eq!(salt_text(&max), b"1omfro7zwmumr3umxudzyj6scf");
+        for _ in 0..50 {
+            let s = new_salt();
+            assert!(s.len() <= 26 && s.len() >= 20, "{}", String::from_utf8_lossy(&s));
+            assert!(s.iter().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase()));
+        }
+        let fake = fake_credential(Mechanism::Sha512, &[9u8; 32], "nobody");
+        assert!(fake.salt.len() <= 26 && fake.salt.iter().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase()));
+        assert_eq!(fake.salt, fake_credential(Mechanism::Sha512, &[9u8; 32], "nobody").salt, "stable");
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -646,7 +694,8 @@ mod tests {
         assert_eq!(unknown.unwrap_err(), wrong);
         let fields: Vec<&str> = server_first.split(',').collect();
         assert_eq!(fields.len(), 3);
-        assert_eq!(STANDARD.decode(fields[1].strip_prefix("s=").unwrap()).unwrap().len(), SALT_LEN);
+        let salt = STANDARD.decode(fields[1].strip_prefix("s=").unwrap()).unwrap();
+        assert!(salt.iter().all(|c| c.is_ascii_alphanumeric()), "shaped like a Java admin client's salt");
         assert_eq!(fields[2], "i=4096");
     }
 

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::common::{check, sb, BrokerArgs, KafkaError};
 use super::output::{print_json, Format, Table};
-use crate::auth::scram::{self, Mechanism, MAX_ITERATIONS, MIN_ITERATIONS, SALT_LEN};
+use crate::auth::scram::{self, Mechanism, MAX_ITERATIONS, MIN_ITERATIONS};
 use crate::client::Conn;
 use crate::protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,
@@ -135,7 +135,8 @@ fn set(
     mechanism: Mechanism,
     iterations: i32,
 ) -> Result<()> {
-    let salt = scram::random_bytes(SALT_LEN);
+    // Shaped as the Java admin client shapes salts (see `scram::new_salt`).
+    let salt = scram::new_salt();
     let mut u = ScramCredentialUpsertion::default();
     u.name = sb(name);
     u.mechanism = mechanism.code();

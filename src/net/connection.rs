@@ -333,9 +333,17 @@ where
             Framing::Incomplete { needed } => needed.map_or(READ_MIN, |n| (n - buf.len()).clamp(READ_MIN, READ_MAX)),
         };
         if !held.grow(want) {
-            // A budget is spent: read nothing until responses give bytes back.
+            // A budget is spent: read nothing until responses give bytes back. The idle
+            // watchdog still runs meanwhile: a connection that completes no request for the
+            // idle timeout is closed here too, giving back what it holds. Otherwise clients
+            // that hold partial frames and stop (or go away) while waiting would keep the
+            // broker-wide budget spent for good, since a waiting reader reads nothing and so
+            // never sees the end of the stream.
             probe.memory_wait();
             while !held.grow(want) {
+                if live.timed_out.get() {
+                    return Ok(()); // `serve` logs the idle close
+                }
                 glommio::timer::sleep(MEMORY_RETRY).await;
             }
         }
