@@ -193,6 +193,26 @@ fn garbage_in_the_sasl_exchange_closes_only_that_connection_after_the_delay() {
 }
 
 #[test]
+fn a_request_pipelined_behind_a_plain_login_is_refused_not_served_early() {
+    let broker = start(&[]);
+    let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));
+    assert_eq!(handshake(&mut c, 1, "PLAIN").error_code, 0);
+    // Both frames in one write: the Metadata request arrives while the password is checked.
+    let mut req = SaslAuthenticateRequest::default();
+    req.auth_bytes = security::plain_token("alice", "alice-pw").into();
+    let mut both = Client::frame(ApiKey::SaslAuthenticate, 2, 41, &req);
+    both.extend(Client::frame(ApiKey::Metadata, 12, 42, &MetadataRequest::default()));
+    c.write_raw(&both).unwrap();
+    let first = c.read_frame().unwrap().expect("the SaslAuthenticate answer");
+    assert_eq!(i32::from_be_bytes(first[..4].try_into().unwrap()), 41);
+    assert!(c.wait_closed(Duration::from_secs(10)), "the pipelined request closed the connection");
+    // Sent after the answer, the same request is served.
+    let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));
+    login(&mut c, 2, "alice", "alice-pw");
+    assert!(!metadata(&mut c).brokers.is_empty());
+}
+
+#[test]
 fn legacy_unframed_tokens_follow_a_v0_handshake() {
     let broker = start(&[]);
     let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));

@@ -189,7 +189,7 @@ fn admit(pre: &header::Preamble) -> Result<ApiKey, Fault> {
 /// connection's security state lets it through (see `auth::sasl`).
 pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) -> Outcome {
     if let Gate::LegacyToken = conn.gate() {
-        return sasl_authenticate::legacy_token(shard, conn, &frame);
+        return sasl_authenticate::legacy_token(shard, conn, &frame).await;
     }
     let pre = header::preamble(&frame).ok_or(Fault::NoHeader)?;
     let api = match admit(&pre) {
@@ -243,7 +243,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) 
         ApiKey::OffsetDelete => offset_delete::handle(shard, req).await,
         ApiKey::InitProducerId => init_producer_id::handle(shard, req).await,
         ApiKey::SaslHandshake => sasl_handshake::handle(shard, &req),
-        ApiKey::SaslAuthenticate => sasl_authenticate::handle(shard, &req),
+        ApiKey::SaslAuthenticate => sasl_authenticate::handle(shard, &req).await,
         ApiKey::CreateAcls => create_acls::handle(shard, req).await,
         ApiKey::DescribeAcls => describe_acls::handle(shard, req),
         ApiKey::DeleteAcls => delete_acls::handle(shard, req).await,

@@ -18,12 +18,12 @@ use crate::shard::Shard;
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::SaslAuthenticate, 0, 2);
 
 /// Runs one token through the connection's exchange, logging how it ended.
-fn step(shard: &Shard, conn: &ConnSecurity, token: &[u8]) -> Result<Step, AuthFailure> {
+async fn step(shard: &Shard, conn: &ConnSecurity, token: &[u8]) -> Result<Step, AuthFailure> {
     let catalog = shard.catalog();
     let lookup = |user: &str| catalog.credentials(user);
     let verifier =
         Verifier { lookup: &lookup, secret: catalog.auth_secret(), reauth_ms: shard.config.connections_max_reauth_ms };
-    let outcome = conn.step(token, &verifier);
+    let outcome = conn.step(token, &verifier).await;
     match &outcome {
         Ok(Step::Done(..)) => {
             shard.probe.authenticated(true);
@@ -38,10 +38,10 @@ fn step(shard: &Shard, conn: &ConnSecurity, token: &[u8]) -> Result<Step, AuthFa
     outcome
 }
 
-pub fn handle(shard: &Rc<Shard>, req: &Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: &Request) -> Outcome {
     let r: SaslAuthenticateRequest = req.decode()?;
     let mut resp = SaslAuthenticateResponse::default();
-    match step(shard, &req.conn, &r.auth_bytes) {
+    match step(shard, &req.conn, &r.auth_bytes).await {
         Ok(Step::Continue(challenge)) => resp.auth_bytes = Bytes::from(challenge),
         Ok(Step::Done(last, lifetime)) => {
             resp.auth_bytes = Bytes::from(last);
@@ -57,8 +57,8 @@ pub fn handle(shard: &Rc<Shard>, req: &Request) -> Outcome {
 
 /// A bare token after a v0 SaslHandshake: the answer is a bare size-prefixed token too
 /// (empty once PLAIN succeeds). A failure has no way to be told, so it closes the connection.
-pub fn legacy_token(shard: &Rc<Shard>, conn: &ConnSecurity, frame: &[u8]) -> Outcome {
-    let reply = match step(shard, conn, frame) {
+pub async fn legacy_token(shard: &Rc<Shard>, conn: &ConnSecurity, frame: &[u8]) -> Outcome {
+    let reply = match step(shard, conn, frame).await {
         Ok(Step::Continue(challenge)) => challenge,
         Ok(Step::Done(last, _)) => last,
         Err(f) => return Err(Fault::Authentication(format!("authentication failed: {f}"))),

@@ -13,9 +13,11 @@
 //! same connection before then; it must authenticate as the same principal. A request that
 //! arrives after the session has ended closes the connection.
 //!
-//! Every step here runs to completion without awaiting, so requests of one connection,
+//! Every SCRAM step runs to completion without awaiting, so requests of one connection,
 //! whose handler tasks start in arrival order, see each other's state changes in order even
-//! when a client pipelines them.
+//! when a client pipelines them. A PLAIN check awaits a blocking thread (it is a PBKDF2 run);
+//! meanwhile the connection is `Checking` and refuses anything else, so a pipelined request
+//! can only be refused early, never served early.
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -34,6 +36,8 @@ enum State {
     AwaitHandshake,
     /// A mechanism was chosen; its tokens come next.
     Exchange { exchange: Exchange, legacy: bool },
+    /// A PLAIN password is being checked off the shard's thread: nothing else is served.
+    Checking,
     /// Authentication failed: nothing more is served.
     Failed,
 }
@@ -146,7 +150,7 @@ impl ConnSecurity {
                 Some(format!("{other:?} before SASL authentication (send SaslHandshake first)"))
             }
             (State::Exchange { legacy: false, .. }, ApiKey::SaslAuthenticate) => None,
-            (State::Exchange { .. }, other) => Some(format!("{other:?} during the SASL exchange")),
+            (State::Exchange { .. } | State::Checking, other) => Some(format!("{other:?} during the SASL exchange")),
             (State::Done, ApiKey::SaslHandshake) if self.listener.protocol.sasl() => None,
             (State::Done, ApiKey::SaslHandshake) => Some("SaslHandshake on a listener without SASL".into()),
             (State::Done, ApiKey::SaslAuthenticate) => Some("SaslAuthenticate without a SaslHandshake".into()),
@@ -192,13 +196,31 @@ impl ConnSecurity {
     /// One token of the exchange (from SaslAuthenticate or a bare legacy frame). On a
     /// failure the connection is done for: the caller answers, waits the failed-auth delay
     /// and closes.
-    pub fn step(&self, token: &[u8], verifier: &Verifier<'_>) -> Result<Step, AuthFailure> {
-        let outcome = self.advance(token, verifier);
+    pub async fn step(&self, token: &[u8], verifier: &Verifier<'_>) -> Result<Step, AuthFailure> {
+        let plain = matches!(&*self.state.borrow(), State::Exchange { exchange: Exchange::Plain, .. });
+        let outcome = match plain {
+            true => self.plain(token, verifier).await,
+            false => self.advance(token, verifier),
+        };
         if outcome.is_err() {
             *self.state.borrow_mut() = State::Failed;
             self.reauthenticating.set(false);
         }
         outcome
+    }
+
+    /// PLAIN's token: the password check runs PBKDF2 (milliseconds of CPU), so it runs on a
+    /// blocking thread rather than holding up every other connection of the shard; the
+    /// connection serves nothing meanwhile (`State::Checking`).
+    async fn plain(&self, token: &[u8], verifier: &Verifier<'_>) -> Result<Step, AuthFailure> {
+        let (user, _) = plain::parse(token)?;
+        let credentials = (verifier.lookup)(&user);
+        let (token, secret) = (token.to_vec(), verifier.secret);
+        *self.state.borrow_mut() = State::Checking;
+        let checked = glommio::executor()
+            .spawn_blocking(move || plain::authenticate(&token, |_| credentials.clone(), secret))
+            .await;
+        self.complete(checked?, Vec::new(), verifier)
     }
 
     fn advance(&self, token: &[u8], verifier: &Verifier<'_>) -> Result<Step, AuthFailure> {
@@ -207,7 +229,7 @@ impl ConnSecurity {
             return Err(AuthFailure { message: "no SASL exchange is under way".into() });
         };
         let (user, last) = match exchange {
-            Exchange::Plain => (plain::authenticate(token, verifier.lookup, verifier.secret)?, Vec::new()),
+            Exchange::Plain => unreachable!("PLAIN tokens go through `plain`"),
             Exchange::Scram(server) => {
                 if server.awaiting_first() {
                     let lookup = verifier.lookup;
@@ -220,6 +242,13 @@ impl ConnSecurity {
                 (user, last)
             }
         };
+        drop(state);
+        self.complete(user, last, verifier)
+    }
+
+    /// `user` has proven who it is: the connection is theirs (a re-authentication must be the
+    /// same principal), until the session lifetime ends.
+    fn complete(&self, user: String, last: Vec<u8>, verifier: &Verifier<'_>) -> Result<Step, AuthFailure> {
         let principal = format!("User:{user}");
         if self.reauthenticating.get() && self.session.borrow().principal != principal {
             return Err(AuthFailure {
@@ -229,7 +258,7 @@ impl ConnSecurity {
                 ),
             });
         }
-        *state = State::Done;
+        *self.state.borrow_mut() = State::Done;
         self.reauthenticating.set(false);
         let host = self.peer.ip().to_canonical();
         *self.session.borrow_mut() = Rc::new(Session { principal, host });
