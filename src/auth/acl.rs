@@ -541,18 +541,6 @@ impl Acls {
         &self.bindings
     }
 
-    /// A new snapshot with `added` as well (CreateAcls); ones already present are not doubled.
-    pub fn with_added(&self, added: impl IntoIterator<Item = AclBinding>) -> Acls {
-        Acls::new(self.bindings.iter().cloned().chain(added).collect())
-    }
-
-    /// A new snapshot without the bindings any of `filters` matches (DeleteAcls: each filter's
-    /// result is `matching` on this snapshot, so a binding two filters match is reported by both,
-    /// as in Kafka).
-    pub fn without_matching(&self, filters: &[AclFilter]) -> Acls {
-        Acls::new(self.bindings.iter().filter(|b| !filters.iter().any(|f| f.matches(b))).cloned().collect())
-    }
-
     /// The bindings `f` matches (DescribeAcls), in stored order.
     pub fn matching(&self, f: &AclFilter) -> Vec<AclBinding> {
         self.bindings.iter().filter(|b| f.matches(b)).cloned().collect()
@@ -1030,12 +1018,13 @@ mod tests {
         let acls = Acls::new(vec![a.clone(), b.clone(), a.clone()]);
         assert_eq!(acls.bindings(), [a.clone(), b.clone()]);
 
-        let acls = acls.with_added([a.clone(), topic_acl("pay", Prefixed, ALICE, Write, Allow)]);
+        // What the controller stores after a CreateAcls and a DeleteAcls, indexed anew.
+        let acls = Acls::new(vec![a.clone(), b.clone(), topic_acl("pay", Prefixed, ALICE, Write, Allow)]);
         assert_eq!(acls.bindings().len(), 3);
         assert!(may(&acls, ALICE, Write, "payments"), "the index is rebuilt");
 
         let alice = AclFilter { principal: Some(ALICE.to_string()), ..AclFilter::ANY };
-        let acls = acls.without_matching(&[alice]);
+        let acls = Acls::new(acls.bindings().iter().filter(|x| !alice.matches(x)).cloned().collect());
         assert_eq!(acls.bindings(), [b]);
         assert!(!may(&acls, ALICE, Read, "orders"));
         assert!(may(&acls, BOB, Read, "orders"));

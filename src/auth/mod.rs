@@ -25,10 +25,6 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn anonymous(host: IpAddr) -> Session {
-        Session { principal: ANONYMOUS.to_string(), host }
-    }
-
     /// The user name of a `User:` principal (what per-user quotas are keyed by).
     pub fn user(&self) -> Option<&str> {
         self.principal.strip_prefix("User:")
