@@ -1,15 +1,17 @@
 //! Interop with more Kafka client ecosystems, each driven as its own program against a fresh
-//! broker: kcat (Debian's, on librdkafka 2.0), which `.ci/run` installs with apt. A missing
-//! client fails its test with what to install; nothing is skipped.
+//! broker: kcat (Debian's, on librdkafka 2.0) and kafka-python (pure Python). `.ci/run`
+//! installs them: kcat with apt, kafka-python (and the codec libraries it uses) in
+//! `tests/clients/.venv`. A missing client fails its test with what to install; nothing is
+//! skipped.
 //!
 //! Every suite runs the same scenario; only the driver differs:
 //!
-//! 1. create a topic with 3 partitions (kcat cannot create topics: the raw test client's
-//!    CreateTopics does it);
-//! 2. produce 120 keyed records per compression codec the client has, a run each (kcat: gzip,
-//!    snappy, lz4, zstd), recording each record's partition and offset from the client's
-//!    delivery reports; the acknowledged offsets of each partition must be exactly `0..n`, and
-//!    the broker's stored batches must carry each codec;
+//! 1. create a topic with 3 partitions (kcat cannot: the raw test client's CreateTopics does it
+//!    for kcat; kafka-python uses its admin client);
+//! 2. produce 120 keyed records per compression codec the client has, a run each (kcat and
+//!    kafka-python: gzip, snappy, lz4, zstd), recording each record's partition and offset
+//!    from the client's delivery reports; the acknowledged offsets of each partition must be
+//!    exactly `0..n`, and the broker's stored batches must carry each codec;
 //! 3. read every partition from the beginning by assignment (no group) and compare every key,
 //!    value, partition and offset with what was acknowledged; then partition 1 again from an
 //!    offset in the middle of a compressed batch;
@@ -19,8 +21,8 @@
 //!    together are exactly what was produced, no record missing or read twice; at the end the
 //!    group's commits are the partitions' end offsets.
 //!
-//! kcat's output is read with a length-prefixed format string. Set `CLIENTS_DEBUG=1` for the
-//! clients' debug logs.
+//! kafka-python's program prints JSON lines (keys and values in hex); kcat's output is read with
+//! a length-prefixed format string. Set `CLIENTS_DEBUG=1` for the clients' debug logs.
 
 #[path = "common/client.rs"]
 mod client;
@@ -28,6 +30,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -50,6 +53,11 @@ static SERIAL: Mutex<()> = Mutex::new(());
 #[test]
 fn kcat_interop() {
     suite(&Kcat::find());
+}
+
+#[test]
+fn kafka_python_interop() {
+    suite(&Script::kafka_python());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,6 +486,19 @@ fn run(mut cmd: Command, input: &[u8]) -> Ran {
     Ran { ok: status == "exit status: 0", status, stdout, stderr }
 }
 
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    assert!(s.len().is_multiple_of(2), "odd-length hex {s:?}");
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+}
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
 /// Runs a tool's version command, so that its absence fails with what to install.
 fn version_of(mut cmd: Command, install: &str) -> String {
     let what = format!("{cmd:?}");
@@ -676,5 +697,152 @@ impl Driver for Kcat {
             r.stderr_tail(20)
         );
         (got, None)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// kafka-python: a program in tests/clients speaking JSON lines
+// ---------------------------------------------------------------------------------------------
+
+/// A suite program (`tests/clients/*_suite.*`) run by an interpreter; see the programs for
+/// their commands.
+struct Script {
+    name: String,
+    interpreter: PathBuf,
+    script: PathBuf,
+    codecs: &'static [&'static str],
+}
+
+impl Script {
+    fn kafka_python() -> Script {
+        let dir = clients_dir();
+        let python = dir.join(".venv/bin/python");
+        let install = "kafka-python is not installed: run .ci/run, which makes tests/clients/.venv \
+                       (python3 -m venv tests/clients/.venv && tests/clients/.venv/bin/pip install \
+                       -r tests/clients/requirements.txt)";
+        assert!(python.exists(), "{} is missing. {install}", python.display());
+        let mut c = Command::new(&python);
+        c.args(["-c", "import kafka, snappy, lz4.frame, zstandard; print(kafka.__version__)"]);
+        let v = version_of(c, install);
+        Script {
+            name: format!("kafka-python {v}"),
+            interpreter: python,
+            script: dir.join("kafka_python_suite.py"),
+            codecs: &["gzip", "snappy", "lz4", "zstd"],
+        }
+    }
+
+    /// Runs one command; returns its JSON lines.
+    fn call(&self, args: &[&str], input: &[u8], what: &str) -> Vec<serde_json::Value> {
+        let mut c = Command::new(&self.interpreter);
+        c.arg(&self.script);
+        if std::env::var_os("CLIENTS_DEBUG").is_some() {
+            if self.script.extension().is_some_and(|e| e == "py") {
+                c.arg("--debug");
+            } else {
+                c.env("KAFKAJS_DEBUG", "1");
+            }
+        }
+        c.args(args);
+        let r = run(c, input);
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&r.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("[{}] {what}: not JSON ({e}): {l}", self.name)))
+            .collect();
+        assert!(
+            r.ok,
+            "[{}] {what}: {} after {} lines of output; stderr:\n{}",
+            self.name,
+            r.status,
+            lines.len(),
+            r.stderr_tail(40)
+        );
+        lines
+    }
+
+    fn records(&self, lines: &[serde_json::Value]) -> Vec<Got> {
+        lines
+            .iter()
+            .filter(|l| l.get("committed").is_none())
+            .map(|l| Got {
+                partition: l["partition"].as_i64().expect("partition") as i32,
+                offset: l["offset"].as_i64().expect("offset"),
+                rec: Rec {
+                    key: unhex(l["key"].as_str().unwrap_or_else(|| panic!("[{}] a null key in {l}", self.name))),
+                    value: l["value"].as_str().map(unhex),
+                },
+            })
+            .collect()
+    }
+}
+
+impl Driver for Script {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn codecs(&self) -> &'static [&'static str] {
+        self.codecs
+    }
+
+    fn null_values(&self) -> bool {
+        true
+    }
+
+    fn create_topic(&self, broker: &Broker, topic: &str, partitions: i32) {
+        self.call(&["create", &broker.bootstrap(), topic, &partitions.to_string()], b"", "creating the topic");
+    }
+
+    fn produce(&self, broker: &Broker, topic: &str, codec: &str, records: &[Rec]) -> Vec<(i32, i64)> {
+        let mut input = String::new();
+        for r in records {
+            let value = r.value.as_deref().map(hex);
+            input.push_str(&serde_json::json!({ "key": hex(&r.key), "value": value }).to_string());
+            input.push('\n');
+        }
+        let lines = self.call(
+            &["produce", &broker.bootstrap(), topic, codec],
+            input.as_bytes(),
+            &format!("producing with {codec}"),
+        );
+        lines
+            .iter()
+            .map(|l| (l["partition"].as_i64().expect("partition") as i32, l["offset"].as_i64().expect("offset")))
+            .collect()
+    }
+
+    fn read_assigned(&self, broker: &Broker, topic: &str, count: usize, from: Option<(i32, i64)>) -> Vec<Got> {
+        let bootstrap = broker.bootstrap();
+        let count_arg = count.to_string();
+        let from_arg = from.map(|(p, o)| format!("{p}:{o}"));
+        let mut args = vec!["assigned", &bootstrap, topic, &count_arg];
+        if let Some(f) = &from_arg {
+            args.push(f);
+        }
+        self.records(&self.call(&args, b"", "reading by assignment"))
+    }
+
+    fn read_group(
+        &self,
+        broker: &Broker,
+        topic: &str,
+        group: &str,
+        count: usize,
+    ) -> (Vec<Got>, Option<BTreeMap<i32, i64>>) {
+        let lines = self.call(
+            &["group", &broker.bootstrap(), topic, group, &count.to_string()],
+            b"",
+            &format!("reading in group {group}"),
+        );
+        let committed = lines.iter().find_map(|l| l.get("committed")).unwrap_or_else(|| {
+            panic!("[{}] no committed line from the group run", self.name);
+        });
+        let committed = committed
+            .as_object()
+            .expect("committed: an object")
+            .iter()
+            .map(|(p, o)| (p.parse::<i32>().expect("partition"), o.as_i64().expect("offset")))
+            .collect();
+        (self.records(&lines), Some(committed))
     }
 }
