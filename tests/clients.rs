@@ -1,17 +1,18 @@
-//! Interop with more Kafka client ecosystems, each driven as its own program against a fresh
-//! broker: kcat (Debian's, on librdkafka 2.0) and kafka-python (pure Python). `.ci/run`
-//! installs them: kcat with apt, kafka-python (and the codec libraries it uses) in
-//! `tests/clients/.venv`. A missing client fails its test with what to install; nothing is
-//! skipped.
+//! Interop with three more Kafka client ecosystems, each driven as its own program against a
+//! fresh broker: kcat (Debian's, on librdkafka 2.0), kafka-python (pure Python) and kafkajs
+//! (pure JavaScript). `.ci/run` installs them: kcat with apt, kafka-python (and the codec
+//! libraries it uses) in `tests/clients/.venv`, kafkajs with `npm ci` in `tests/clients`. A
+//! missing client fails its test with what to install; nothing is skipped.
 //!
 //! Every suite runs the same scenario; only the driver differs:
 //!
 //! 1. create a topic with 3 partitions (kcat cannot: the raw test client's CreateTopics does it
-//!    for kcat; kafka-python uses its admin client);
+//!    for kcat; kafka-python and kafkajs use their admin clients);
 //! 2. produce 120 keyed records per compression codec the client has, a run each (kcat and
-//!    kafka-python: gzip, snappy, lz4, zstd), recording each record's partition and offset
-//!    from the client's delivery reports; the acknowledged offsets of each partition must be
-//!    exactly `0..n`, and the broker's stored batches must carry each codec;
+//!    kafka-python: gzip, snappy, lz4, zstd; kafkajs: none, gzip, snappy), recording each
+//!    record's partition and offset from the client's delivery reports; the acknowledged
+//!    offsets of each partition must be exactly `0..n`, and the broker's stored batches must
+//!    carry each codec;
 //! 3. read every partition from the beginning by assignment (no group) and compare every key,
 //!    value, partition and offset with what was acknowledged; then partition 1 again from an
 //!    offset in the middle of a compressed batch;
@@ -21,7 +22,7 @@
 //!    together are exactly what was produced, no record missing or read twice; at the end the
 //!    group's commits are the partitions' end offsets.
 //!
-//! kafka-python's program prints JSON lines (keys and values in hex); kcat's output is read with
+//! The clients' programs print JSON lines (keys and values in hex); kcat's output is read with
 //! a length-prefixed format string. Set `CLIENTS_DEBUG=1` for the clients' debug logs.
 
 #[path = "common/client.rs"]
@@ -58,6 +59,11 @@ fn kcat_interop() {
 #[test]
 fn kafka_python_interop() {
     suite(&Script::kafka_python());
+}
+
+#[test]
+fn kafkajs_interop() {
+    suite(&Script::kafkajs());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -701,7 +707,7 @@ impl Driver for Kcat {
 }
 
 // ---------------------------------------------------------------------------------------------
-// kafka-python: a program in tests/clients speaking JSON lines
+// kafka-python and kafkajs: programs in tests/clients speaking JSON lines
 // ---------------------------------------------------------------------------------------------
 
 /// A suite program (`tests/clients/*_suite.*`) run by an interpreter; see the programs for
@@ -729,6 +735,26 @@ impl Script {
             interpreter: python,
             script: dir.join("kafka_python_suite.py"),
             codecs: &["gzip", "snappy", "lz4", "zstd"],
+        }
+    }
+
+    fn kafkajs() -> Script {
+        let dir = clients_dir();
+        let install = "kafkajs is not installed: run .ci/run, which runs npm ci in tests/clients \
+                       (Node.js and npm must be on the PATH)";
+        let node = PathBuf::from("node");
+        let mut c = Command::new(&node);
+        c.arg("--version");
+        version_of(c, install);
+        let pkg = dir.join("node_modules/kafkajs/package.json");
+        let pkg = std::fs::read_to_string(&pkg).unwrap_or_else(|e| panic!("{}: {e}. {install}", pkg.display()));
+        let pkg: serde_json::Value = serde_json::from_str(&pkg).expect("kafkajs's package.json");
+        assert!(dir.join("node_modules/kafkajs-snappy").exists(), "kafkajs-snappy is missing. {install}");
+        Script {
+            name: format!("kafkajs {}", pkg["version"].as_str().unwrap_or("?")),
+            interpreter: node,
+            script: dir.join("kafkajs_suite.js"),
+            codecs: &["none", "gzip", "snappy"],
         }
     }
 
