@@ -22,5 +22,6 @@ pub mod protocol;
 pub mod quota;
 pub mod server;
 pub mod shard;
+pub mod storage;
 pub mod sys;
 pub mod tune;

@@ -4,8 +4,7 @@
 //! an immutable snapshot to every shard. Shards read their snapshot without locks.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -30,12 +29,31 @@ impl TopicMeta {
     }
 }
 
+/// The quota values (Kafka's keys: `producer_byte_rate`, ...) set for one entity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaSetting {
+    pub entity: crate::quota::QuotaEntity,
+    pub values: BTreeMap<String, f64>,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
     pub cluster_id: String,
     /// Grows with every change, so a shard can ignore a snapshot older than the one it has.
     pub version: u64,
     pub topics: BTreeMap<String, TopicMeta>,
+    /// Dynamic cluster-wide broker defaults (AlterConfigs / IncrementalAlterConfigs on the
+    /// default BROKER resource, name ""), by Kafka's broker config name (`log.retention.ms`):
+    /// under every topic's own configs.
+    #[serde(default)]
+    pub broker_defaults: BTreeMap<String, String>,
+    /// Dynamic configs of this broker (the BROKER resource named by its node id), over the
+    /// cluster-wide ones.
+    #[serde(default)]
+    pub broker_configs: BTreeMap<String, String>,
+    /// Client quotas set at run time (AlterClientQuotas), by entity.
+    #[serde(default)]
+    pub client_quotas: Vec<QuotaSetting>,
     /// ACLs (CreateAcls / DeleteAcls); every shard builds its authorizer index from these.
     #[serde(default)]
     pub acls: Vec<crate::auth::acl::AclBinding>,
@@ -100,14 +118,8 @@ impl Catalog {
         self.by_id.get(id).and_then(|n| self.topics.get(n))
     }
 
-    /// Adds a topic, placing each partition on the shard that currently homes the fewest.
-    pub fn add_topic(
-        &mut self,
-        name: &str,
-        partitions: u32,
-        shards: usize,
-        configs: BTreeMap<String, String>,
-    ) -> &TopicMeta {
+    /// Home shards for `n` new partitions, each on the shard that homes the fewest so far.
+    fn balanced_homes(&self, n: u32, shards: usize) -> Vec<usize> {
         let mut load = vec![0usize; shards.max(1)];
         for t in self.topics.values() {
             for &h in &t.homes {
@@ -116,13 +128,24 @@ impl Catalog {
                 }
             }
         }
-        let homes = (0..partitions)
+        (0..n)
             .map(|_| {
                 let (shard, _) = load.iter().enumerate().min_by_key(|(i, l)| (**l, *i)).expect("a shard");
                 load[shard] += 1;
                 shard
             })
-            .collect();
+            .collect()
+    }
+
+    /// Adds a topic, placing each partition on the shard that currently homes the fewest.
+    pub fn add_topic(
+        &mut self,
+        name: &str,
+        partitions: u32,
+        shards: usize,
+        configs: BTreeMap<String, String>,
+    ) -> &TopicMeta {
+        let homes = self.balanced_homes(partitions, shards);
         let mut id = Uuid::new_v4();
         while self.by_id.contains_key(&id) || id.is_nil() {
             id = Uuid::new_v4();
@@ -153,6 +176,19 @@ impl Catalog {
         self.topics.insert(name.to_string(), TopicMeta { name: name.to_string(), id, homes, configs });
         self.version += 1;
         self.reindex();
+        true
+    }
+
+    /// Grows a topic to `total` partitions, the new ones on the least loaded shards; `false`
+    /// if there is no such topic or it already has as many.
+    pub fn add_partitions(&mut self, name: &str, total: u32, shards: usize) -> bool {
+        let Some(have) = self.topics.get(name).map(|t| t.homes.len() as u32) else { return false };
+        if total <= have {
+            return false;
+        }
+        let homes = self.balanced_homes(total - have, shards);
+        self.topics.get_mut(name).expect("checked").homes.extend(homes);
+        self.version += 1;
         true
     }
 
@@ -204,24 +240,13 @@ impl Catalog {
         Ok(cat)
     }
 
-    /// Writes the catalog atomically: temp file, fsync, rename over the old one, fsync dir.
+    /// Writes the catalog atomically (see `storage::write_atomic`).
     pub fn persist(&self, dir: &Path) -> Result<(), BrokerError> {
         let path = dir.join(CATALOG_FILE);
-        let tmp: PathBuf = dir.join(format!("{CATALOG_FILE}.tmp"));
-        let err = |e: std::io::Error| BrokerError::Metadata { path: path.clone(), reason: e.to_string() };
         let bytes = serde_json::to_vec_pretty(self).expect("catalog serializes");
         // Owner-only: the catalog holds users' SCRAM keys and the fake-salt secret.
-        let mut f = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).map_err(err)?
-        };
-        // A temp file left by an older broker keeps its mode through `open`: set it.
-        f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(err)?;
-        f.write_all(&bytes).map_err(err)?;
-        f.sync_all().map_err(err)?;
-        std::fs::rename(&tmp, &path).map_err(err)?;
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(err)?;
-        Ok(())
+        crate::storage::write_atomic(&path, &bytes, 0o600)
+            .map_err(|e| BrokerError::Metadata { path: path.clone(), reason: e.to_string() })
     }
 }
 

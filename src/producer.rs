@@ -26,6 +26,13 @@ pub struct BatchRecord {
     pub last_seq: i32,
     pub first_offset: i64,
     pub last_offset: i64,
+    /// The batch's maxTimestamp as written (a retry of a LogAppendTime batch is told it).
+    #[serde(default = "no_timestamp")]
+    pub max_timestamp: i64,
+}
+
+fn no_timestamp() -> i64 {
+    -1
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,8 +48,18 @@ pub struct ProducerEntry {
 pub enum Verdict {
     /// Append it (non-idempotent, or the next batch in sequence).
     Append,
-    /// A retry of a batch already appended at these offsets.
-    Duplicate { first_offset: i64, last_offset: i64 },
+    /// A retry of a batch already appended at these offsets, with this maxTimestamp.
+    Duplicate { first_offset: i64, last_offset: i64, max_timestamp: i64 },
+}
+
+/// One producer's state as DescribeProducers shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerSummary {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub last_sequence: i32,
+    /// maxTimestamp of its last batch.
+    pub last_timestamp: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,7 +100,11 @@ impl ProducerState {
         }
         let last = last_seq_of(h);
         if let Some(b) = e.batches.iter().find(|b| b.first_seq == h.base_sequence && b.last_seq == last) {
-            return Ok(Verdict::Duplicate { first_offset: b.first_offset, last_offset: b.last_offset });
+            return Ok(Verdict::Duplicate {
+                first_offset: b.first_offset,
+                last_offset: b.last_offset,
+                max_timestamp: b.max_timestamp,
+            });
         }
         match e.batches.back() {
             Some(b) if next_seq(b.last_seq) == h.base_sequence => Ok(Verdict::Append),
@@ -112,11 +133,24 @@ impl ProducerState {
             last_seq: last_seq_of(h),
             first_offset: h.base_offset,
             last_offset: h.last_offset(),
+            max_timestamp: h.max_timestamp,
         });
         while e.batches.len() > REMEMBERED {
             e.batches.pop_front();
         }
         e.last_append_ms = e.last_append_ms.max(now_ms);
+    }
+
+    pub fn summaries(&self) -> Vec<ProducerSummary> {
+        self.producers
+            .iter()
+            .map(|(&producer_id, e)| ProducerSummary {
+                producer_id,
+                epoch: e.epoch,
+                last_sequence: e.batches.back().map_or(-1, |b| b.last_seq),
+                last_timestamp: e.batches.back().map_or(-1, |b| b.max_timestamp),
+            })
+            .collect()
     }
 
     /// Drops producers idle longer than `expiration_ms` (`producer.id.expiration.ms`).
@@ -166,8 +200,14 @@ mod tests {
         let mut s = ProducerState::default();
         append(&mut s, h(7, 0, 0, 5, 100));
         append(&mut s, h(7, 0, 5, 5, 200));
-        assert_eq!(s.check(&h(7, 0, 0, 5, -1)), Ok(Verdict::Duplicate { first_offset: 100, last_offset: 104 }));
-        assert_eq!(s.check(&h(7, 0, 5, 5, -1)), Ok(Verdict::Duplicate { first_offset: 200, last_offset: 204 }));
+        assert_eq!(
+            s.check(&h(7, 0, 0, 5, -1)),
+            Ok(Verdict::Duplicate { first_offset: 100, last_offset: 104, max_timestamp: 0 })
+        );
+        assert_eq!(
+            s.check(&h(7, 0, 5, 5, -1)),
+            Ok(Verdict::Duplicate { first_offset: 200, last_offset: 204, max_timestamp: 0 })
+        );
         // only the last five are remembered
         for i in 2..7 {
             append(&mut s, h(7, 0, i * 5, 5, 100 * (i as i64 + 1)));

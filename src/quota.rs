@@ -1,11 +1,18 @@
-//! Client byte-rate quotas (Kafka's KIP-13, with KIP-219's throttling): `producer_byte_rate`
-//! and `consumer_byte_rate` per client-id, measured and enforced broker-wide.
+//! Client quotas (Kafka's KIP-13, with KIP-219's throttling): `producer_byte_rate`,
+//! `consumer_byte_rate` and `request_percentage`, measured and enforced broker-wide.
 //!
-//! **Users** (KIP-55): a user (the authenticated principal `User:<name>`) with a quota of a
-//! kind is measured as one entity, all its connections and client-ids together, for that
-//! kind; a kind the user has no quota for falls back to the client-id's quota, as Kafka
-//! resolves each quota type to the most specific entity that sets it (here: user, then
-//! client-id).
+//! **Entities** (KIP-55): a quota is set for a user (the principal `User:<name>`,
+//! `ANONYMOUS` without authentication), a client-id, or a user's client-id, where either
+//! part may be the default of its kind. `QuotaTable` resolves each request's quota of each
+//! kind to the most specific entity that sets that kind, in Kafka's order: user and
+//! client-id, user and default client-id, user, default user and client-id, default user and
+//! default client-id, default user, client-id, default client-id. The rate is measured for
+//! the entity Kafka measures it for (its metric tags): a user's quota counts all the user's
+//! client-ids together, a user-and-client-id quota each pair on its own, a client-id quota
+//! the client-id across users. The static settings (`quota_*` in the config) are the
+//! client-id default, client-id and user entries; the dynamic ones (AlterClientQuotas, kept
+//! in the catalog) replace them kind by kind, and every shard swaps its table when the
+//! catalog changes, with no restart.
 //!
 //! **Measurement** is Kafka's: a client's rate is the bytes of its last `SAMPLES` one-second
 //! samples over the time they span (at least `SAMPLES - 1` seconds, so a new client's first
@@ -45,8 +52,9 @@
 //!
 //! This module does no I/O: time comes in as milliseconds since the registry was made.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -221,183 +229,300 @@ impl ClientRates {
 /// Maps smaller than this are never swept.
 const SWEEP_FLOOR: usize = 1024;
 
-/// The broker-wide quotas and the rates of the clients they apply to (see the module doc).
-#[derive(Debug)]
-pub struct Quotas {
-    default: ClientQuota,
-    overrides: HashMap<String, ClientQuota>,
-    /// Per-user quotas; a kind left `UNLIMITED` falls back to the client-id's.
-    users: HashMap<String, ClientQuota>,
-    /// No quota is finite: nothing is ever measured.
-    unlimited: bool,
-    /// Whether any client has a request (handler time) quota: if not, requests are not timed.
-    requests_limited: bool,
-    epoch: Instant,
-    clients: Mutex<Clients>,
-    /// The rates of users with a quota, by user name (apart from client-ids, whose names
-    /// may be the same).
-    user_rates: Mutex<Clients>,
+/// A user or client-id part of a quota entity: one by name, or the default of its kind.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntityName {
+    Named(String),
+    Default,
 }
 
-/// Whose rates a record counts against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Entity {
-    Client,
-    User,
+/// A quota entity (see the module doc): at least one part is present.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct QuotaEntity {
+    #[serde(default)]
+    pub user: Option<EntityName>,
+    #[serde(default)]
+    pub client_id: Option<EntityName>,
+}
+
+/// The quota keys Kafka defines for user and client-id entities, with how a value becomes a
+/// `ClientQuota` field.
+pub const PRODUCER_BYTE_RATE: &str = "producer_byte_rate";
+pub const CONSUMER_BYTE_RATE: &str = "consumer_byte_rate";
+pub const REQUEST_PERCENTAGE: &str = "request_percentage";
+
+/// Handler microseconds a second that `percent` of one shard's time allows.
+pub fn percent_to_micros(percent: f64) -> u64 {
+    if percent >= UNLIMITED as f64 / 10_000.0 {
+        UNLIMITED
+    } else {
+        (percent * 10_000.0).round() as u64
+    }
+}
+
+impl ClientQuota {
+    /// The quota that a set of Kafka quota values (key → value) sets; unknown keys are the
+    /// caller's to refuse.
+    pub fn from_values<'a>(values: impl IntoIterator<Item = (&'a str, f64)>) -> ClientQuota {
+        let mut q = ClientQuota::NONE;
+        for (key, v) in values {
+            let bytes = if v >= UNLIMITED as f64 { UNLIMITED } else { v.max(0.0) as u64 };
+            match key {
+                PRODUCER_BYTE_RATE => q.producer = bytes,
+                CONSUMER_BYTE_RATE => q.consumer = bytes,
+                REQUEST_PERCENTAGE => q.request = percent_to_micros(v),
+                _ => {}
+            }
+        }
+        q
+    }
+
+    /// This quota's kinds where set, else `under`'s.
+    fn over(self, under: ClientQuota) -> ClientQuota {
+        let pick = |a: u64, b: u64| if a < UNLIMITED { a } else { b };
+        ClientQuota {
+            producer: pick(self.producer, under.producer),
+            consumer: pick(self.consumer, under.consumer),
+            request: pick(self.request, under.request),
+        }
+    }
+}
+
+/// Quotas of one level of entities: by name, and the level's default.
+#[derive(Debug, Clone, Default)]
+struct Level {
+    named: HashMap<String, ClientQuota>,
+    default: Option<ClientQuota>,
+}
+
+impl Level {
+    fn set(&mut self, name: &EntityName, q: ClientQuota) {
+        let slot = match name {
+            EntityName::Named(n) => self.named.entry(n.clone()).or_insert(ClientQuota::NONE),
+            EntityName::Default => self.default.get_or_insert(ClientQuota::NONE),
+        };
+        *slot = q.over(*slot);
+    }
+}
+
+/// Who a rate is measured for: (user, client-id), "" where the entity leaves a part out.
+pub type Tags<'a> = (&'a str, &'a str);
+
+/// Every quota the broker enforces, by entity (see the module doc). Pure: built from the
+/// static settings and the catalog's entries, asked once per metered response.
+#[derive(Debug, Clone, Default)]
+pub struct QuotaTable {
+    /// users/<user>/clients/<client-id> and users/<user>/clients/<default>, by user.
+    user_clients: HashMap<String, Level>,
+    /// users/<default>/clients/<client-id> and users/<default>/clients/<default>.
+    default_user_clients: Level,
+    /// users/<user> and users/<default>.
+    users: Level,
+    /// clients/<client-id> and clients/<default>.
+    clients: Level,
+    unlimited: bool,
+    requests_limited: bool,
+}
+
+impl QuotaTable {
+    /// The static settings (a default client-id quota, client-id and user quotas) with the
+    /// dynamic entries over them, kind by kind.
+    pub fn new<'a>(
+        default: ClientQuota,
+        clients: &HashMap<String, ClientQuota>,
+        users: &HashMap<String, ClientQuota>,
+        dynamic: impl IntoIterator<Item = (&'a QuotaEntity, ClientQuota)>,
+    ) -> QuotaTable {
+        let mut t = QuotaTable::default();
+        t.clients.set(&EntityName::Default, default);
+        for (c, q) in clients {
+            t.clients.set(&EntityName::Named(c.clone()), *q);
+        }
+        for (u, q) in users {
+            t.users.set(&EntityName::Named(u.clone()), *q);
+        }
+        for (entity, q) in dynamic {
+            match (&entity.user, &entity.client_id) {
+                (Some(EntityName::Named(u)), Some(c)) => t.user_clients.entry(u.clone()).or_default().set(c, q),
+                (Some(EntityName::Default), Some(c)) => t.default_user_clients.set(c, q),
+                (Some(u), None) => t.users.set(u, q),
+                (None, Some(c)) => t.clients.set(c, q),
+                (None, None) => {}
+            }
+        }
+        let all = || {
+            let levels = [&t.default_user_clients, &t.users, &t.clients].into_iter().chain(t.user_clients.values());
+            levels.flat_map(|l| l.named.values().chain(l.default.iter())).copied().collect::<Vec<_>>()
+        };
+        t.unlimited = all().iter().all(|q| *q == ClientQuota::NONE);
+        t.requests_limited = all().iter().any(|q| q.request < UNLIMITED);
+        t
+    }
+
+    /// The quota of `kind` for a request of `user` with `client_id`, and whose rate it is
+    /// measured for; `None` when no entity sets that kind.
+    pub fn resolve<'a>(&self, user: &'a str, client_id: &'a str, kind: Kind) -> Option<(u64, Tags<'a>)> {
+        if self.unlimited {
+            return None;
+        }
+        let pick = |q: Option<&ClientQuota>| q.map(|q| q.of(kind)).filter(|v| *v < UNLIMITED);
+        let both = (user, client_id);
+        if let Some(l) = self.user_clients.get(user) {
+            if let Some(v) = pick(l.named.get(client_id)).or_else(|| pick(l.default.as_ref())) {
+                return Some((v, both));
+            }
+        }
+        if let Some(v) = pick(self.users.named.get(user)) {
+            return Some((v, (user, "")));
+        }
+        let l = &self.default_user_clients;
+        if let Some(v) = pick(l.named.get(client_id)).or_else(|| pick(l.default.as_ref())) {
+            return Some((v, both));
+        }
+        if let Some(v) = pick(self.users.default.as_ref()) {
+            return Some((v, (user, "")));
+        }
+        let l = &self.clients;
+        pick(l.named.get(client_id)).or_else(|| pick(l.default.as_ref())).map(|v| (v, ("", client_id)))
+    }
+
+    /// Whether some entity has a request (handler time) quota.
+    pub fn limits_requests(&self) -> bool {
+        self.requests_limited
+    }
+}
+
+/// The broker-wide registry of measured rates (see the module doc): every shard records
+/// into it; which quota applies is each shard's `QuotaTable`.
+#[derive(Debug)]
+pub struct Quotas {
+    epoch: Instant,
+    rates: Mutex<Rates>,
 }
 
 #[derive(Debug, Default)]
-struct Clients {
-    map: HashMap<String, Arc<ClientRates>>,
+struct Rates {
+    map: HashMap<(String, String), Arc<ClientRates>>,
     sweep_at: usize,
 }
 
 impl Quotas {
-    /// `default` applies to every client-id without an override.
-    pub fn new(default: ClientQuota, overrides: HashMap<String, ClientQuota>) -> Arc<Quotas> {
-        Quotas::with_users(default, overrides, HashMap::new())
-    }
-
-    /// As `new`, plus quotas of users (see the module doc).
-    pub fn with_users(
-        default: ClientQuota,
-        overrides: HashMap<String, ClientQuota>,
-        users: HashMap<String, ClientQuota>,
-    ) -> Arc<Quotas> {
-        let all = || std::iter::once(&default).chain(overrides.values()).chain(users.values());
-        let unlimited = all().all(|q| *q == ClientQuota::NONE);
-        let requests_limited = all().any(|q| q.request < UNLIMITED);
+    pub fn new() -> Arc<Quotas> {
         Arc::new(Quotas {
-            default,
-            overrides,
-            users,
-            unlimited,
-            requests_limited,
             epoch: Instant::now(),
-            clients: Mutex::new(Clients { map: HashMap::new(), sweep_at: SWEEP_FLOOR }),
-            user_rates: Mutex::new(Clients { map: HashMap::new(), sweep_at: SWEEP_FLOOR }),
+            rates: Mutex::new(Rates { map: HashMap::new(), sweep_at: SWEEP_FLOOR }),
         })
-    }
-
-    /// No quotas at all (the default configuration).
-    pub fn none() -> Arc<Quotas> {
-        Quotas::new(ClientQuota::NONE, HashMap::new())
-    }
-
-    /// The quota of `kind` for `client_id`, bytes/s; `UNLIMITED` for none.
-    pub fn quota(&self, client_id: &str, kind: Kind) -> u64 {
-        self.overrides.get(client_id).unwrap_or(&self.default).of(kind)
     }
 
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// The shared rates of `client_id` (or of a user), made on first use.
-    fn rates(&self, entity: Entity, client_id: &str, now_ms: u64) -> Arc<ClientRates> {
-        let mut clients = match entity {
-            Entity::Client => self.lock(),
-            Entity::User => self.user_rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
-        };
-        if let Some(r) = clients.map.get(client_id) {
+    /// The shared rates of an entity (by its tags), made on first use.
+    fn rates(&self, tags: Tags, now_ms: u64) -> Arc<ClientRates> {
+        let mut rates = self.lock();
+        let key = (tags.0.to_string(), tags.1.to_string());
+        if let Some(r) = rates.map.get(&key) {
             return r.clone();
         }
-        if clients.map.len() >= clients.sweep_at {
-            clients.map.retain(|_, r| {
+        if rates.map.len() >= rates.sweep_at {
+            rates.map.retain(|_, r| {
                 let keep = !r.idle(now_ms);
                 if !keep {
                     r.evicted.store(true, Ordering::Release);
                 }
                 keep
             });
-            clients.sweep_at = (clients.map.len() * 2).max(SWEEP_FLOOR);
+            rates.sweep_at = (rates.map.len() * 2).max(SWEEP_FLOOR);
         }
         let r = Arc::new(ClientRates::default());
-        clients.map.insert(client_id.to_string(), r.clone());
+        rates.map.insert(key, r.clone());
         r
     }
 
-    fn lock(&self) -> MutexGuard<'_, Clients> {
+    fn lock(&self) -> MutexGuard<'_, Rates> {
         // A panic while holding the lock cannot leave the map half-changed: use it as is.
-        self.clients.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Client-ids tracked now (for tests).
+    /// Entities tracked now (for tests).
     pub fn tracked(&self) -> usize {
         self.lock().map.len()
     }
 }
 
-/// A shard's view of the quotas: the shared registry plus this shard's cache of the rates
-/// of the clients it has served.
+/// A shard's view of the quotas: its table, the shared registry, and this shard's cache of
+/// the rates of the entities it has metered (by user tag, then client-id tag, so a lookup
+/// allocates nothing).
 #[derive(Debug)]
 pub struct ShardQuotas {
     shared: Arc<Quotas>,
-    cache: RefCell<HashMap<String, Arc<ClientRates>>>,
-    user_cache: RefCell<HashMap<String, Arc<ClientRates>>>,
-    sweep_at: std::cell::Cell<usize>,
+    table: RefCell<Rc<QuotaTable>>,
+    cache: RefCell<HashMap<String, HashMap<String, Arc<ClientRates>>>>,
+    cached: Cell<usize>,
+    sweep_at: Cell<usize>,
 }
 
 impl ShardQuotas {
-    pub fn new(shared: Arc<Quotas>) -> ShardQuotas {
+    pub fn new(shared: Arc<Quotas>, table: QuotaTable) -> ShardQuotas {
         ShardQuotas {
             shared,
+            table: RefCell::new(Rc::new(table)),
             cache: RefCell::new(HashMap::new()),
-            user_cache: RefCell::new(HashMap::new()),
-            sweep_at: std::cell::Cell::new(SWEEP_FLOOR),
+            cached: Cell::new(0),
+            sweep_at: Cell::new(SWEEP_FLOOR),
         }
     }
 
-    /// Whether some client has a request (handler time) quota.
-    pub fn limits_requests(&self) -> bool {
-        self.shared.requests_limited
+    /// Installs new quotas (the catalog changed); rates measured so far are kept.
+    pub fn set_table(&self, table: QuotaTable) {
+        *self.table.borrow_mut() = Rc::new(table);
     }
 
-    /// Counts `bytes` of `kind` for `client_id` (a missing client-id is the empty one, as in
-    /// Kafka) and returns how long the client is throttled: zero within its quota.
+    /// Whether some entity has a request (handler time) quota.
+    pub fn limits_requests(&self) -> bool {
+        self.table.borrow().limits_requests()
+    }
+
+    /// Counts `bytes` of `kind` for a request without a user (ANONYMOUS).
     pub fn record(&self, client_id: Option<&str>, kind: Kind, bytes: u64) -> Duration {
         self.record_as(None, client_id, kind, bytes)
     }
 
-    /// As `record`, for a request of `user` (its principal's name, when it authenticated):
-    /// counted against the user's quota of `kind` if it has one, else the client-id's.
+    /// Counts `bytes` of `kind` for a request of `user` (its principal's name; `ANONYMOUS`
+    /// when `None`) with `client_id` (a missing one is the empty one, as in Kafka) against the
+    /// quota its entities resolve to, and returns how long the client is throttled: zero
+    /// within its quota.
     pub fn record_as(&self, user: Option<&str>, client_id: Option<&str>, kind: Kind, bytes: u64) -> Duration {
-        if self.shared.unlimited {
+        let table = self.table.borrow().clone();
+        let Some((quota, tags)) = table.resolve(user.unwrap_or("ANONYMOUS"), client_id.unwrap_or(""), kind) else {
             return Duration::ZERO;
-        }
-        let user_quota = user.and_then(|u| Some((u, self.shared.users.get(u)?.of(kind))));
-        let (entity, name, quota) = match user_quota {
-            Some((u, q)) if q < UNLIMITED => (Entity::User, u, q),
-            _ => {
-                let client_id = client_id.unwrap_or("");
-                (Entity::Client, client_id, self.shared.quota(client_id, kind))
-            }
         };
-        if quota >= UNLIMITED {
-            return Duration::ZERO;
-        }
         let now_ms = self.shared.now_ms();
-        let rates = self.cached(entity, name, now_ms);
+        let rates = self.rates(tags, now_ms);
         Duration::from_millis(rates.window(kind).record_and_throttle(now_ms, bytes, quota))
     }
 
-    fn cached(&self, entity: Entity, client_id: &str, now_ms: u64) -> Arc<ClientRates> {
-        let cache = match entity {
-            Entity::Client => &self.cache,
-            Entity::User => &self.user_cache,
-        };
-        if let Some(r) = cache.borrow().get(client_id) {
+    fn rates(&self, tags: Tags, now_ms: u64) -> Arc<ClientRates> {
+        if let Some(r) = self.cache.borrow().get(tags.0).and_then(|m| m.get(tags.1)) {
             if !r.evicted.load(Ordering::Acquire) {
                 return r.clone();
             }
         }
-        let r = self.shared.rates(entity, client_id, now_ms);
-        let mut cache = cache.borrow_mut();
-        if cache.len() >= self.sweep_at.get() {
-            cache.retain(|_, r| !r.evicted.load(Ordering::Acquire) && !r.idle(now_ms));
-            self.sweep_at.set((cache.len() * 2).max(SWEEP_FLOOR));
+        let r = self.shared.rates(tags, now_ms);
+        let mut cache = self.cache.borrow_mut();
+        if self.cached.get() >= self.sweep_at.get() {
+            for m in cache.values_mut() {
+                m.retain(|_, r| !r.evicted.load(Ordering::Acquire) && !r.idle(now_ms));
+            }
+            cache.retain(|_, m| !m.is_empty());
+            self.cached.set(cache.values().map(HashMap::len).sum());
+            self.sweep_at.set((self.cached.get() * 2).max(SWEEP_FLOOR));
         }
-        cache.insert(client_id.to_string(), r.clone());
+        if cache.entry(tags.0.to_string()).or_default().insert(tags.1.to_string(), r.clone()).is_none() {
+            self.cached.set(self.cached.get() + 1);
+        }
         r
     }
 }
@@ -470,12 +595,20 @@ mod tests {
         assert_eq!(w.measure(2000).0, BYTE_MASK + 1, "a new sample is a new count");
     }
 
+    fn q(producer: u64, consumer: u64) -> ClientQuota {
+        ClientQuota { producer, consumer, request: UNLIMITED }
+    }
+
+    fn shard_with(table: QuotaTable) -> (Arc<Quotas>, ShardQuotas) {
+        let shared = Quotas::new();
+        (shared.clone(), ShardQuotas::new(shared, table))
+    }
+
     #[test]
     fn a_user_quota_counts_all_its_client_ids_and_other_kinds_fall_back_to_the_client_id() {
-        let users = HashMap::from([("alice".to_string(), ClientQuota { producer: 1000, ..ClientQuota::NONE })]);
-        let clients = HashMap::from([("app".to_string(), ClientQuota { consumer: 1000, ..ClientQuota::NONE })]);
-        let q = Quotas::with_users(ClientQuota::NONE, clients, users);
-        let shard = ShardQuotas::new(q.clone());
+        let users = HashMap::from([("alice".to_string(), q(1000, UNLIMITED))]);
+        let clients = HashMap::from([("app".to_string(), q(UNLIMITED, 1000))]);
+        let (_, shard) = shard_with(QuotaTable::new(ClientQuota::NONE, &clients, &users, []));
         // 10 s of alice's quota in one burst from two client-ids: the next byte is over.
         assert_eq!(shard.record_as(Some("alice"), Some("x"), Kind::Produce, 5000), Duration::ZERO);
         assert_eq!(shard.record_as(Some("alice"), Some("y"), Kind::Produce, 5000), Duration::ZERO);
@@ -486,6 +619,73 @@ mod tests {
         // alice has no consumer quota: her fetches count against the client-id's.
         assert_eq!(shard.record_as(Some("alice"), Some("app"), Kind::Fetch, 10_000), Duration::ZERO);
         assert!(shard.record_as(Some("bob"), Some("app"), Kind::Fetch, 100) > Duration::ZERO);
+    }
+
+    fn entity(user: Option<&str>, client: Option<&str>) -> QuotaEntity {
+        let name = |n: &str| if n == "<default>" { EntityName::Default } else { EntityName::Named(n.to_string()) };
+        QuotaEntity { user: user.map(name), client_id: client.map(name) }
+    }
+
+    #[test]
+    fn entities_resolve_in_kafkas_order_kind_by_kind() {
+        let e = [
+            (entity(Some("alice"), Some("app")), q(1, UNLIMITED)),
+            (entity(Some("alice"), Some("<default>")), q(2, UNLIMITED)),
+            (entity(Some("alice"), None), q(3, 30)),
+            (entity(Some("<default>"), Some("app")), q(4, UNLIMITED)),
+            (entity(Some("<default>"), Some("<default>")), q(5, UNLIMITED)),
+            (entity(Some("<default>"), None), q(6, UNLIMITED)),
+            (entity(None, Some("app")), q(7, 70)),
+            (entity(None, Some("<default>")), q(8, 80)),
+        ];
+        let t = QuotaTable::new(ClientQuota::NONE, &HashMap::new(), &HashMap::new(), e.iter().map(|(e, q)| (e, *q)));
+        let p = |u, c| t.resolve(u, c, Kind::Produce);
+        assert_eq!(p("alice", "app"), Some((1, ("alice", "app"))));
+        assert_eq!(p("alice", "other"), Some((2, ("alice", "other"))), "the user's default client-id");
+        assert_eq!(p("bob", "app"), Some((4, ("bob", "app"))), "the default user with this client-id");
+        assert_eq!(p("bob", "other"), Some((5, ("bob", "other"))));
+        // Consumer: only alice, client-id app and the default client-id set it.
+        let c = |u, cl| t.resolve(u, cl, Kind::Fetch);
+        assert_eq!(c("alice", "app"), Some((30, ("alice", ""))), "a user quota counts all its client-ids together");
+        assert_eq!(c("bob", "app"), Some((70, ("", "app"))), "a client-id quota counts across users");
+        assert_eq!(c("bob", "other"), Some((80, ("", "other"))));
+        assert_eq!(t.resolve("bob", "app", Kind::Request), None);
+        assert!(!t.limits_requests());
+
+        // Without the user-and-client entries, the user level decides before the default user.
+        let t =
+            QuotaTable::new(ClientQuota::NONE, &HashMap::new(), &HashMap::new(), e[2..].iter().map(|(e, q)| (e, *q)));
+        assert_eq!(t.resolve("alice", "app", Kind::Produce), Some((3, ("alice", ""))));
+        assert_eq!(t.resolve("carol", "x", Kind::Produce), Some((5, ("carol", "x"))));
+    }
+
+    #[test]
+    fn dynamic_entries_replace_static_settings_kind_by_kind() {
+        let clients = HashMap::from([("app".to_string(), q(100, 200))]);
+        let dynamic =
+            [(entity(None, Some("app")), q(UNLIMITED, 999)), (entity(None, Some("<default>")), q(50, UNLIMITED))];
+        let t = QuotaTable::new(q(10, UNLIMITED), &clients, &HashMap::new(), dynamic.iter().map(|(e, q)| (e, *q)));
+        assert_eq!(t.resolve("u", "app", Kind::Produce).map(|r| r.0), Some(100), "static producer kept");
+        assert_eq!(t.resolve("u", "app", Kind::Fetch).map(|r| r.0), Some(999), "dynamic consumer over static");
+        assert_eq!(t.resolve("u", "x", Kind::Produce).map(|r| r.0), Some(50), "dynamic default over the static one");
+        assert_eq!(ClientQuota::from_values([(REQUEST_PERCENTAGE, 50.0), ("unknown", 1.0)]).request, 500_000);
+    }
+
+    #[test]
+    fn a_new_table_applies_at_once_and_keeps_the_measured_rates() {
+        let (_, shard) = shard_with(QuotaTable::default());
+        assert_eq!(shard.record(Some("c"), Kind::Produce, 1 << 30), Duration::ZERO, "no quota yet");
+        let dynamic = [(entity(None, Some("c")), q(1000, UNLIMITED))];
+        shard.set_table(QuotaTable::new(
+            ClientQuota::NONE,
+            &HashMap::new(),
+            &HashMap::new(),
+            dynamic.iter().map(|(e, q)| (e, *q)),
+        ));
+        assert_eq!(shard.record(Some("c"), Kind::Produce, 9000), Duration::ZERO);
+        assert!(shard.record(Some("c"), Kind::Produce, 2000) > Duration::ZERO);
+        shard.set_table(QuotaTable::default());
+        assert_eq!(shard.record(Some("c"), Kind::Produce, 1 << 30), Duration::ZERO, "removed at once");
     }
 
     #[test]
@@ -504,48 +704,48 @@ mod tests {
         assert_eq!(w.measure(600).0, 4 * 10_000 * 3);
     }
 
-    fn quotas(producer: u64, overrides: &[(&str, ClientQuota)]) -> Arc<Quotas> {
-        Quotas::new(
-            ClientQuota { producer, ..ClientQuota::NONE },
-            overrides.iter().map(|(c, q)| (c.to_string(), *q)).collect(),
-        )
+    fn client_table(producer: u64, overrides: &[(&str, ClientQuota)]) -> QuotaTable {
+        let clients = overrides.iter().map(|(c, q)| (c.to_string(), *q)).collect();
+        QuotaTable::new(ClientQuota { producer, ..ClientQuota::NONE }, &clients, &HashMap::new(), [])
     }
 
     #[test]
     fn overrides_replace_the_default_and_unlimited_clients_are_not_tracked() {
-        let q = quotas(UNLIMITED, &[("slow", ClientQuota { producer: 1000, ..ClientQuota::NONE })]);
-        assert_eq!(q.quota("slow", Kind::Produce), 1000);
-        assert_eq!(q.quota("fast", Kind::Produce), UNLIMITED);
-        let shard_a = ShardQuotas::new(q.clone());
-        let shard_b = ShardQuotas::new(q.clone());
+        let t = client_table(UNLIMITED, &[("slow", ClientQuota { producer: 1000, ..ClientQuota::NONE })]);
+        assert_eq!(t.resolve("ANONYMOUS", "slow", Kind::Produce).map(|r| r.0), Some(1000));
+        assert_eq!(t.resolve("ANONYMOUS", "fast", Kind::Produce), None);
+        let shared = Quotas::new();
+        let shard_a = ShardQuotas::new(shared.clone(), t.clone());
+        let shard_b = ShardQuotas::new(shared.clone(), t);
         assert_eq!(shard_a.record(Some("fast"), Kind::Produce, 1 << 30), Duration::ZERO);
         assert_eq!(shard_a.record(Some("slow"), Kind::Fetch, 1 << 30), Duration::ZERO);
-        assert_eq!(q.tracked(), 0);
+        assert_eq!(shared.tracked(), 0);
         // Two shards count into one rate: 6 KB + 6 KB over 10 s against 1000 B/s.
         assert_eq!(shard_a.record(Some("slow"), Kind::Produce, 6000), Duration::ZERO);
         let t = shard_b.record(Some("slow"), Kind::Produce, 6000);
         assert!(t >= Duration::from_millis(1900) && t <= Duration::from_millis(2000), "{t:?}");
-        assert_eq!(q.tracked(), 1);
-        assert_eq!(Quotas::none().quota("x", Kind::Fetch), UNLIMITED);
-        assert_eq!(ShardQuotas::new(Quotas::none()).record(None, Kind::Fetch, u64::MAX), Duration::ZERO);
+        assert_eq!(shared.tracked(), 1);
+        assert_eq!(
+            ShardQuotas::new(Quotas::new(), QuotaTable::default()).record(None, Kind::Fetch, u64::MAX),
+            Duration::ZERO
+        );
     }
 
     #[test]
     fn idle_clients_are_forgotten_when_the_map_grows_and_shards_notice() {
-        let q = quotas(1 << 20, &[]);
-        let shard = ShardQuotas::new(q.clone());
-        let first = shard.cached(Entity::Client, "c0", 0);
+        let (q, shard) = shard_with(client_table(1 << 20, &[]));
+        let first = shard.rates(("", "c0"), 0);
         first.window(Kind::Produce).record(0, 1);
         // Fill the registry to its sweep point long after c0's samples expired.
         let later = 60_000;
         for i in 1..SWEEP_FLOOR {
-            q.rates(Entity::Client, &format!("c{i}"), later).window(Kind::Produce).record(later, 1);
+            q.rates(("", &format!("c{i}")), later).window(Kind::Produce).record(later, 1);
         }
         assert_eq!(q.tracked(), SWEEP_FLOOR);
-        q.rates(Entity::Client, "new", later);
+        q.rates(("", "new"), later);
         assert!(first.evicted.load(Ordering::Acquire), "c0 was idle for a whole window");
         assert_eq!(q.tracked(), SWEEP_FLOOR, "c0 left, new came");
-        let again = shard.cached(Entity::Client, "c0", later);
+        let again = shard.rates(("", "c0"), later);
         assert!(!Arc::ptr_eq(&first, &again), "the shard dropped its stale copy");
     }
 }

@@ -218,8 +218,10 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     let creation = Arc::new(CreationRate::new(cfg.max_connection_creation_rate));
     // Client quotas are broker-wide too: one registry of per-client rates that every shard
     // records into (see `quota` for why, and why it stays off the locks on the hot path).
-    let (default_quota, quota_overrides) = cfg.client_quotas()?;
-    let quotas = Quotas::with_users(default_quota, quota_overrides, cfg.user_quotas()?);
+    // Bad quota settings stop the start here; each shard builds its own table from them.
+    cfg.client_quotas()?;
+    cfg.user_quotas()?;
+    let quotas = Quotas::new();
     // And the memory budget for request bytes read and not yet answered (see `net::memory`).
     let broker_memory = Budget::new(cfg.queued_max_request_bytes as usize);
     let cfg = Arc::new(cfg);

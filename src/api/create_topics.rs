@@ -69,9 +69,9 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                 tr.topic_id = meta.id;
                 tr.num_partitions = meta.partitions();
                 tr.replication_factor = 1;
-                let log = crate::log::partition::topic_log_config(&shard.log_config, &meta.configs);
+                let layers = describe_configs::Layers::of(shard, &shard.catalog());
                 tr.configs = Some(
-                    describe_configs::topic_configs(&log, &meta.configs)
+                    describe_configs::topic_configs(&layers, &meta.configs, false)
                         .into_iter()
                         .map(|c| {
                             let mut o = CreatableTopicConfigs::default();

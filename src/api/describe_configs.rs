@@ -1,97 +1,174 @@
-//! DescribeConfigs for topics (the broker defaults with the topic's own settings over them)
-//! and for the broker itself, named and typed as Kafka names them. Each resource needs
-//! DESCRIBE_CONFIGS on what it is about (see `authz::config_resource`).
+//! DescribeConfigs for topics and for the broker, from the one table of topic configs
+//! (`log::config::TOPIC_CONFIGS`), named, typed and sourced as Kafka reports them. A
+//! topic's value comes from the topic itself, else the dynamic broker default, else the
+//! broker's static settings; with `include_synonyms` each entry lists those layers, most
+//! specific first. The BROKER resource shows the broker-wide defaults of every topic config
+//! plus the broker's static settings; the default-broker resource (name "") only the dynamic
+//! defaults set on it, as Kafka does. Each resource needs DESCRIBE_CONFIGS on what it is
+//! about (see `authz::config_resource`).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use proto_kafka::messages::describe_configs_request::DescribeConfigsResource;
-use proto_kafka::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
+use proto_kafka::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
 use proto_kafka::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
-use crate::config::FlushPolicy;
-use crate::log::LogConfig;
+use crate::log::config::{Form, Kind, LogConfig, TOPIC_CONFIGS};
 use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeConfigs, 1, 4);
 
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
-// Kafka's ConfigSource values.
-const SOURCE_TOPIC: i8 = 1;
-const SOURCE_STATIC_BROKER: i8 = 4;
-const SOURCE_DEFAULT: i8 = 5;
-// Kafka's ConfigType values.
-const TYPE_BOOLEAN: i8 = 1;
-const TYPE_STRING: i8 = 2;
-const TYPE_INT: i8 = 3;
-const TYPE_LONG: i8 = 5;
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
 
-pub fn entry(name: &str, value: String, source: i8, config_type: i8) -> DescribeConfigsResourceResult {
+/// Kafka's ConfigSource values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Topic = 1,
+    DynamicBroker = 2,
+    DynamicDefaultBroker = 3,
+    StaticBroker = 4,
+    Default = 5,
+}
+
+pub fn entry(name: &str, value: String, source: Source, kind: Kind) -> DescribeConfigsResourceResult {
     let mut e = DescribeConfigsResourceResult::default();
     e.name = str_bytes(name);
     e.value = Some(str_bytes(value));
-    e.config_source = source;
-    e.config_type = config_type;
+    e.config_source = source as i8;
+    e.config_type = kind as i8;
     e
 }
 
-/// A topic's effective configs; a value the topic set itself is marked as such.
-pub fn topic_configs(log: &LogConfig, own: &BTreeMap<String, String>) -> Vec<DescribeConfigsResourceResult> {
-    let flush_messages = if log.flush == FlushPolicy::Always { "1".to_string() } else { i64::MAX.to_string() };
-    let defaults: [(&str, String, i8); 10] = [
-        ("cleanup.policy", "delete".into(), TYPE_STRING),
-        ("compression.type", "producer".into(), TYPE_STRING),
-        ("flush.messages", flush_messages, TYPE_LONG),
-        ("max.message.bytes", log.message_max_bytes.to_string(), TYPE_INT),
-        ("message.timestamp.type", "CreateTime".into(), TYPE_STRING),
-        ("min.insync.replicas", "1".into(), TYPE_INT),
-        ("retention.bytes", log.retention_bytes.to_string(), TYPE_LONG),
-        ("retention.ms", log.retention_ms.to_string(), TYPE_LONG),
-        ("segment.bytes", log.segment_bytes.to_string(), TYPE_INT),
-        ("segment.ms", log.segment_ms.to_string(), TYPE_LONG),
-    ];
-    defaults
-        .into_iter()
-        .map(|(name, value, ty)| match own.get(name) {
-            Some(v) => entry(name, v.clone(), SOURCE_TOPIC, ty),
-            None => entry(name, value, SOURCE_DEFAULT, ty),
+fn synonym(name: &str, value: String, source: Source) -> DescribeConfigsSynonym {
+    let mut s = DescribeConfigsSynonym::default();
+    s.name = str_bytes(name);
+    s.value = Some(str_bytes(value));
+    s.source = source as i8;
+    s
+}
+
+/// The layers under a topic: the static broker settings, the dynamic broker defaults over
+/// them (cluster-wide, then this broker's own), each with the config source it reports.
+pub struct Layers {
+    pub static_config: LogConfig,
+    pub broker_defaults: BTreeMap<String, String>,
+    pub broker_configs: BTreeMap<String, String>,
+    /// The broker-wide settings all of them give.
+    pub broker: LogConfig,
+}
+
+impl Layers {
+    pub fn of(shard: &Shard, catalog: &Catalog) -> Layers {
+        Layers {
+            static_config: shard.log_config,
+            broker_defaults: catalog.broker_defaults.clone(),
+            broker_configs: catalog.broker_configs.clone(),
+            broker: shard.broker_log_config(catalog),
+        }
+    }
+
+    /// Each layer's value of one broker-named config, most specific first.
+    fn broker_values(&self, row: &crate::log::config::TopicConfig) -> Vec<(String, Source)> {
+        let name = row.broker_name;
+        let mut out = Vec::new();
+        if let Some(v) = self.broker_configs.get(name) {
+            out.push((v.clone(), Source::DynamicBroker));
+        }
+        if let Some(v) = self.broker_defaults.get(name) {
+            out.push((v.clone(), Source::DynamicDefaultBroker));
+        }
+        out.push(((row.show)(&self.static_config), Source::Default));
+        out
+    }
+}
+
+/// A topic's effective configs; `synonyms` lists each one's layers.
+pub fn topic_configs(
+    layers: &Layers,
+    own: &BTreeMap<String, String>,
+    synonyms: bool,
+) -> Vec<DescribeConfigsResourceResult> {
+    let effective = layers.broker.with_stored(Form::Topic, own);
+    TOPIC_CONFIGS
+        .iter()
+        .map(|row| {
+            let mut values: Vec<(&str, String, Source)> = Vec::new();
+            if let Some(v) = own.get(row.name) {
+                values.push((row.name, v.clone(), Source::Topic));
+            }
+            values.extend(layers.broker_values(row).into_iter().map(|(v, s)| (row.broker_name, v, s)));
+            let mut e = entry(row.name, (row.show)(&effective), values[0].2, row.kind);
+            if synonyms {
+                e.synonyms = values.into_iter().map(|(n, v, s)| synonym(n, v, s)).collect();
+            }
+            e
         })
         .collect()
 }
 
-fn broker_configs(shard: &Shard) -> Vec<DescribeConfigsResourceResult> {
+/// The broker's configs: the broker-wide default of every topic config, then the static
+/// settings that are not topic defaults.
+fn broker_configs(shard: &Shard, layers: &Layers, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    let effective = layers.broker;
     let c = &shard.config;
-    let mut v = vec![
-        entry("broker.id", c.node_id.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
-        entry("node.id", c.node_id.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
-        entry("auto.create.topics.enable", c.auto_create_topics.to_string(), SOURCE_STATIC_BROKER, TYPE_BOOLEAN),
-        entry("num.partitions", c.default_partitions.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
-        entry("log.dirs", c.data_dir.display().to_string(), SOURCE_STATIC_BROKER, TYPE_STRING),
-        entry("log.segment.bytes", c.segment_bytes.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
-        entry("log.roll.ms", c.segment_ms.to_string(), SOURCE_STATIC_BROKER, TYPE_LONG),
-        entry("log.retention.bytes", c.retention_bytes.to_string(), SOURCE_STATIC_BROKER, TYPE_LONG),
-        entry("log.retention.ms", c.retention_ms.to_string(), SOURCE_STATIC_BROKER, TYPE_LONG),
-        entry("message.max.bytes", c.message_max_bytes.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
-        entry("socket.request.max.bytes", c.max_request_bytes.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
-        entry("max.connections", c.max_connections.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
-        entry("max.connections.per.ip", c.max_connections_per_ip.to_string(), SOURCE_STATIC_BROKER, TYPE_INT),
-        entry(
-            "max.connections.per.ip.overrides",
-            c.max_connections_per_ip_overrides.clone(),
-            SOURCE_STATIC_BROKER,
-            TYPE_STRING,
-        ),
-        entry("connections.max.idle.ms", c.connections_max_idle_ms.to_string(), SOURCE_STATIC_BROKER, TYPE_LONG),
-        entry("default.replication.factor", "1".into(), SOURCE_DEFAULT, TYPE_INT),
-        entry("offsets.topic.replication.factor", "1".into(), SOURCE_DEFAULT, TYPE_INT),
+    let mut v: Vec<DescribeConfigsResourceResult> = TOPIC_CONFIGS
+        .iter()
+        .map(|row| {
+            let values = layers.broker_values(row);
+            let mut e = entry(row.broker_name, (row.show)(&effective), values[0].1, row.kind);
+            if synonyms {
+                e.synonyms = values.into_iter().map(|(v, s)| synonym(row.broker_name, v, s)).collect();
+            }
+            e
+        })
+        .collect();
+    let statics = [
+        ("broker.id", c.node_id.to_string(), Kind::Int),
+        ("node.id", c.node_id.to_string(), Kind::Int),
+        ("auto.create.topics.enable", c.auto_create_topics.to_string(), Kind::Boolean),
+        ("num.partitions", c.default_partitions.to_string(), Kind::Int),
+        ("log.dirs", c.data_dir.display().to_string(), Kind::String),
+        ("socket.request.max.bytes", c.max_request_bytes.to_string(), Kind::Int),
+        ("max.connections", c.max_connections.to_string(), Kind::Int),
+        ("max.connections.per.ip", c.max_connections_per_ip.to_string(), Kind::Int),
+        ("max.connections.per.ip.overrides", c.max_connections_per_ip_overrides.clone(), Kind::String),
+        ("connections.max.idle.ms", c.connections_max_idle_ms.to_string(), Kind::Long),
+        ("default.replication.factor", "1".into(), Kind::Int),
+        ("offsets.topic.replication.factor", "1".into(), Kind::Int),
     ];
+    for (name, value, kind) in statics {
+        let mut e = entry(name, value.clone(), Source::StaticBroker, kind);
+        e.read_only = true;
+        if synonyms {
+            e.synonyms = vec![synonym(name, value, Source::StaticBroker)];
+        }
+        v.push(e);
+    }
     v.sort_by(|a, b| a.name.cmp(&b.name));
     v
+}
+
+/// The dynamic defaults set on the default-broker resource (name "").
+fn default_broker_configs(layers: &Layers, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    TOPIC_CONFIGS
+        .iter()
+        .filter_map(|row| {
+            let v = layers.broker_defaults.get(row.broker_name)?;
+            let mut e = entry(row.broker_name, v.clone(), Source::DynamicDefaultBroker, row.kind);
+            if synonyms {
+                e.synonyms = vec![synonym(row.broker_name, v.clone(), Source::DynamicDefaultBroker)];
+            }
+            Some(e)
+        })
+        .collect()
 }
 
 /// The configs of one resource, or why there are none to show.
@@ -99,22 +176,20 @@ fn resource_configs(
     shard: &Shard,
     catalog: &Catalog,
     res: &DescribeConfigsResource,
+    synonyms: bool,
 ) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
+    let layers = Layers::of(shard, catalog);
     match res.resource_type {
         RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
-            Some(t) => {
-                let log = crate::log::partition::topic_log_config(&shard.log_config, &t.configs);
-                Ok(topic_configs(&log, &t.configs))
-            }
+            Some(t) => Ok(topic_configs(&layers, &t.configs, synonyms)),
             None => Err((
                 ErrorCode::UnknownTopicOrPartition,
                 format!("topic {} does not exist", res.resource_name.as_str()),
             )),
         },
-        RESOURCE_BROKER
-            if res.resource_name.is_empty() || res.resource_name.as_str() == shard.config.node_id.to_string() =>
-        {
-            Ok(broker_configs(shard))
+        RESOURCE_BROKER if res.resource_name.is_empty() => Ok(default_broker_configs(&layers, synonyms)),
+        RESOURCE_BROKER if res.resource_name.as_str() == shard.config.node_id.to_string() => {
+            Ok(broker_configs(shard, &layers, synonyms))
         }
         RESOURCE_BROKER => Err((ErrorCode::InvalidRequest, format!("unknown broker {}", res.resource_name.as_str()))),
         other => Err((ErrorCode::InvalidRequest, format!("resource type {other} is not supported"))),
@@ -131,7 +206,7 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         out.resource_name = res.resource_name.clone();
         let configs =
             authz::config_resource(shard, &req, Operation::DescribeConfigs, res.resource_type, &res.resource_name)
-                .and_then(|()| resource_configs(shard, &catalog, res));
+                .and_then(|()| resource_configs(shard, &catalog, res, r.include_synonyms));
         match configs {
             Ok(mut c) => {
                 if let Some(keys) = &res.configuration_keys {

@@ -46,8 +46,12 @@ fn decode_body(api: ApiKey, v: i16, body: &Bytes) -> Result<Vec<Bytes>, Fault> {
         ApiVersions => ApiVersionsRequest,
         CreateTopics => CreateTopicsRequest,
         DeleteTopics => DeleteTopicsRequest,
+        CreatePartitions => CreatePartitionsRequest,
+        DeleteRecords => DeleteRecordsRequest,
+        DescribeLogDirs => DescribeLogDirsRequest,
         DescribeConfigs => DescribeConfigsRequest,
         IncrementalAlterConfigs => IncrementalAlterConfigsRequest,
+        AlterConfigs => AlterConfigsRequest,
         DescribeCluster => DescribeClusterRequest,
         FindCoordinator => FindCoordinatorRequest,
         JoinGroup => JoinGroupRequest,
@@ -61,6 +65,7 @@ fn decode_body(api: ApiKey, v: i16, body: &Bytes) -> Result<Vec<Bytes>, Fault> {
         DeleteGroups => DeleteGroupsRequest,
         OffsetDelete => OffsetDeleteRequest,
         InitProducerId => InitProducerIdRequest,
+        DescribeProducers => DescribeProducersRequest,
         SaslHandshake => SaslHandshakeRequest,
         SaslAuthenticate => SaslAuthenticateRequest,
         CreateAcls => CreateAclsRequest,
@@ -68,6 +73,8 @@ fn decode_body(api: ApiKey, v: i16, body: &Bytes) -> Result<Vec<Bytes>, Fault> {
         DeleteAcls => DeleteAclsRequest,
         DescribeUserScramCredentials => DescribeUserScramCredentialsRequest,
         AlterUserScramCredentials => AlterUserScramCredentialsRequest,
+        DescribeClientQuotas => DescribeClientQuotasRequest,
+        AlterClientQuotas => AlterClientQuotasRequest,
     }
     Ok(Vec::new())
 }

@@ -4,18 +4,25 @@
 //! a `Fault`: the connection is closed with the reason logged, as Kafka does. Kafka error
 //! codes, by contrast, are data inside responses.
 
+pub mod alter_client_quotas;
+pub mod alter_configs;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 mod authz;
 pub mod create_acls;
+pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_acls;
 pub mod delete_groups;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_acls;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod describe_user_scram_credentials;
 pub mod fetch;
 pub mod find_coordinator;
@@ -79,8 +86,12 @@ pub const APIS: &[ApiSpec] = &[
     api_versions::SPEC,
     create_topics::SPEC,
     delete_topics::SPEC,
+    create_partitions::SPEC,
+    delete_records::SPEC,
+    describe_log_dirs::SPEC,
     describe_configs::SPEC,
     incremental_alter_configs::SPEC,
+    alter_configs::SPEC,
     describe_cluster::SPEC,
     find_coordinator::SPEC,
     join_group::SPEC,
@@ -94,6 +105,7 @@ pub const APIS: &[ApiSpec] = &[
     delete_groups::SPEC,
     offset_delete::SPEC,
     init_producer_id::SPEC,
+    describe_producers::SPEC,
     sasl_handshake::SPEC,
     sasl_authenticate::SPEC,
     create_acls::SPEC,
@@ -101,6 +113,8 @@ pub const APIS: &[ApiSpec] = &[
     delete_acls::SPEC,
     describe_user_scram_credentials::SPEC,
     alter_user_scram_credentials::SPEC,
+    describe_client_quotas::SPEC,
+    alter_client_quotas::SPEC,
 ];
 
 pub fn spec(key: ApiKey) -> Option<&'static ApiSpec> {
@@ -229,8 +243,12 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) 
         ApiKey::ApiVersions => api_versions::handle(&req),
         ApiKey::CreateTopics => create_topics::handle(shard, req).await,
         ApiKey::DeleteTopics => delete_topics::handle(shard, req).await,
+        ApiKey::CreatePartitions => create_partitions::handle(shard, req).await,
+        ApiKey::DeleteRecords => delete_records::handle(shard, req).await,
+        ApiKey::DescribeLogDirs => describe_log_dirs::handle(shard, req).await,
         ApiKey::DescribeConfigs => describe_configs::handle(shard, req),
         ApiKey::IncrementalAlterConfigs => incremental_alter_configs::handle(shard, req).await,
+        ApiKey::AlterConfigs => alter_configs::handle(shard, req).await,
         ApiKey::DescribeCluster => describe_cluster::handle(shard, req),
         ApiKey::FindCoordinator => find_coordinator::handle(shard, req),
         ApiKey::JoinGroup => join_group::handle(shard, req).await,
@@ -244,6 +262,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) 
         ApiKey::DeleteGroups => delete_groups::handle(shard, req).await,
         ApiKey::OffsetDelete => offset_delete::handle(shard, req).await,
         ApiKey::InitProducerId => init_producer_id::handle(shard, req).await,
+        ApiKey::DescribeProducers => describe_producers::handle(shard, req).await,
         ApiKey::SaslHandshake => sasl_handshake::handle(shard, &req),
         ApiKey::SaslAuthenticate => sasl_authenticate::handle(shard, &req).await,
         ApiKey::CreateAcls => create_acls::handle(shard, req).await,
@@ -251,6 +270,8 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) 
         ApiKey::DeleteAcls => delete_acls::handle(shard, req).await,
         ApiKey::DescribeUserScramCredentials => describe_user_scram_credentials::handle(shard, req),
         ApiKey::AlterUserScramCredentials => alter_user_scram_credentials::handle(shard, req).await,
+        ApiKey::DescribeClientQuotas => describe_client_quotas::handle(shard, req),
+        ApiKey::AlterClientQuotas => alter_client_quotas::handle(shard, req).await,
         _ => Err(Fault::UnknownApi(pre.api_key)),
     }
 }

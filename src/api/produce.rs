@@ -68,7 +68,10 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                 (None, Some(m), Some(records)) => {
                     let tp = Tp { topic: m.id, partition: p.index };
                     let shard = shard.clone();
-                    Ok(glommio::spawn_local(crate::metrics::inherit(async move { shard.produce(tp, records).await })))
+                    let acks_all = r.acks == -1;
+                    Ok(glommio::spawn_local(crate::metrics::inherit(async move {
+                        shard.produce(tp, records, acks_all).await
+                    })))
                 }
             };
             parts.push((p.index, pending));
@@ -104,6 +107,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                 Ok(a) => {
                     pr.base_offset = a.base_offset;
                     pr.log_start_offset = a.log_start_offset;
+                    pr.log_append_time_ms = a.log_append_time;
                 }
                 Err(e) => {
                     any_error = true;

@@ -1,9 +1,11 @@
 //! Partition logs on their home shard. `partition` is the appender/reader, `segment` one
-//! file set, `index` the sparse indexes. Recovery is `Partition::open` + `Segment::rebuild`.
+//! file set, `index` the sparse indexes, `config` the settings and the table of topic configs. Recovery is `Partition::open` + `Segment::rebuild`.
 
+pub mod config;
 pub mod index;
 pub mod partition;
 pub mod segment;
 pub mod snapshot;
 
-pub use partition::{Appended, LogConfig, Offsets, Partition, ReadOut};
+pub use config::LogConfig;
+pub use partition::{Appended, Offsets, Partition, ReadOut};

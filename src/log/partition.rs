@@ -31,52 +31,23 @@ use futures_channel::oneshot;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::io::BufferedFile;
 
+use super::config::{Durability, LogConfig, TimestampType, TopicCompression, NEVER};
 use super::segment::{self, Segment};
 use super::snapshot;
-use crate::config::FlushPolicy;
 use crate::error::BrokerError;
 use crate::metrics::Probe;
 use crate::producer::{ProducerState, Verdict};
-use crate::protocol::batch::{self, BatchHeader};
+use crate::protocol::batch::{self, BatchError, BatchHeader};
 use crate::protocol::response::FileRegion;
 use crate::protocol::ErrorCode;
-
-/// Settings a partition log needs: the broker config with the topic's own configs over it.
-#[derive(Debug, Clone, Copy)]
-pub struct LogConfig {
-    pub segment_bytes: u64,
-    pub segment_ms: u64,
-    pub retention_bytes: i64,
-    pub retention_ms: i64,
-    pub index_interval_bytes: u32,
-    pub flush: FlushPolicy,
-    pub flush_interval_bytes: u64,
-    pub message_max_bytes: u32,
-    /// `producer.id.expiration.ms`: idempotence state of an idle producer is dropped after.
-    pub producer_id_expiration_ms: i64,
-}
-
-impl LogConfig {
-    pub fn from_config(c: &crate::config::Config) -> LogConfig {
-        LogConfig {
-            segment_bytes: c.segment_bytes,
-            segment_ms: c.segment_ms,
-            retention_bytes: c.retention_bytes,
-            retention_ms: c.retention_ms,
-            index_interval_bytes: c.index_interval_bytes,
-            flush: c.flush,
-            flush_interval_bytes: c.flush_interval_bytes,
-            message_max_bytes: c.message_max_bytes,
-            producer_id_expiration_ms: c.producer_id_expiration_ms,
-        }
-    }
-}
 
 /// What a producer is told about its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {
     pub base_offset: i64,
     pub log_start_offset: i64,
+    /// The broker's clock stamped into the batch (LogAppendTime topics), else -1.
+    pub log_append_time: i64,
 }
 
 /// Offsets of the log at one moment.
@@ -86,6 +57,8 @@ pub struct Offsets {
     pub high_watermark: i64,
     /// Offset the next appended batch gets.
     pub log_end: i64,
+    /// Bytes in the log's segment files.
+    pub size: u64,
 }
 
 /// A fetch's view of the log.
@@ -101,11 +74,24 @@ pub struct ReadOut {
 type AppendReply = oneshot::Sender<Result<Appended, ErrorCode>>;
 
 const CLEAN_MARKER: &str = ".clean-shutdown";
+/// The log start offset DeleteRecords set, as decimal text (absent: the first segment's base).
+const LOG_START_FILE: &str = "log-start-offset";
+
+fn read_log_start(dir: &Path) -> Result<Option<i64>, BrokerError> {
+    let path = dir.join(LOG_START_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().parse().map(Some).map_err(|_| storage(&path, format!("not an offset: {text:?}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(storage(&path, e)),
+    }
+}
 
 struct Pending {
     header: BatchHeader,
     /// Where this batch starts in the queued buffer.
     at: usize,
+    /// What the producer is told: the stamped time, or -1.
+    log_append_time: i64,
     reply: Option<oneshot::Sender<Result<Appended, ErrorCode>>>,
 }
 
@@ -124,6 +110,18 @@ struct State {
     log_start: i64,
     failed: bool,
     unsynced_bytes: u64,
+    unsynced_records: u64,
+}
+
+impl State {
+    fn offsets(&self) -> Offsets {
+        Offsets {
+            log_start: self.log_start,
+            high_watermark: self.hwm,
+            log_end: self.written,
+            size: self.segments.iter().map(|s| s.size.get()).sum(),
+        }
+    }
 }
 
 pub struct Partition {
@@ -139,6 +137,8 @@ pub struct Partition {
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
     writer_done: RefCell<Option<oneshot::Receiver<()>>>,
     syncing: Cell<bool>,
+    /// A sync is scheduled for the `flush.ms` bound (see `schedule_sync`).
+    sync_scheduled: Cell<bool>,
     /// Idempotence state including queued batches: what new batches are checked against.
     producers: RefCell<ProducerState>,
     /// The same state over written batches only: what snapshots save, so a snapshot at
@@ -249,7 +249,8 @@ impl Partition {
         let _ = std::fs::remove_file(&marker);
         let next = segments.last().map_or(0, |s| s.next_offset.get());
         let producers = snapshot::recover(&dir, &segments, next).map_err(|e| storage(&dir, e))?;
-        let log_start = segments[0].base_offset;
+        // DeleteRecords may have moved the log start into the first segment.
+        let log_start = read_log_start(&dir)?.unwrap_or(0).clamp(segments[0].base_offset, next);
         let active_path = segments.last().expect("one segment").path.clone();
         let writer = glommio::io::OpenOptions::new()
             .write(true)
@@ -273,12 +274,14 @@ impl Partition {
                 log_start,
                 failed: false,
                 unsynced_bytes: 0,
+                unsynced_records: 0,
             }),
             queue: RefCell::new(Queue::default()),
             wake: RefCell::new(Some(tx)),
             waiters: RefCell::new(Vec::new()),
             writer_done: RefCell::new(Some(done_rx)),
             syncing: Cell::new(false),
+            sync_scheduled: Cell::new(false),
             producers_written: RefCell::new(producers.clone()),
             producers: RefCell::new(producers),
             duplicates: RefCell::new(Vec::new()),
@@ -295,16 +298,33 @@ impl Partition {
 
     pub fn offsets(&self) -> Offsets {
         let st = self.st.borrow();
-        Offsets { log_start: st.log_start, high_watermark: st.hwm, log_end: st.written }
+        st.offsets()
     }
 
-    /// Validates and queues one produced batch; resolves once the batch is acknowledged
-    /// under the flush policy (see the module table).
-    pub fn append(&self, records: &Bytes) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
-        let header = batch::validate_produce(records, self.cfg.get().message_max_bytes as usize).map_err(|e| {
+    /// Validates one produced batch, rewrites it where the topic's configs say (recompression
+    /// for `compression.type`, the broker's clock for LogAppendTime) and queues it; resolves
+    /// once the batch is acknowledged under the flush policy (see the module table).
+    /// `acks_all`: the producer waits for every in-sync replica, so `min.insync.replicas`
+    /// applies.
+    pub fn append(
+        &self,
+        records: &Bytes,
+        acks_all: bool,
+    ) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
+        let cfg = self.cfg.get();
+        let refuse = |e: BatchError| {
             tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: {e}");
             e.code()
-        })?;
+        };
+        let header = batch::validate_produce(records, cfg.message_max_bytes as usize).map_err(refuse)?;
+        if acks_all && cfg.min_insync_replicas > 1 {
+            // One replica is all there is: Kafka's answer for an ISR below the minimum.
+            return Err(ErrorCode::NotEnoughReplicas);
+        }
+        let now = now_ms();
+        if cfg.timestamp_type == TimestampType::CreateTime {
+            check_timestamps(records, &header, &cfg, now).map_err(refuse)?;
+        }
         let mut st = self.st.borrow_mut();
         if st.failed {
             return Err(ErrorCode::KafkaStorageError);
@@ -312,9 +332,11 @@ impl Partition {
         let (tx, rx) = oneshot::channel();
         match self.producers.borrow().check(&header)? {
             Verdict::Append => {}
-            Verdict::Duplicate { first_offset, last_offset } => {
+            Verdict::Duplicate { first_offset, last_offset, max_timestamp } => {
                 // A retry: answer with the first append's offsets, once those are committed.
-                let a = Appended { base_offset: first_offset, log_start_offset: st.log_start };
+                let log_append_time =
+                    if cfg.timestamp_type == TimestampType::LogAppendTime { max_timestamp } else { -1 };
+                let a = Appended { base_offset: first_offset, log_start_offset: st.log_start, log_append_time };
                 if st.hwm > last_offset {
                     let _ = tx.send(Ok(a));
                 } else {
@@ -323,16 +345,38 @@ impl Partition {
                 return Ok(rx);
             }
         }
+        let rewritten = match cfg.compression {
+            TopicCompression::Codec(codec) if codec != header.codec() => {
+                let b = batch::recompress(records, codec, cfg.decompressed_limit()).map_err(refuse)?;
+                if b.len() > cfg.message_max_bytes as usize {
+                    return Err(refuse(BatchError::TooLarge { size: b.len(), max: cfg.message_max_bytes as usize }));
+                }
+                Some(b)
+            }
+            _ => None,
+        };
+        let bytes: &[u8] = rewritten.as_deref().unwrap_or(records);
+        let mut header = BatchHeader { size: bytes.len(), ..batch::read_header(bytes).map_err(refuse)? };
+        let log_append_time = match cfg.timestamp_type {
+            TimestampType::LogAppendTime => {
+                header.max_timestamp = now;
+                now
+            }
+            TimestampType::CreateTime => -1,
+        };
         let base = st.next_offset;
         st.next_offset += header.record_count as i64;
         drop(st);
-        let header = BatchHeader { base_offset: base, ..header };
-        self.producers.borrow_mut().update(&header, now_ms());
+        header.base_offset = base;
+        self.producers.borrow_mut().update(&header, now);
         let mut q = self.queue.borrow_mut();
         let at = q.buf.len();
-        q.buf.extend_from_slice(records);
+        q.buf.extend_from_slice(bytes);
+        if log_append_time >= 0 {
+            batch::stamp_log_append_time(&mut q.buf[at..], now);
+        }
         batch::patch(&mut q.buf[at..], base, 0);
-        q.items.push(Pending { header, at, reply: Some(tx) });
+        q.items.push(Pending { header, at, log_append_time, reply: Some(tx) });
         drop(q);
         if let Some(w) = self.wake.borrow().as_ref() {
             let _ = w.try_send(()); // full means a wake-up is already pending
@@ -359,7 +403,11 @@ impl Partition {
                 let log_start = self.st.borrow().log_start;
                 for it in &mut items {
                     let r = match &result {
-                        Ok(()) => Ok(Appended { base_offset: it.header.base_offset, log_start_offset: log_start }),
+                        Ok(()) => Ok(Appended {
+                            base_offset: it.header.base_offset,
+                            log_start_offset: log_start,
+                            log_append_time: it.log_append_time,
+                        }),
                         Err(_) => Err(ErrorCode::KafkaStorageError),
                     };
                     if let Some(tx) = it.reply.take() {
@@ -370,7 +418,7 @@ impl Partition {
         }
     }
 
-    async fn write_queued(&self, mut buf: Vec<u8>, items: &[Pending]) -> Result<(), BrokerError> {
+    async fn write_queued(self: &Rc<Self>, mut buf: Vec<u8>, items: &[Pending]) -> Result<(), BrokerError> {
         let mut first = 0;
         let mut buf_base = 0; // position in the original buffer where `buf` starts
         while first < items.len() {
@@ -412,23 +460,48 @@ impl Partition {
             self.probe.log_bytes(len as i64);
             st.written = items[last - 1].header.last_offset() + 1;
             st.unsynced_bytes += len as u64;
+            st.unsynced_records += items[first..last].iter().map(|it| it.header.record_count as u64).sum::<u64>();
             first = last;
         }
-        match self.cfg.get().flush {
-            FlushPolicy::Always => self.sync().await?,
-            FlushPolicy::Interval if self.st.borrow().unsynced_bytes >= self.cfg.get().flush_interval_bytes => {
-                self.sync().await?
+        match self.cfg.get().durability() {
+            Durability::Always => self.sync().await?,
+            Durability::Interval { messages, bytes, ms } => {
+                let due = {
+                    let st = self.st.borrow();
+                    st.unsynced_bytes >= bytes || st.unsynced_records >= messages
+                };
+                if due {
+                    self.sync().await?
+                } else {
+                    self.schedule_sync(ms);
+                }
             }
-            FlushPolicy::Interval => {}
-            FlushPolicy::Os => self.advance_hwm(),
+            Durability::Os => self.advance_hwm(),
         }
         Ok(())
+    }
+
+    /// Syncs `ms` from now unless a sync is already scheduled: the `flush.ms` bound on how
+    /// long written data stays unsynced (and out of consumers' reach).
+    fn schedule_sync(self: &Rc<Self>, ms: u64) {
+        if self.sync_scheduled.replace(true) {
+            return;
+        }
+        let p = self.clone();
+        glommio::spawn_local(async move {
+            glommio::timer::sleep(Duration::from_millis(ms)).await;
+            p.sync_scheduled.set(false);
+            if let Err(e) = p.sync_if_dirty().await {
+                tracing::error!(topic = %p.topic, partition = p.index, "scheduled flush failed: {e}");
+            }
+        })
+        .detach();
     }
 
     /// fdatasync the active segment and advance the high watermark over what it covered.
     pub async fn sync(&self) -> Result<(), BrokerError> {
         // What this sync covers, captured before it starts: a roll may happen meanwhile.
-        let (writer, written, base, size, unsynced) = {
+        let (writer, written, base, size, unsynced, unsynced_records) = {
             let st = self.st.borrow();
             let seg = st.segments.last();
             (
@@ -437,6 +510,7 @@ impl Partition {
                 seg.map_or(0, |s| s.base_offset),
                 seg.map_or(0, |s| s.size.get()),
                 st.unsynced_bytes,
+                st.unsynced_records,
             )
         };
         let Some(writer) = writer else { return Ok(()) };
@@ -455,6 +529,7 @@ impl Partition {
                 }
             }
             st.unsynced_bytes = st.unsynced_bytes.saturating_sub(unsynced);
+            st.unsynced_records = st.unsynced_records.saturating_sub(unsynced_records);
         }
         self.wake_waiters();
         Ok(())
@@ -559,7 +634,7 @@ impl Partition {
     /// `max_bytes` (the first batch whole when `min_one`), never past the high watermark.
     pub fn read(&self, offset: i64, max_bytes: u32, min_one: bool) -> Result<ReadOut, ErrorCode> {
         let st = self.st.borrow();
-        let offsets = Offsets { log_start: st.log_start, high_watermark: st.hwm, log_end: st.written };
+        let offsets = st.offsets();
         if offset < st.log_start || offset > st.hwm {
             return Err(ErrorCode::OffsetOutOfRange);
         }
@@ -588,8 +663,9 @@ impl Partition {
         Ok(ReadOut { offsets, records: None, first_batch_len: 0 })
     }
 
-    /// ListOffsets: the first offset whose batch has a timestamp >= `ts`, with that
-    /// timestamp; `None` when no such record is committed.
+    /// ListOffsets: the first record with a timestamp >= `ts`, as (offset, timestamp); `None`
+    /// when no such record is committed. After DeleteRecords moved the log start into a
+    /// batch, a match below the start answers the start.
     pub fn offset_for_time(&self, ts: i64) -> Result<Option<(i64, i64)>, ErrorCode> {
         let st = self.st.borrow();
         for seg in &st.segments {
@@ -598,8 +674,9 @@ impl Partition {
             }
             match seg.find_by_time(ts) {
                 Ok(Some(h)) => {
-                    let found = first_record_at(&seg.file, &h, seg, ts).unwrap_or((h.base_offset, h.max_timestamp));
-                    return Ok(Some(found).filter(|(o, _)| *o < st.hwm));
+                    let (offset, found_ts) = first_record_at(seg, &h, ts, self.cfg.get().decompressed_limit())
+                        .unwrap_or((h.base_offset, h.max_timestamp));
+                    return Ok(Some((offset.max(st.log_start), found_ts)).filter(|(o, _)| *o < st.hwm));
                 }
                 Ok(None) => continue,
                 Err(_) => return Err(ErrorCode::KafkaStorageError),
@@ -614,15 +691,55 @@ impl Partition {
         let seg = st.segments.iter().filter(|s| s.max_timestamp.get() >= 0).max_by_key(|s| s.max_timestamp.get())?;
         let ts = seg.max_timestamp.get();
         let h = seg.find_by_time(ts).ok()??;
-        // The first record carrying the maximum, as Kafka answers; a compressed batch is not
-        // decoded, so its base offset stands in.
-        let (offset, _) = first_record_at(&seg.file, &h, seg, ts).unwrap_or((h.base_offset, ts));
-        Some((offset.min(st.hwm - 1), ts))
+        // The first record carrying the maximum, as Kafka answers.
+        let (offset, _) =
+            first_record_at(seg, &h, ts, self.cfg.get().decompressed_limit()).unwrap_or((h.base_offset, ts));
+        Some((offset.max(st.log_start).min(st.hwm - 1), ts))
+    }
+
+    /// DeleteRecords: moves the log start to `offset` (-1: the high watermark), durably, and
+    /// deletes the segments wholly below it (never the active one, as Kafka). Fetches below
+    /// the new start get OFFSET_OUT_OF_RANGE. Returns the log start (the low watermark).
+    pub fn delete_records(&self, offset: i64) -> Result<i64, ErrorCode> {
+        let mut st = self.st.borrow_mut();
+        let target = if offset == -1 { st.hwm } else { offset };
+        if target < 0 || target > st.hwm {
+            return Err(ErrorCode::OffsetOutOfRange);
+        }
+        if target <= st.log_start {
+            return Ok(st.log_start);
+        }
+        let path = self.dir.join(LOG_START_FILE);
+        if let Err(e) = crate::storage::write_atomic(&path, target.to_string().as_bytes(), 0o644) {
+            tracing::error!(topic = %self.topic, partition = self.index, "cannot persist the log start offset: {e}");
+            return Err(ErrorCode::KafkaStorageError);
+        }
+        st.log_start = target;
+        let mut deleted = 0;
+        while st.segments.len() > 1 && st.segments[1].base_offset <= target {
+            let seg = st.segments.remove(0);
+            self.probe.log_bytes(-(seg.size.get() as i64));
+            if let Err(e) = seg.remove_files() {
+                tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
+            }
+            deleted += 1;
+        }
+        tracing::info!(topic = %self.topic, partition = self.index, log_start = target, deleted, "records deleted");
+        Ok(target)
+    }
+
+    /// The idempotent producers with state in this partition (DescribeProducers).
+    pub fn producers(&self) -> Vec<crate::producer::ProducerSummary> {
+        self.producers_written.borrow().summaries()
     }
 
     /// Deletes whole old segments beyond `retention_bytes` / `retention_ms` (never the
-    /// active one). Returns how many were deleted.
+    /// active one); a topic whose `cleanup.policy` contains `compact` keeps them all. Returns
+    /// how many were deleted.
     pub fn apply_retention(&self, now_ms: i64) -> usize {
+        if !self.cfg.get().retention_deletes() {
+            return 0; // compacted topics keep every segment until compaction exists
+        }
         let mut st = self.st.borrow_mut();
         let total: u64 = st.segments.iter().map(|s| s.size.get()).sum();
         let mut excess = if self.cfg.get().retention_bytes >= 0 {
@@ -723,18 +840,50 @@ impl Partition {
     }
 }
 
-/// For an uncompressed batch, the first record with a timestamp >= `ts`; compressed batches
-/// would need decompressing, so the caller falls back to the batch's base offset.
-fn first_record_at(file: &std::fs::File, h: &BatchHeader, seg: &Segment, ts: i64) -> Option<(i64, i64)> {
+/// The first record of batch `h` with a timestamp >= `ts`, as (offset, timestamp): every
+/// record of a LogAppendTime batch carries the batch's maxTimestamp; other batches are read,
+/// and decompressed within `limit` bytes when compressed. `None` when the batch cannot be
+/// read (the caller then falls back to the batch's base offset).
+fn first_record_at(seg: &Segment, h: &BatchHeader, ts: i64, limit: usize) -> Option<(i64, i64)> {
     use std::os::unix::fs::FileExt;
-    if h.attributes & 0x7 != 0 || h.size > 1 << 20 {
+    if h.is_log_append_time() {
+        return Some((h.base_offset, h.max_timestamp));
+    }
+    if h.size > limit {
         return None;
     }
     let (pos, _) = seg.find(h.base_offset).ok()??;
     let mut buf = vec![0u8; h.size];
-    file.read_exact_at(&mut buf, pos).ok()?;
-    let found = batch::records(&buf).find(|r| r.timestamp >= ts);
+    seg.file.read_exact_at(&mut buf, pos).ok()?;
+    let records = match batch::record_bytes(&buf, limit) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(offset = h.base_offset, "cannot read a batch's records for a timestamp lookup: {e}");
+            return None;
+        }
+    };
+    let found = batch::parse_records(&records, h.base_timestamp).find(|r| r.timestamp >= ts);
     found.map(|r| (h.base_offset + r.offset_delta as i64, r.timestamp))
+}
+
+/// Kafka's `message.timestamp.after.max.ms` / `before.max.ms` for a CreateTime batch: its
+/// newest timestamp (maxTimestamp) may not be further ahead of `now`, its oldest record not
+/// further behind (records are only read when a `before` bound is set). Records without a
+/// timestamp (-1) are exempt, as in Kafka.
+fn check_timestamps(records: &[u8], h: &BatchHeader, cfg: &LogConfig, now: i64) -> Result<(), BatchError> {
+    let after = cfg.timestamp_after_max_ms;
+    if after != NEVER && h.max_timestamp != -1 && h.max_timestamp > now.saturating_add(after as i64) {
+        return Err(BatchError::Timestamp { timestamp: h.max_timestamp, now, bound_ms: after, side: "ahead of" });
+    }
+    let before = cfg.timestamp_before_max_ms;
+    if before != NEVER {
+        if let Some(oldest) = batch::min_timestamp(records, cfg.decompressed_limit())? {
+            if oldest < now.saturating_sub(before as i64) {
+                return Err(BatchError::Timestamp { timestamp: oldest, now, bound_ms: before, side: "behind" });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes the whole buffer at `pos`. glommio consumes the buffer, so a short write (which
@@ -756,44 +905,23 @@ pub fn unix_now_ms() -> i64 {
     now_ms()
 }
 
-/// The broker's log settings with a topic's own configs applied over them.
-pub fn topic_log_config(base: &LogConfig, configs: &std::collections::BTreeMap<String, String>) -> LogConfig {
-    let mut c = *base;
-    let num = |k: &str| configs.get(k).and_then(|v| v.parse::<i64>().ok());
-    if let Some(v) = num("retention.ms") {
-        c.retention_ms = v;
-    }
-    if let Some(v) = num("retention.bytes") {
-        c.retention_bytes = v;
-    }
-    if let Some(v) = num("segment.bytes").filter(|v| *v >= 1024) {
-        c.segment_bytes = v as u64;
-    }
-    if let Some(v) = num("segment.ms").filter(|v| *v >= 1) {
-        c.segment_ms = v as u64;
-    }
-    if let Some(v) = num("max.message.bytes").filter(|v| *v >= 64) {
-        c.message_max_bytes = v.min(i32::MAX as i64) as u32;
-    }
-    c
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::FlushPolicy;
 
     fn cfg(flush: FlushPolicy, segment_bytes: u64) -> LogConfig {
-        LogConfig {
+        LogConfig::from_config(&crate::config::Config {
+            flush,
             segment_bytes,
             segment_ms: u64::MAX / 2,
             retention_bytes: -1,
             retention_ms: -1,
             index_interval_bytes: 256,
-            flush,
             flush_interval_bytes: u64::MAX,
             message_max_bytes: 1 << 20,
-            producer_id_expiration_ms: 86_400_000,
-        }
+            ..Default::default()
+        })
     }
 
     fn idem(i: usize, pid: i64, epoch: i16, seq: i32) -> Bytes {
@@ -803,7 +931,7 @@ mod tests {
     }
 
     async fn send(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
-        let rx = p.append(b)?;
+        let rx = p.append(b, false)?;
         rx.await.unwrap().map(|a| a.base_offset)
     }
 
@@ -819,7 +947,7 @@ mod tests {
     async fn append_n(p: &Partition, from: usize, n: usize) -> Vec<i64> {
         let mut offsets = Vec::new();
         for i in from..from + n {
-            let rx = p.append(&batch(i)).unwrap();
+            let rx = p.append(&batch(i), false).unwrap();
             offsets.push(rx.await.unwrap().unwrap().base_offset);
         }
         offsets
@@ -1023,7 +1151,7 @@ mod tests {
             let mut b = batch(1).to_vec();
             let last = b.len() - 1;
             b[last] ^= 1;
-            assert_eq!(p.append(&Bytes::from(b)).unwrap_err(), ErrorCode::CorruptMessage);
+            assert_eq!(p.append(&Bytes::from(b), false).unwrap_err(), ErrorCode::CorruptMessage);
             assert_eq!(p.offsets().log_end, 0, "a refused batch takes no offsets");
             assert_eq!(append_n(&p, 0, 1).await, vec![0]);
         });

@@ -4,7 +4,7 @@
 //! the batches after it are rescanned (headers only), so recovery never reads the whole log.
 //! The two newest snapshots are kept.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use super::segment::Segment;
@@ -29,11 +29,7 @@ fn list(dir: &Path) -> io::Result<Vec<(i64, std::path::PathBuf)>> {
 
 pub fn write(dir: &Path, offset: i64, state: &ProducerState) -> io::Result<()> {
     let path = dir.join(format!("{offset:020}.{EXT}"));
-    let tmp = path.with_extension("snapshot.tmp");
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(&serde_json::to_vec(state).map_err(io::Error::other)?)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
+    crate::storage::write_atomic(&path, &serde_json::to_vec(state).map_err(io::Error::other)?, 0o644)?;
     for (_, old) in list(dir)?.into_iter().skip(KEEP) {
         let _ = std::fs::remove_file(old);
     }

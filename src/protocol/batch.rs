@@ -1,6 +1,8 @@
 //! The record batch (magic v2) as it travels on the wire and sits in segment files. The broker
-//! never decompresses records: it validates the 61-byte batch header and the CRC, then patches
-//! the base offset and partition leader epoch in place (both lie outside the CRC).
+//! validates the 61-byte batch header and the CRC, then patches the base offset and partition
+//! leader epoch in place (both lie outside the CRC). It reads records only to rewrite a batch
+//! for its topic (`stamp_log_append_time`, `recompress`) and to find a record by timestamp;
+//! compressed records are then decompressed within a limit (see `compression`).
 //!
 //! ```text
 //! offset  size  field
@@ -20,6 +22,9 @@
 //!     61     -  records
 //! ```
 
+use std::borrow::Cow;
+
+use crate::protocol::compression::{self, CodecError};
 use crate::protocol::error_code::ErrorCode;
 
 /// Bytes before the records: the smallest possible batch.
@@ -27,6 +32,8 @@ pub const HEADER_LEN: usize = 61;
 /// baseOffset + batchLength: what must be read to know a batch's total size.
 pub const LOG_OVERHEAD: usize = 12;
 
+const ATTR_CODEC: i16 = 0x7;
+const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
 const ATTR_TRANSACTIONAL: i16 = 1 << 4;
 const ATTR_CONTROL: i16 = 1 << 5;
 
@@ -56,6 +63,14 @@ impl BatchHeader {
     pub fn is_control(&self) -> bool {
         self.attributes & ATTR_CONTROL != 0
     }
+    /// The records' codec (see `compression`).
+    pub fn codec(&self) -> u8 {
+        (self.attributes & ATTR_CODEC) as u8
+    }
+    /// Whether the broker's clock stamped the batch (LogAppendTime).
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & ATTR_LOG_APPEND_TIME != 0
+    }
 }
 
 /// Why a batch was refused, with the Kafka error code the producer gets.
@@ -79,14 +94,20 @@ pub enum BatchError {
     Control,
     #[error("transactional batches need transactions, which this broker does not support yet")]
     Transactional,
+    #[error("cannot read the records: {0}")]
+    Records(CodecError),
+    #[error("record timestamp {timestamp} is more than {bound_ms} ms {side} the broker's clock ({now})")]
+    Timestamp { timestamp: i64, now: i64, bound_ms: u64, side: &'static str },
 }
 
 impl BatchError {
     pub fn code(&self) -> ErrorCode {
         match self {
-            BatchError::Truncated { .. } | BatchError::TooShort(_) | BatchError::Crc { .. } => {
-                ErrorCode::CorruptMessage
-            }
+            BatchError::Truncated { .. }
+            | BatchError::TooShort(_)
+            | BatchError::Crc { .. }
+            | BatchError::Records(_) => ErrorCode::CorruptMessage,
+            BatchError::Timestamp { .. } => ErrorCode::InvalidTimestamp,
             BatchError::Magic(_) => ErrorCode::UnsupportedForMessageFormat,
             BatchError::TooLarge { .. } => ErrorCode::MessageTooLarge,
             BatchError::Transactional => ErrorCode::InvalidTxnState,
@@ -202,6 +223,65 @@ pub fn patch(buf: &mut [u8], base_offset: i64, leader_epoch: i32) {
     buf[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
 }
 
+fn set_crc(buf: &mut [u8]) {
+    let crc = crc32c::crc32c(&buf[21..]);
+    buf[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Marks a whole batch as stamped by the broker's clock at `now_ms` (Kafka's LogAppendTime:
+/// the timestamp-type attribute and maxTimestamp, which consumers then read as every
+/// record's timestamp), recomputing the CRC.
+pub fn stamp_log_append_time(buf: &mut [u8], now_ms: i64) {
+    let attributes = be_i16(buf, 21) | ATTR_LOG_APPEND_TIME;
+    buf[21..23].copy_from_slice(&attributes.to_be_bytes());
+    buf[35..43].copy_from_slice(&now_ms.to_be_bytes());
+    set_crc(buf);
+}
+
+/// The record bytes of a whole, checked batch (everything after its header), decompressed
+/// when the batch is compressed; refused once they would pass `limit` bytes.
+pub fn record_bytes(buf: &[u8], limit: usize) -> Result<Cow<'_, [u8]>, BatchError> {
+    let h = read_header(buf)?;
+    let body = buf.get(HEADER_LEN..h.size).ok_or(BatchError::Truncated { have: buf.len(), want: h.size })?;
+    match h.codec() {
+        compression::NONE => Ok(Cow::Borrowed(body)),
+        codec => compression::decompress(codec, body, limit).map(Cow::Owned).map_err(BatchError::Records),
+    }
+}
+
+/// The batch with its records in `codec` instead (a topic's `compression.type`): header
+/// fields kept, codec bits, length and CRC rewritten. Records decompress to at most `limit`
+/// bytes.
+pub fn recompress(buf: &[u8], codec: u8, limit: usize) -> Result<Vec<u8>, BatchError> {
+    let h = read_header(buf)?;
+    let records = record_bytes(buf, limit)?;
+    // A codec stream cut short can decode "successfully" into fewer records: count them.
+    let found = parse_records(&records, h.base_timestamp).count();
+    if found != h.record_count.max(0) as usize {
+        let reason = format!("{found} records where the header says {}", h.record_count);
+        return Err(BatchError::Records(CodecError::Corrupt { codec: compression::name(h.codec()), reason }));
+    }
+    let packed = compression::compress(codec, &records).map_err(BatchError::Records)?;
+    let mut out = Vec::with_capacity(HEADER_LEN + packed.len());
+    out.extend_from_slice(&buf[..HEADER_LEN]);
+    out.extend_from_slice(&packed);
+    let len = i32::try_from(out.len() - LOG_OVERHEAD)
+        .map_err(|_| BatchError::TooLarge { size: out.len(), max: i32::MAX as usize })?;
+    out[8..12].copy_from_slice(&len.to_be_bytes());
+    let attributes = (h.attributes & !ATTR_CODEC) | codec as i16;
+    out[21..23].copy_from_slice(&attributes.to_be_bytes());
+    set_crc(&mut out);
+    Ok(out)
+}
+
+/// The smallest record timestamp of a whole, checked batch, records without one (-1) left
+/// out (its records read, decompressed within `limit`); `None` if no record has one.
+pub fn min_timestamp(buf: &[u8], limit: usize) -> Result<Option<i64>, BatchError> {
+    let h = read_header(buf)?;
+    let records = record_bytes(buf, limit)?;
+    Ok(parse_records(&records, h.base_timestamp).map(|r| r.timestamp).filter(|&t| t != -1).min())
+}
+
 /// A record's key and value, either of which may be null.
 pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 
@@ -257,11 +337,10 @@ pub fn set_producer(buf: &mut [u8], producer_id: i64, epoch: i16, base_sequence:
     buf[43..51].copy_from_slice(&producer_id.to_be_bytes());
     buf[51..53].copy_from_slice(&epoch.to_be_bytes());
     buf[53..57].copy_from_slice(&base_sequence.to_be_bytes());
-    let crc = crc32c::crc32c(&buf[21..]);
-    buf[17..21].copy_from_slice(&crc.to_be_bytes());
+    set_crc(buf);
 }
 
-/// One record of an uncompressed batch, borrowed from it.
+/// One record of a batch, borrowed from its (uncompressed) record bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawRecord<'a> {
     pub offset_delta: i32,
@@ -271,12 +350,19 @@ pub struct RawRecord<'a> {
 }
 
 /// The records of an uncompressed batch (headers skipped), stopping quietly at the first
-/// malformed one. Used for ListOffsets by timestamp and to replay the broker's own internal
-/// logs; client batches may be compressed and are never decoded.
+/// malformed one; a compressed batch yields none (see `record_bytes` and `parse_records`).
+/// Used to replay the broker's own internal logs, which it writes uncompressed.
 pub fn records(buf: &[u8]) -> impl Iterator<Item = RawRecord<'_>> + '_ {
     let base_ts = if buf.len() >= HEADER_LEN { be_i64(buf, 27) } else { 0 };
-    let compressed = buf.len() >= HEADER_LEN && be_i16(buf, 21) & 0x7 != 0;
-    let mut pos = if compressed { buf.len() } else { HEADER_LEN };
+    let compressed = buf.len() >= HEADER_LEN && be_i16(buf, 21) & ATTR_CODEC != 0;
+    let body = if compressed { &[][..] } else { buf.get(HEADER_LEN..).unwrap_or(&[]) };
+    parse_records(body, base_ts)
+}
+
+/// The records in a batch's uncompressed record bytes (`record_bytes`), whose batch has
+/// `base_ts`; stops quietly at the first malformed one.
+pub fn parse_records(buf: &[u8], base_ts: i64) -> impl Iterator<Item = RawRecord<'_>> + '_ {
+    let mut pos = 0;
     std::iter::from_fn(move || {
         let (len, n) = get_varint(buf.get(pos..)?)?;
         let end = (pos + n).checked_add(usize::try_from(len).ok()?)?;

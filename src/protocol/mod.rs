@@ -6,6 +6,7 @@
 //! sent from files (`fetch_writer`).
 
 pub mod batch;
+pub mod compression;
 pub mod error_code;
 pub mod fetch_writer;
 pub mod fit;

@@ -29,18 +29,35 @@ pub struct Tp {
     pub partition: i32,
 }
 
-/// One change to a topic config: set it to a value, or delete it (back to the default).
+/// One change to a config: set it to a value, delete it (back to the default), or, for a
+/// list config, add or remove items of its current value (IncrementalAlterConfigs APPEND and
+/// SUBTRACT).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigOp {
     Set(String),
     Delete,
+    Append(String),
+    Subtract(String),
 }
 
-/// The config changes IncrementalAlterConfigs asks for on one topic.
+/// Whose dynamic configs change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigTarget {
+    Topic(String),
+    /// The cluster-wide broker defaults (the BROKER resource named "").
+    BrokerDefault,
+    /// This broker's own (the BROKER resource named by its node id).
+    Broker,
+}
+
+/// The config changes AlterConfigs or IncrementalAlterConfigs asks for on one resource.
 #[derive(Debug, Clone)]
-pub struct TopicConfigChange {
-    pub topic: String,
+pub struct ConfigChange {
+    pub target: ConfigTarget,
     pub ops: Vec<(String, ConfigOp)>,
+    /// AlterConfigs (the legacy API): the resource's dynamic configs become exactly the
+    /// ones set, every other one going back to its default.
+    pub replace: bool,
 }
 
 /// A topic to create, as CreateTopics or auto-creation asks for it.
@@ -51,6 +68,22 @@ pub struct NewTopic {
     pub partitions: i32,
     pub replication_factor: i16,
     pub configs: std::collections::BTreeMap<String, String>,
+}
+
+/// AlterClientQuotas for one entity: each quota key set to a value or removed (`None`).
+#[derive(Debug, Clone)]
+pub struct QuotaChange {
+    pub entity: crate::quota::QuotaEntity,
+    pub ops: Vec<(String, Option<f64>)>,
+}
+
+/// CreatePartitions for one topic: the new total, and the replicas the client chose for each
+/// new partition (broker ids), if it chose.
+#[derive(Debug, Clone)]
+pub struct NewPartitions {
+    pub topic: String,
+    pub count: i32,
+    pub assignments: Option<Vec<Vec<i32>>>,
 }
 
 pub type TopicResult = Result<crate::metadata::TopicMeta, (ErrorCode, String)>;
@@ -74,6 +107,8 @@ pub enum Msg {
     Produce {
         tp: Tp,
         records: Bytes,
+        /// acks=-1: `min.insync.replicas` applies.
+        acks_all: bool,
         reply: oneshot::Sender<Result<Appended, ErrorCode>>,
     },
     Fetch {
@@ -93,6 +128,17 @@ pub enum Msg {
         tp: Tp,
         reply: oneshot::Sender<Result<Offsets, ErrorCode>>,
     },
+    /// DeleteRecords: move the log start (-1: to the high watermark); the new log start.
+    DeleteRecords {
+        tp: Tp,
+        offset: i64,
+        reply: oneshot::Sender<Result<i64, ErrorCode>>,
+    },
+    /// DescribeProducers: the partition's idempotent producers.
+    Producers {
+        tp: Tp,
+        reply: oneshot::Sender<Result<Vec<crate::producer::ProducerSummary>, ErrorCode>>,
+    },
     /// ListOffsets by timestamp (or -3 for the max timestamp): (offset, timestamp).
     OffsetForTime {
         tp: Tp,
@@ -105,9 +151,21 @@ pub enum Msg {
         validate_only: bool,
         reply: oneshot::Sender<Vec<TopicResult>>,
     },
-    /// To the controller: change topics' configs.
-    AlterTopicConfigs {
-        changes: Vec<TopicConfigChange>,
+    /// To the controller: change topic or broker configs.
+    AlterConfigs {
+        changes: Vec<ConfigChange>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
+    },
+    /// To the controller: grow topics to these partition counts.
+    CreatePartitions {
+        asks: Vec<NewPartitions>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
+    },
+    /// To the controller: set or remove client quotas.
+    AlterClientQuotas {
+        changes: Vec<QuotaChange>,
         validate_only: bool,
         reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
     },

@@ -16,7 +16,7 @@ pub mod security;
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,11 +31,13 @@ use crate::auth::Session;
 use crate::config::Config;
 use crate::group::coordinator::Coordinator;
 use crate::group::{offsets, GroupLimits, GroupListing, GroupOp};
+use crate::log::config::Form;
 use crate::log::{Appended, LogConfig, Offsets, Partition, ReadOut};
 use crate::metadata::Catalog;
 use crate::metrics::{self, Probe};
 use crate::protocol::ErrorCode;
-pub use message::{ConfigOp, Msg, NewTopic, TopicConfigChange, TopicResult, Tp};
+use crate::quota::{ClientQuota, QuotaTable};
+pub use message::{ConfigChange, ConfigOp, ConfigTarget, Msg, NewPartitions, NewTopic, QuotaChange, TopicResult, Tp};
 
 /// Index of a shard (0 is the controller).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -67,8 +69,26 @@ pub struct Shard {
     next_call: Cell<u64>,
     /// This shard's metrics.
     pub probe: Probe,
-    /// Client byte-rate quotas, measured broker-wide (see `quota`).
+    /// Client quotas, measured broker-wide (see `quota`).
     pub quotas: crate::quota::ShardQuotas,
+    /// The quotas of the config file, environment and flags (the catalog's come over them).
+    static_quotas: StaticQuotas,
+}
+
+/// The static quota settings: the client-id default, client-ids' and users'.
+struct StaticQuotas {
+    default: ClientQuota,
+    clients: HashMap<String, ClientQuota>,
+    users: HashMap<String, ClientQuota>,
+}
+
+impl StaticQuotas {
+    fn table(&self, dynamic: &[crate::metadata::QuotaSetting]) -> QuotaTable {
+        let dynamic = dynamic
+            .iter()
+            .map(|s| (&s.entity, ClientQuota::from_values(s.values.iter().map(|(k, v)| (k.as_str(), *v)))));
+        QuotaTable::new(self.default, &self.clients, &self.users, dynamic)
+    }
 }
 
 /// What went wrong sending to another shard: it has stopped.
@@ -87,6 +107,10 @@ impl Shard {
     ) -> Rc<Shard> {
         let count = peers.len();
         let controller = (id.0 == 0).then(|| RefCell::new(catalog.clone()));
+        // Validated at start (server::run): a bad value cannot get here.
+        let (default, clients) = config.client_quotas().unwrap_or((ClientQuota::NONE, HashMap::new()));
+        let static_quotas = StaticQuotas { default, clients, users: config.user_quotas().unwrap_or_default() };
+        let catalog_quotas = catalog.client_quotas.clone();
         let limits = GroupLimits {
             min_session_ms: config.group_min_session_timeout_ms,
             max_session_ms: config.group_max_session_timeout_ms,
@@ -124,13 +148,33 @@ impl Shard {
             logs: RefCell::new(HashMap::new()),
             peers,
             controller,
+            quotas: crate::quota::ShardQuotas::new(quotas, static_quotas.table(&catalog_quotas)),
+            static_quotas,
             probe,
-            quotas: crate::quota::ShardQuotas::new(quotas),
         })
+    }
+
+    /// The quotas a catalog's entries give, over the static settings.
+    fn quota_table(&self, catalog: &Catalog) -> QuotaTable {
+        self.static_quotas.table(&catalog.client_quotas)
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.borrow().clone()
+    }
+
+    /// A topic's effective log settings: the broker's static ones, the catalog's dynamic
+    /// broker defaults over them, then the topic's own configs.
+    pub fn topic_log_config(&self, catalog: &Catalog, configs: &BTreeMap<String, String>) -> LogConfig {
+        self.broker_log_config(catalog).with_stored(Form::Topic, configs)
+    }
+
+    /// The broker-wide log defaults: static settings, then the dynamic cluster-wide
+    /// defaults, then this broker's own dynamic configs.
+    pub fn broker_log_config(&self, catalog: &Catalog) -> LogConfig {
+        self.log_config
+            .with_stored(Form::Broker, &catalog.broker_defaults)
+            .with_stored(Form::Broker, &catalog.broker_configs)
     }
 
     /// The current ACL snapshot.
@@ -215,14 +259,14 @@ impl Shard {
         metrics::remote(rx).await.unwrap_or(Err(ErrorCode::KafkaStorageError))
     }
 
-    /// Appends a produced batch on the partition's home shard.
-    pub async fn produce(&self, tp: Tp, records: Bytes) -> Result<Appended, ErrorCode> {
+    /// Appends a produced batch on the partition's home shard; `acks_all` for acks=-1.
+    pub async fn produce(&self, tp: Tp, records: Bytes, acks_all: bool) -> Result<Appended, ErrorCode> {
         let home = self.home(&tp)?;
         if home == self.id.0 {
-            let rx = self.log(&tp)?.append(&records)?;
+            let rx = self.log(&tp)?.append(&records, acks_all)?;
             return self.acked(rx).await;
         }
-        self.call(home, |reply| Msg::Produce { tp, records, reply }).await?
+        self.call(home, |reply| Msg::Produce { tp, records, acks_all, reply }).await?
     }
 
     pub async fn fetch(&self, tp: Tp, offset: i64, max_bytes: u32) -> Result<ReadOut, ErrorCode> {
@@ -265,6 +309,24 @@ impl Shard {
         self.call(home, |reply| Msg::Offsets { tp, reply }).await?
     }
 
+    /// DeleteRecords on the partition's home shard: the new log start.
+    pub async fn delete_records(&self, tp: Tp, offset: i64) -> Result<i64, ErrorCode> {
+        let home = self.home(&tp)?;
+        if home == self.id.0 {
+            return self.log(&tp)?.delete_records(offset);
+        }
+        self.call(home, |reply| Msg::DeleteRecords { tp, offset, reply }).await?
+    }
+
+    /// The partition's idempotent producers, from its home shard.
+    pub async fn producers(&self, tp: Tp) -> Result<Vec<crate::producer::ProducerSummary>, ErrorCode> {
+        let home = self.home(&tp)?;
+        if home == self.id.0 {
+            return Ok(self.log(&tp)?.producers());
+        }
+        self.call(home, |reply| Msg::Producers { tp, reply }).await?
+    }
+
     pub async fn offset_for_time(&self, tp: Tp, timestamp: i64) -> Result<Option<(i64, i64)>, ErrorCode> {
         let home = self.home(&tp)?;
         if home == self.id.0 {
@@ -283,16 +345,44 @@ impl Shard {
             .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
     }
 
-    pub async fn alter_topic_configs(
+    pub async fn alter_configs(
         self: &Rc<Self>,
-        changes: Vec<TopicConfigChange>,
+        changes: Vec<ConfigChange>,
         validate_only: bool,
     ) -> Vec<Result<(), (ErrorCode, String)>> {
         if self.id.0 == 0 {
-            return controller::alter_topic_configs(self, changes, validate_only).await;
+            return controller::alter_configs(self, changes, validate_only).await;
         }
         let n = changes.len();
-        self.call(0, |reply| Msg::AlterTopicConfigs { changes, validate_only, reply })
+        self.call(0, |reply| Msg::AlterConfigs { changes, validate_only, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+    }
+
+    pub async fn create_partitions(
+        self: &Rc<Self>,
+        asks: Vec<NewPartitions>,
+        validate_only: bool,
+    ) -> Vec<Result<(), (ErrorCode, String)>> {
+        if self.id.0 == 0 {
+            return controller::create_partitions(self, asks, validate_only).await;
+        }
+        let n = asks.len();
+        self.call(0, |reply| Msg::CreatePartitions { asks, validate_only, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+    }
+
+    pub async fn alter_client_quotas(
+        self: &Rc<Self>,
+        changes: Vec<QuotaChange>,
+        validate_only: bool,
+    ) -> Vec<Result<(), (ErrorCode, String)>> {
+        if self.id.0 == 0 {
+            return controller::alter_client_quotas(self, changes, validate_only).await;
+        }
+        let n = changes.len();
+        self.call(0, |reply| Msg::AlterClientQuotas { changes, validate_only, reply })
             .await
             .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
     }
@@ -373,22 +463,26 @@ impl Shard {
                 tracing::warn!(topic = %p.topic, partition = p.index, "deleting partition files: {e}");
             }
         }
-        // Partitions that stay get their topic's current configs (they may have changed).
+        // Partitions that stay get their topic's current configs (they, or the dynamic broker
+        // defaults under them, may have changed).
         for (tp, p) in self.logs.borrow().iter() {
             if let Some(t) = catalog.topic_by_id(&tp.topic) {
-                p.set_config(crate::log::partition::topic_log_config(&self.log_config, &t.configs));
+                p.set_config(self.topic_log_config(&catalog, &t.configs));
             }
         }
         for (name, tp) in wanted {
             let topic = &catalog.topics[&name];
             let dir = self.config.data_dir.join(Partition::dir_name(&name, tp.partition));
-            let cfg = crate::log::partition::topic_log_config(&self.log_config, &topic.configs);
+            let cfg = self.topic_log_config(&catalog, &topic.configs);
             match Partition::open(&name, tp.partition, dir, cfg, self.probe.clone()).await {
                 Ok(p) => {
                     self.logs.borrow_mut().insert(tp, p);
                 }
                 Err(e) => tracing::error!(topic = %name, partition = tp.partition, "cannot open partition: {e}"),
             }
+        }
+        if self.catalog.borrow().client_quotas != catalog.client_quotas {
+            self.quotas.set_table(self.quota_table(&catalog));
         }
         if self.acls.borrow().bindings() != catalog.acls.as_slice() {
             *self.acls.borrow_mut() = Rc::new(Acls::new(catalog.acls.clone()));
@@ -428,8 +522,8 @@ impl Shard {
 
     async fn handle(self: Rc<Self>, msg: Msg) {
         match msg {
-            Msg::Produce { tp, records, reply } => {
-                let r = match self.log(&tp).and_then(|p| p.append(&records)) {
+            Msg::Produce { tp, records, acks_all, reply } => {
+                let r = match self.log(&tp).and_then(|p| p.append(&records, acks_all)) {
                     Ok(rx) => self.acked(rx).await,
                     Err(e) => Err(e),
                 };
@@ -454,14 +548,26 @@ impl Shard {
             Msg::Offsets { tp, reply } => {
                 let _ = reply.send(self.log(&tp).map(|p| p.offsets()));
             }
+            Msg::DeleteRecords { tp, offset, reply } => {
+                let _ = reply.send(self.log(&tp).and_then(|p| p.delete_records(offset)));
+            }
+            Msg::Producers { tp, reply } => {
+                let _ = reply.send(self.log(&tp).map(|p| p.producers()));
+            }
+            Msg::AlterClientQuotas { changes, validate_only, reply } => {
+                let _ = reply.send(controller::alter_client_quotas(&self, changes, validate_only).await);
+            }
+            Msg::CreatePartitions { asks, validate_only, reply } => {
+                let _ = reply.send(controller::create_partitions(&self, asks, validate_only).await);
+            }
             Msg::OffsetForTime { tp, timestamp, reply } => {
                 let _ = reply.send(self.log(&tp).and_then(|p| local_offset_for_time(&p, timestamp)));
             }
             Msg::CreateTopics { topics, validate_only, reply } => {
                 let _ = reply.send(controller::create_topics(&self, topics, validate_only).await);
             }
-            Msg::AlterTopicConfigs { changes, validate_only, reply } => {
-                let _ = reply.send(controller::alter_topic_configs(&self, changes, validate_only).await);
+            Msg::AlterConfigs { changes, validate_only, reply } => {
+                let _ = reply.send(controller::alter_configs(&self, changes, validate_only).await);
             }
             Msg::DeleteTopics { names, reply } => {
                 let _ = reply.send(controller::delete_topics(&self, names).await);

@@ -4,7 +4,6 @@
 //! block).
 
 use std::cell::Cell;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -53,15 +52,8 @@ impl ProducerIds {
 
     fn persist(&self, reserved_until: i64) -> Result<(), BrokerError> {
         let err = |e: std::io::Error| BrokerError::Metadata { path: self.path.clone(), reason: e.to_string() };
-        let tmp = self.path.with_extension("json.tmp");
-        let mut f = std::fs::File::create(&tmp).map_err(err)?;
-        f.write_all(&serde_json::to_vec(&Persisted { reserved_until }).expect("serializes")).map_err(err)?;
-        f.sync_all().map_err(err)?;
-        std::fs::rename(&tmp, &self.path).map_err(err)?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(err)?;
-        }
-        Ok(())
+        let bytes = serde_json::to_vec(&Persisted { reserved_until }).expect("serializes");
+        crate::storage::write_atomic(&self.path, &bytes, 0o644).map_err(err)
     }
 }
 

@@ -1,0 +1,603 @@
+//! The settings of a partition log, and the one table of topic configs that fills them.
+//!
+//! A partition's `LogConfig` is built in three layers: the broker's static settings
+//! (`Config`), then dynamic broker defaults (set at run time through AlterConfigs or
+//! IncrementalAlterConfigs on the BROKER resource, kept in the catalog, named as Kafka names
+//! them: `log.retention.ms`, ...), then the topic's own configs (`retention.ms`, ...). Every
+//! row of `TOPIC_CONFIGS` names both forms, parses and checks a value, applies it, and shows
+//! the effective value for DescribeConfigs; CreateTopics, AlterConfigs,
+//! IncrementalAlterConfigs and DescribeConfigs all go through it, so a config is either
+//! known here and does what it says, or refused with INVALID_CONFIG and a reason
+//! (`refusal`).
+//!
+//! Where each takes effect (the partition reads its config per use, see `partition.rs`):
+//!
+//! | config | takes effect |
+//! |---|---|
+//! | `cleanup.policy` | retention pass: a policy containing `compact` is never trimmed by time or size (there is no compaction yet, and trimming would lose the latest values) |
+//! | `compression.type` | append: a batch in another codec is recompressed (`producer` keeps it) |
+//! | `flush.messages`, `flush.ms` | append: the durability policy of the topic (see `FlushPolicy`) |
+//! | `index.interval.bytes` | append: sparse index density |
+//! | `max.message.bytes` | append: largest batch |
+//! | `message.timestamp.type` | append: `LogAppendTime` stamps the broker's clock into each batch |
+//! | `message.timestamp.before.max.ms`, `after.max.ms` | append: batches with timestamps further from the broker's clock are refused (INVALID_TIMESTAMP) |
+//! | `min.insync.replicas` | acks=all produce: more than the one replica there is answers NOT_ENOUGH_REPLICAS |
+//! | `retention.bytes`, `retention.ms` | retention pass |
+//! | `segment.bytes`, `segment.ms` | roll check before each append |
+
+use crate::config::{Config, FlushPolicy};
+
+/// "Never" for the Kafka settings whose default is `Long.MAX_VALUE`.
+pub const NEVER: u64 = i64::MAX as u64;
+
+/// How many times `max.message.bytes` a batch's records may decompress to.
+pub const DECOMPRESSION_FACTOR: usize = 64;
+
+/// When a batch's timestamps come from (`message.timestamp.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    /// The producer's timestamps, kept as they came.
+    CreateTime,
+    /// The broker's clock at append, written into each batch.
+    LogAppendTime,
+}
+
+/// What `compression.type` asks for: keep the producer's codec, or store in this one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicCompression {
+    Producer,
+    /// A codec, by its attribute bits (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
+    Codec(u8),
+}
+
+/// Settings a partition log needs: the broker's, with dynamic defaults and the topic's own
+/// configs over them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    pub segment_ms: u64,
+    pub retention_bytes: i64,
+    pub retention_ms: i64,
+    pub index_interval_bytes: u32,
+    /// `flush.messages`: sync after this many unsynced records (1: before every ack).
+    pub flush_messages: u64,
+    /// `flush.ms`: sync when data has been unsynced this long (`NEVER`: no time bound).
+    pub flush_ms: u64,
+    /// Sync after this many unsynced bytes (the broker's `flush_interval_bytes`).
+    pub flush_bytes: u64,
+    /// The time bound of a topic that syncs by count only (see `policy`).
+    pub flush_fallback_ms: u64,
+    pub message_max_bytes: u32,
+    /// `producer.id.expiration.ms`: idempotence state of an idle producer is dropped after.
+    pub producer_id_expiration_ms: i64,
+    pub timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms`: how far in the past a batch's timestamps may be.
+    pub timestamp_before_max_ms: u64,
+    /// `message.timestamp.after.max.ms`: how far in the future.
+    pub timestamp_after_max_ms: u64,
+    pub compression: TopicCompression,
+    /// `cleanup.policy` contains `compact`.
+    pub compact: bool,
+    /// `cleanup.policy` contains `delete`.
+    pub delete: bool,
+    pub min_insync_replicas: i32,
+}
+
+/// How a partition makes appends durable, derived from `flush.messages` and `flush.ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fdatasync before the ack (group commit).
+    Always,
+    /// fdatasync once `messages` records or `bytes` bytes are unsynced, or `ms` after the
+    /// first unsynced write; the high watermark waits for it.
+    Interval { messages: u64, bytes: u64, ms: u64 },
+    /// Never fdatasync: the high watermark follows the write.
+    Os,
+}
+
+impl LogConfig {
+    /// The broker's static settings as a partition's.
+    pub fn from_config(c: &Config) -> LogConfig {
+        let (flush_messages, flush_ms) = match c.flush {
+            FlushPolicy::Always => (1, NEVER),
+            FlushPolicy::Interval => (NEVER, c.flush_interval_ms),
+            FlushPolicy::Os => (NEVER, NEVER),
+        };
+        LogConfig {
+            segment_bytes: c.segment_bytes,
+            segment_ms: c.segment_ms,
+            retention_bytes: c.retention_bytes,
+            retention_ms: c.retention_ms,
+            index_interval_bytes: c.index_interval_bytes,
+            flush_messages,
+            flush_ms,
+            flush_bytes: c.flush_interval_bytes,
+            flush_fallback_ms: c.flush_interval_ms,
+            message_max_bytes: c.message_max_bytes,
+            producer_id_expiration_ms: c.producer_id_expiration_ms,
+            timestamp_type: TimestampType::CreateTime,
+            timestamp_before_max_ms: NEVER,
+            // Kafka 4's default: a producer clock an hour ahead is refused.
+            timestamp_after_max_ms: 3_600_000,
+            compression: TopicCompression::Producer,
+            compact: false,
+            delete: true,
+            min_insync_replicas: 1,
+        }
+    }
+
+    /// The durability policy. A topic that syncs by count but sets no `flush.ms` still
+    /// syncs within `flush_fallback_ms` (the broker's `flush_interval_ms`): the high
+    /// watermark waits for the sync, so without a time bound a quiet partition's last
+    /// records would never reach consumers.
+    pub fn durability(&self) -> Durability {
+        if self.flush_messages <= 1 {
+            return Durability::Always;
+        }
+        if self.flush_messages == NEVER && self.flush_ms == NEVER {
+            return Durability::Os;
+        }
+        let ms = if self.flush_ms == NEVER { self.flush_fallback_ms } else { self.flush_ms };
+        Durability::Interval { messages: self.flush_messages, bytes: self.flush_bytes, ms }
+    }
+
+    /// The most a batch's records may decompress to when the broker reads them
+    /// (recompression, timestamp checks and lookups): 64 × `max.message.bytes`. Past it the
+    /// batch is refused with CORRUPT_MESSAGE, so a small compressed batch cannot make the
+    /// broker allocate without bound.
+    pub fn decompressed_limit(&self) -> usize {
+        (self.message_max_bytes as usize).saturating_mul(DECOMPRESSION_FACTOR)
+    }
+
+    /// Whether time and size retention may delete this log's old segments.
+    pub fn retention_deletes(&self) -> bool {
+        self.delete && !self.compact
+    }
+
+    /// These settings with `configs` (name → value, as the named `Form` calls them) applied
+    /// over them; an unknown name or a bad value is an error naming it.
+    pub fn with<'a>(
+        mut self,
+        form: Form,
+        configs: impl IntoIterator<Item = (&'a String, &'a String)>,
+    ) -> Result<LogConfig, String> {
+        for (name, value) in configs {
+            let row = lookup(form, name)?;
+            (row.set)(&mut self, value.trim()).map_err(|why| format!("invalid value {value:?} for {name}: {why}"))?;
+        }
+        Ok(self)
+    }
+
+    /// `with`, for configs already checked when they were stored: a value that no longer
+    /// parses is logged and skipped rather than failing the partition.
+    pub fn with_stored<'a>(self, form: Form, configs: impl IntoIterator<Item = (&'a String, &'a String)>) -> LogConfig {
+        let mut c = self;
+        for (name, value) in configs {
+            let applied = lookup(form, name).and_then(|row| (row.set)(&mut c, value.trim()));
+            if let Err(e) = applied {
+                tracing::warn!(config = %name, value = %value, "stored config ignored: {e}");
+            }
+        }
+        c
+    }
+}
+
+/// Which name a config goes by: the topic's (`retention.ms`) or the broker default's
+/// (`log.retention.ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    Topic,
+    Broker,
+}
+
+/// Kafka's ConfigType codes, for DescribeConfigs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Long = 5,
+    List = 7,
+}
+
+/// One topic config: its names, type, how to apply a value, and how to show the effective one.
+pub struct TopicConfig {
+    pub name: &'static str,
+    /// The broker-wide default's name (a dynamic broker config).
+    pub broker_name: &'static str,
+    pub kind: Kind,
+    /// Parses, checks and applies a value.
+    pub set: fn(&mut LogConfig, &str) -> Result<(), String>,
+    /// The effective value, as Kafka prints it.
+    pub show: fn(&LogConfig) -> String,
+}
+
+impl TopicConfig {
+    pub fn name_in(&self, form: Form) -> &'static str {
+        match form {
+            Form::Topic => self.name,
+            Form::Broker => self.broker_name,
+        }
+    }
+
+    /// Whether the value is a comma-separated list (IncrementalAlterConfigs APPEND and
+    /// SUBTRACT apply to these only).
+    pub fn is_list(&self) -> bool {
+        self.kind == Kind::List
+    }
+}
+
+fn long(v: &str, min: i64) -> Result<i64, String> {
+    let n: i64 = v.parse().map_err(|_| "not a whole number".to_string())?;
+    if n < min {
+        return Err(format!("must be at least {min}"));
+    }
+    Ok(n)
+}
+
+fn int(v: &str, min: i64) -> Result<i32, String> {
+    let n = long(v, min)?;
+    i32::try_from(n).map_err(|_| format!("must be at most {}", i32::MAX))
+}
+
+fn boolean(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("must be true or false".into()),
+    }
+}
+
+fn codec_name(c: TopicCompression) -> &'static str {
+    match c {
+        TopicCompression::Producer => "producer",
+        TopicCompression::Codec(0) => "uncompressed",
+        TopicCompression::Codec(1) => "gzip",
+        TopicCompression::Codec(2) => "snappy",
+        TopicCompression::Codec(3) => "lz4",
+        TopicCompression::Codec(_) => "zstd",
+    }
+}
+
+/// The topic configs the broker implements, in Kafka's alphabetical order.
+pub const TOPIC_CONFIGS: &[TopicConfig] = &[
+    TopicConfig {
+        name: "cleanup.policy",
+        broker_name: "log.cleanup.policy",
+        kind: Kind::List,
+        set: |c, v| {
+            let (mut compact, mut delete) = (false, false);
+            for p in v.split(',').map(str::trim) {
+                match p.to_ascii_lowercase().as_str() {
+                    "compact" => compact = true,
+                    "delete" => delete = true,
+                    "" => {}
+                    other => return Err(format!("{other:?} is not a cleanup policy (compact, delete)")),
+                }
+            }
+            if !(compact || delete) {
+                return Err("needs compact, delete or both".into());
+            }
+            (c.compact, c.delete) = (compact, delete);
+            Ok(())
+        },
+        show: |c| match (c.compact, c.delete) {
+            (true, true) => "compact,delete".into(),
+            (true, false) => "compact".into(),
+            _ => "delete".into(),
+        },
+    },
+    TopicConfig {
+        name: "compression.type",
+        broker_name: "compression.type",
+        kind: Kind::String,
+        set: |c, v| {
+            c.compression = match v.to_ascii_lowercase().as_str() {
+                "producer" => TopicCompression::Producer,
+                "uncompressed" | "none" => TopicCompression::Codec(0),
+                "gzip" => TopicCompression::Codec(1),
+                "snappy" => TopicCompression::Codec(2),
+                "lz4" => TopicCompression::Codec(3),
+                "zstd" => TopicCompression::Codec(4),
+                _ => return Err("must be producer, uncompressed, gzip, snappy, lz4 or zstd".into()),
+            };
+            Ok(())
+        },
+        show: |c| codec_name(c.compression).into(),
+    },
+    TopicConfig {
+        name: "flush.messages",
+        broker_name: "log.flush.interval.messages",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.flush_messages = long(v, 1)? as u64;
+            Ok(())
+        },
+        show: |c| c.flush_messages.to_string(),
+    },
+    TopicConfig {
+        name: "flush.ms",
+        broker_name: "log.flush.interval.ms",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.flush_ms = long(v, 0)? as u64;
+            Ok(())
+        },
+        show: |c| c.flush_ms.to_string(),
+    },
+    TopicConfig {
+        name: "index.interval.bytes",
+        broker_name: "log.index.interval.bytes",
+        kind: Kind::Int,
+        set: |c, v| {
+            c.index_interval_bytes = int(v, 0)?.max(1) as u32;
+            Ok(())
+        },
+        show: |c| c.index_interval_bytes.to_string(),
+    },
+    TopicConfig {
+        name: "max.message.bytes",
+        broker_name: "message.max.bytes",
+        kind: Kind::Int,
+        set: |c, v| {
+            c.message_max_bytes = int(v, 0)? as u32;
+            Ok(())
+        },
+        show: |c| c.message_max_bytes.to_string(),
+    },
+    TopicConfig {
+        name: "message.timestamp.after.max.ms",
+        broker_name: "log.message.timestamp.after.max.ms",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.timestamp_after_max_ms = long(v, 0)? as u64;
+            Ok(())
+        },
+        show: |c| c.timestamp_after_max_ms.to_string(),
+    },
+    TopicConfig {
+        name: "message.timestamp.before.max.ms",
+        broker_name: "log.message.timestamp.before.max.ms",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.timestamp_before_max_ms = long(v, 0)? as u64;
+            Ok(())
+        },
+        show: |c| c.timestamp_before_max_ms.to_string(),
+    },
+    TopicConfig {
+        name: "message.timestamp.type",
+        broker_name: "log.message.timestamp.type",
+        kind: Kind::String,
+        set: |c, v| {
+            c.timestamp_type = match v {
+                "CreateTime" => TimestampType::CreateTime,
+                "LogAppendTime" => TimestampType::LogAppendTime,
+                _ => return Err("must be CreateTime or LogAppendTime".into()),
+            };
+            Ok(())
+        },
+        show: |c| match c.timestamp_type {
+            TimestampType::CreateTime => "CreateTime".into(),
+            TimestampType::LogAppendTime => "LogAppendTime".into(),
+        },
+    },
+    TopicConfig {
+        name: "min.insync.replicas",
+        broker_name: "min.insync.replicas",
+        kind: Kind::Int,
+        set: |c, v| {
+            c.min_insync_replicas = int(v, 1)?;
+            Ok(())
+        },
+        show: |c| c.min_insync_replicas.to_string(),
+    },
+    TopicConfig {
+        name: "preallocate",
+        broker_name: "log.preallocate",
+        kind: Kind::Boolean,
+        set: |_, v| match boolean(v)? {
+            false => Ok(()),
+            true => Err("segment files are not preallocated by Ringbroker".into()),
+        },
+        show: |_| "false".into(),
+    },
+    TopicConfig {
+        name: "retention.bytes",
+        broker_name: "log.retention.bytes",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.retention_bytes = long(v, -1)?;
+            Ok(())
+        },
+        show: |c| c.retention_bytes.to_string(),
+    },
+    TopicConfig {
+        name: "retention.ms",
+        broker_name: "log.retention.ms",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.retention_ms = long(v, -1)?;
+            Ok(())
+        },
+        show: |c| c.retention_ms.to_string(),
+    },
+    TopicConfig {
+        name: "segment.bytes",
+        broker_name: "log.segment.bytes",
+        // Ringbroker allows segments down to 1 KiB (Kafka: 1 MiB) so tests can roll often.
+        kind: Kind::Int,
+        set: |c, v| {
+            c.segment_bytes = int(v, 1024)? as u64;
+            Ok(())
+        },
+        show: |c| c.segment_bytes.to_string(),
+    },
+    TopicConfig {
+        name: "segment.jitter.ms",
+        broker_name: "log.roll.jitter.ms",
+        kind: Kind::Long,
+        set: |_, v| match long(v, 0)? {
+            0 => Ok(()),
+            _ => Err("segment rolls are not jittered by Ringbroker".into()),
+        },
+        show: |_| "0".into(),
+    },
+    TopicConfig {
+        name: "segment.ms",
+        broker_name: "log.roll.ms",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.segment_ms = long(v, 1)? as u64;
+            Ok(())
+        },
+        show: |c| c.segment_ms.to_string(),
+    },
+    TopicConfig {
+        name: "unclean.leader.election.enable",
+        broker_name: "unclean.leader.election.enable",
+        kind: Kind::Boolean,
+        set: |_, v| match boolean(v)? {
+            false => Ok(()),
+            true => Err("Ringbroker never makes an out-of-sync replica leader".into()),
+        },
+        show: |_| "false".into(),
+    },
+];
+
+/// Why a Kafka topic config the table does not hold is refused.
+pub fn refusal(name: &str) -> String {
+    let why = match name {
+        "delete.retention.ms"
+        | "min.compaction.lag.ms"
+        | "max.compaction.lag.ms"
+        | "min.cleanable.dirty.ratio"
+        | "log.cleaner.delete.retention.ms"
+        | "log.cleaner.min.compaction.lag.ms"
+        | "log.cleaner.max.compaction.lag.ms"
+        | "log.cleaner.min.cleanable.ratio" => "it tunes log compaction, which Ringbroker does not do yet",
+        "compression.gzip.level" | "compression.lz4.level" | "compression.zstd.level" => {
+            "Ringbroker compresses at each codec's default level"
+        }
+        "max.decompressed.message.bytes" => "Ringbroker bounds decompression at 64 × max.message.bytes",
+        "file.delete.delay.ms" | "log.segment.delete.delay.ms" => {
+            "Ringbroker deletes segment files at once (fetches in flight keep reading them)"
+        }
+        "segment.index.bytes" | "log.index.size.max.bytes" => "index sizes follow segment.bytes",
+        "local.retention.ms"
+        | "local.retention.bytes"
+        | "remote.storage.enable"
+        | "remote.log.copy.disable"
+        | "remote.log.delete.on.disable" => "Ringbroker has no tiered storage",
+        "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
+            "there is no replication to throttle"
+        }
+        "message.downconversion.enable" | "message.format.version" | "message.timestamp.difference.max.ms" => {
+            "Kafka 4 removed it"
+        }
+        _ => return format!("unknown config {name:?}"),
+    };
+    format!("{name} is not supported: {why}")
+}
+
+/// The table row for a config name in the given form, or why there is none.
+pub fn lookup(form: Form, name: &str) -> Result<&'static TopicConfig, String> {
+    TOPIC_CONFIGS.iter().find(|r| r.name_in(form) == name).ok_or_else(|| refusal(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn base() -> LogConfig {
+        LogConfig::from_config(&Config::default())
+    }
+
+    fn topic(pairs: &[(&str, &str)]) -> Result<LogConfig, String> {
+        let m: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        base().with(Form::Topic, &m)
+    }
+
+    #[test]
+    fn every_row_shows_what_it_was_set_to() {
+        let values = [
+            ("cleanup.policy", "compact,delete"),
+            ("compression.type", "zstd"),
+            ("flush.messages", "1000"),
+            ("flush.ms", "250"),
+            ("index.interval.bytes", "8192"),
+            ("max.message.bytes", "2000000"),
+            ("message.timestamp.after.max.ms", "3600000"),
+            ("message.timestamp.before.max.ms", "86400000"),
+            ("message.timestamp.type", "LogAppendTime"),
+            ("min.insync.replicas", "2"),
+            ("preallocate", "false"),
+            ("retention.bytes", "1048576"),
+            ("retention.ms", "60000"),
+            ("segment.bytes", "4096"),
+            ("segment.jitter.ms", "0"),
+            ("segment.ms", "1000"),
+            ("unclean.leader.election.enable", "false"),
+        ];
+        assert_eq!(values.len(), TOPIC_CONFIGS.len(), "one value per row");
+        let c = topic(&values).unwrap();
+        for (name, value) in values {
+            let row = lookup(Form::Topic, name).unwrap();
+            assert_eq!((row.show)(&c), value, "{name}");
+            assert_eq!(lookup(Form::Broker, row.broker_name).unwrap().name, name);
+        }
+        assert_ne!(c, base());
+    }
+
+    #[test]
+    fn bad_values_and_unimplemented_configs_are_refused_with_a_reason() {
+        for (name, value, why) in [
+            ("retention.ms", "soon", "whole number"),
+            ("retention.ms", "-2", "at least -1"),
+            ("segment.bytes", "10", "at least 1024"),
+            ("segment.bytes", "9999999999", "at most"),
+            ("cleanup.policy", "compact,forever", "not a cleanup policy"),
+            ("cleanup.policy", "", "needs compact"),
+            ("compression.type", "brotli", "must be producer"),
+            ("message.timestamp.type", "logappendtime", "CreateTime or LogAppendTime"),
+            ("flush.messages", "0", "at least 1"),
+            ("min.insync.replicas", "0", "at least 1"),
+            ("preallocate", "true", "not preallocated"),
+            ("unclean.leader.election.enable", "true", "out-of-sync"),
+            ("delete.retention.ms", "1000", "compaction"),
+            ("compression.zstd.level", "3", "default level"),
+            ("retention.hours", "1", "unknown config"),
+        ] {
+            let e = topic(&[(name, value)]).unwrap_err();
+            assert!(e.contains(why), "{name}={value}: {e}");
+        }
+    }
+
+    #[test]
+    fn durability_follows_flush_messages_and_flush_ms() {
+        assert_eq!(base().durability(), Durability::Always, "the broker default is flush = always");
+        let c = topic(&[("flush.messages", "9223372036854775807")]).unwrap();
+        assert_eq!(c.durability(), Durability::Os, "never by count and never by time");
+        let c = topic(&[("flush.ms", "200"), ("flush.messages", "9223372036854775807")]).unwrap();
+        assert!(matches!(c.durability(), Durability::Interval { ms: 200, messages: NEVER, .. }));
+        let c = topic(&[("flush.messages", "100")]).unwrap();
+        let fallback = Config::default().flush_interval_ms;
+        assert!(matches!(c.durability(), Durability::Interval { messages: 100, ms, .. } if ms == fallback));
+        assert_eq!(topic(&[("flush.messages", "1"), ("flush.ms", "5")]).unwrap().durability(), Durability::Always);
+    }
+
+    #[test]
+    fn compacted_topics_are_not_trimmed_by_retention() {
+        assert!(base().retention_deletes());
+        assert!(!topic(&[("cleanup.policy", "compact")]).unwrap().retention_deletes());
+        assert!(!topic(&[("cleanup.policy", "delete,compact")]).unwrap().retention_deletes());
+    }
+
+    #[test]
+    fn broker_defaults_go_by_their_broker_names() {
+        let m: BTreeMap<String, String> = [("log.retention.ms".to_string(), "1234".to_string())].into();
+        assert_eq!(base().with(Form::Broker, &m).unwrap().retention_ms, 1234);
+        assert!(base().with(Form::Topic, &m).is_err(), "log.retention.ms is not a topic config");
+    }
+}
