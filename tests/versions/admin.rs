@@ -11,7 +11,12 @@ use ringbroker::protocol::messages::{
 };
 use ringbroker::protocol::ErrorCode;
 
-use crate::fixture::{self, new_topic, sbs, Ctx, DATA_CONFIG, NONE, RESOURCE_BROKER, RESOURCE_TOPIC, SOURCE_TOPIC};
+use ringbroker::auth::acl::ResourceType;
+
+use crate::fixture::{
+    self, all_operations, new_topic, sbs, Ctx, AUTH_OPS_OMITTED, DATA_CONFIG, NONE, RESOURCE_BROKER, RESOURCE_TOPIC,
+    SOURCE_TOPIC,
+};
 use crate::wire::{expect_code, expect_code_msg, Check, Wire};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = ErrorCode::UnknownTopicOrPartition.code();
@@ -115,19 +120,26 @@ pub fn delete_topics(ctx: &Ctx, v: i16) -> Check {
     let r: DeleteTopicsResponse = w.call(ApiKey::DeleteTopics, v, &req)?;
     let want = if v >= 6 { 4 } else { 2 };
     ensure!(r.responses.len() == want, "{} results for {want} topics", r.responses.len());
-    let res = &r.responses;
-    ensure!(res[0].name.as_ref().is_some_and(|n| n.as_str() == by_name), "first result names {:?}", res[0].name);
-    expect_code_msg(&format!("deleting {by_name}"), res[0].error_code, NONE, &res[0].error_message)?;
-    expect_code("deleting an unknown topic", res[1 + (v >= 6) as usize].error_code, UNKNOWN_TOPIC_OR_PARTITION)?;
-    if v >= 6 {
-        expect_code_msg("deleting by id", res[1].error_code, NONE, &res[1].error_message)?;
-        ensure!(
-            res[1].topic_id == id.expect("created") && res[1].name.as_ref().is_some_and(|n| n.as_str() == by_id),
-            "deleted by id: answered {:?} {}",
-            res[1].name,
-            res[1].topic_id
-        );
-        expect_code("deleting an unknown topic id", res[3].error_code, UNKNOWN_TOPIC_ID)?;
+    // Kafka answers in no particular order: results are found by name, or by id.
+    let named = |name: &str| {
+        r.responses
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.as_str() == name))
+            .ok_or_else(|| format!("no result for {name}: {:?}", r.responses))
+    };
+    let res = named(&by_name)?;
+    expect_code_msg(&format!("deleting {by_name}"), res.error_code, NONE, &res.error_message)?;
+    expect_code("deleting an unknown topic", named(&missing)?.error_code, UNKNOWN_TOPIC_OR_PARTITION)?;
+    if let Some(id) = id {
+        let res = named(&by_id)?;
+        expect_code_msg("deleting by id", res.error_code, NONE, &res.error_message)?;
+        ensure!(res.topic_id == id, "deleted {by_id} by id {id}: answered id {}", res.topic_id);
+        let unknown = r
+            .responses
+            .iter()
+            .find(|t| t.name.is_none())
+            .ok_or_else(|| format!("no result for the unknown topic id: {:?}", r.responses))?;
+        expect_code("deleting an unknown topic id", unknown.error_code, UNKNOWN_TOPIC_ID)?;
     }
     ctx.eventually(|| {
         for name in [Some(&by_name), id.map(|_| &by_id)].into_iter().flatten() {
@@ -262,27 +274,42 @@ pub fn incremental_alter_configs(ctx: &Ctx, v: i16) -> Check {
 
 // ---- DescribeCluster ---------------------------------------------------------------------
 
+/// The one broker, also the controller, as Metadata shows it; the cluster's authorized
+/// operations when asked for.
 pub fn describe_cluster(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
-    let mut req = DescribeClusterRequest::default();
-    if v >= 1 {
-        req.endpoint_type = 1;
+    for with_operations in [false, true] {
+        let mut req = DescribeClusterRequest::default();
+        if v >= 1 {
+            req.endpoint_type = 1;
+        }
+        req.include_cluster_authorized_operations = with_operations;
+        let r: DescribeClusterResponse = w.call(ApiKey::DescribeCluster, v, &req)?;
+        expect_code_msg("DescribeCluster", r.error_code, NONE, &r.error_message)?;
+        ensure!(
+            r.cluster_id.as_str() == ctx.cluster_id,
+            "cluster id {:?}, Metadata said {}",
+            r.cluster_id,
+            ctx.cluster_id
+        );
+        ensure!(r.controller_id.0 == ctx.node_id, "controller {}", r.controller_id.0);
+        if v >= 1 {
+            ensure!(r.endpoint_type == 1, "endpoint type {}", r.endpoint_type);
+        }
+        let want = if with_operations { all_operations(ResourceType::Cluster) } else { AUTH_OPS_OMITTED };
+        ensure!(
+            r.cluster_authorized_operations == want,
+            "cluster operations {:#x}, expected {want:#x}",
+            r.cluster_authorized_operations
+        );
+        ensure!(
+            r.brokers.len() == 1
+                && r.brokers[0].broker_id.0 == ctx.node_id
+                && r.brokers[0].host.as_str() == ctx.host
+                && r.brokers[0].port == ctx.port,
+            "brokers {:?}",
+            r.brokers
+        );
     }
-    let r: DescribeClusterResponse = w.call(ApiKey::DescribeCluster, v, &req)?;
-    expect_code_msg("DescribeCluster", r.error_code, NONE, &r.error_message)?;
-    ensure!(r.cluster_id.as_str() == ctx.cluster_id, "cluster id {:?}, Metadata said {}", r.cluster_id, ctx.cluster_id);
-    ensure!(r.controller_id.0 == ctx.node_id, "controller {}", r.controller_id.0);
-    if v >= 1 {
-        ensure!(r.endpoint_type == 1, "endpoint type {}", r.endpoint_type);
-    }
-    ensure!(r.cluster_authorized_operations == i32::MIN, "cluster operations {}", r.cluster_authorized_operations);
-    ensure!(
-        r.brokers.len() == 1
-            && r.brokers[0].broker_id.0 == ctx.node_id
-            && r.brokers[0].host.as_str() == ctx.host
-            && r.brokers[0].port == ctx.port,
-        "brokers {:?}",
-        r.brokers
-    );
     Ok(())
 }

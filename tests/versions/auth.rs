@@ -315,12 +315,16 @@ fn describe_scram(w: &mut Wire, v: i16, users: Option<&[&str]>) -> Result<Creden
     });
     let r: DescribeUserScramCredentialsResponse = w.call(ApiKey::DescribeUserScramCredentials, v, &req)?;
     expect_code_msg("DescribeUserScramCredentials", r.error_code, NONE, &r.error_message)?;
-    Ok(r.results
+    // In no particular order (Kafka's is not the request's).
+    let mut users: Credentials = r
+        .results
         .iter()
         .map(|u| {
             (u.user.to_string(), u.error_code, u.credential_infos.iter().map(|c| (c.mechanism, c.iterations)).collect())
         })
-        .collect())
+        .collect();
+    users.sort();
+    Ok(users)
 }
 
 fn expect_credential(w: &mut Wire, user: &str, present: bool) -> Check {
@@ -358,7 +362,8 @@ pub fn describe_user_scram_credentials(ctx: &Ctx, v: i16) -> Check {
     let mine = (user.clone(), NONE, vec![(Mechanism::Sha256.code(), ITERATIONS)]);
     ctx.eventually(|| {
         let got = describe_scram(&mut w, v, Some(&[&user, &unknown]))?;
-        let want = vec![mine.clone(), (unknown.clone(), RESOURCE_NOT_FOUND, vec![])];
+        let mut want = vec![mine.clone(), (unknown.clone(), RESOURCE_NOT_FOUND, vec![])];
+        want.sort();
         ensure!(got == want, "described {got:?}, expected {want:?}");
         Ok(())
     })?;

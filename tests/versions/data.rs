@@ -15,14 +15,14 @@ use ringbroker::protocol::messages::{
 use ringbroker::protocol::ErrorCode;
 
 use crate::client;
-use crate::fixture::{self, sbs, Ctx, DATA_TS, DATA_VALUES, NONE};
+use ringbroker::auth::acl::ResourceType;
+
+use crate::fixture::{self, all_operations, sbs, Ctx, AUTH_OPS_OMITTED, DATA_TS, DATA_VALUES, NONE};
 use crate::wire::{expect_code, expect_code_msg, Check, Wire};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = ErrorCode::UnknownTopicOrPartition.code();
 const UNKNOWN_TOPIC_ID: i16 = ErrorCode::UnknownTopicId.code();
 const OFFSET_OUT_OF_RANGE: i16 = ErrorCode::OffsetOutOfRange.code();
-/// "Authorized operations were not requested."
-const AUTH_OPS_OMITTED: i32 = i32::MIN;
 
 // ---- ApiVersions -------------------------------------------------------------------------
 
@@ -72,6 +72,30 @@ pub fn metadata(ctx: &Ctx, v: i16) -> Check {
         .find(|t| t.name.as_ref().is_some_and(|n| n.as_str() == ctx.data))
         .ok_or_else(|| format!("all-topics Metadata does not list {}", ctx.data))?;
     check_data_topic(ctx, v, t)?;
+
+    // Authorized operations, when asked for (v8+; the cluster's only up to v10).
+    if v >= 8 {
+        let mut req = MetadataRequest::default();
+        req.topics = Some(vec![named(&ctx.data)]);
+        req.include_topic_authorized_operations = true;
+        req.include_cluster_authorized_operations = v <= 10;
+        let r: MetadataResponse = w.call(ApiKey::Metadata, v, &req)?;
+        let t = r.topics.first().ok_or("no topic answered")?;
+        let want = all_operations(ResourceType::Topic);
+        ensure!(
+            t.topic_authorized_operations == want,
+            "topic operations {:#x}, expected {want:#x}",
+            t.topic_authorized_operations
+        );
+        if v <= 10 {
+            let want = all_operations(ResourceType::Cluster);
+            ensure!(
+                r.cluster_authorized_operations == want,
+                "cluster operations {:#x}, expected {want:#x}",
+                r.cluster_authorized_operations
+            );
+        }
+    }
 
     // An unknown topic, where the client can forbid auto-creation (v4+).
     if v >= 4 {

@@ -45,6 +45,25 @@ pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 pub const SOURCE_TOPIC: i8 = 1;
 
+/// "Authorized operations were not requested."
+pub const AUTH_OPS_OMITTED: i32 = i32::MIN;
+
+/// The authorized-operations bits Kafka reports for a principal allowed everything (no
+/// authorizer): one bit per operation it defines for the resource type.
+pub fn all_operations(resource: ringbroker::auth::acl::ResourceType) -> i32 {
+    use ringbroker::auth::acl::Operation::*;
+    use ringbroker::auth::acl::ResourceType;
+    let ops: &[ringbroker::auth::acl::Operation] = match resource {
+        ResourceType::Topic => &[Read, Write, Create, Delete, Alter, Describe, DescribeConfigs, AlterConfigs],
+        ResourceType::Group => &[Read, Describe, Delete, DescribeConfigs, AlterConfigs],
+        ResourceType::Cluster => {
+            &[Create, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite]
+        }
+        _ => &[],
+    };
+    ops.iter().fold(0, |bits, op| bits | 1 << op.code())
+}
+
 /// The SASL user the sweep logs in as (`SWEEP_SASL_USER` / `SWEEP_SASL_PASSWORD` for
 /// another broker, whose PLAIN users are its own configuration).
 pub struct SaslUser {
@@ -175,7 +194,39 @@ impl Ctx {
         let mut w = Wire::connect(ctx.t.plain)?;
         produce(&mut w, &ctx.data, first)?;
         produce(&mut w, &ctx.data, second)?;
+        ctx.coordinators_ready(&mut w)?;
         Ok(ctx)
+    }
+
+    /// A freshly started Kafka answers group and producer-id requests with retriable
+    /// coordinator errors until it has created and loaded its internal topics: wait for
+    /// those here (a first JoinGroup for groups all over `__consumer_offsets`), so that cases
+    /// see a broker at work.
+    fn coordinators_ready(&self, w: &mut Wire) -> Check {
+        let end = Instant::now() + Duration::from_secs(90);
+        loop {
+            let mut not_ready = None;
+            for i in 0..100 {
+                let group = format!("sweep-warm-up-{i}-{}", self.tag);
+                let r: JoinGroupResponse = w.call(ApiKey::JoinGroup, 9, &join_request(&group, "", &[]))?;
+                if r.error_code != MEMBER_ID_REQUIRED {
+                    not_ready = Some(r.error_code);
+                    break;
+                }
+            }
+            let producer_ids = init_producer_id(w);
+            match (not_ready, producer_ids) {
+                (None, Ok(_)) => return Ok(()),
+                (_, Err(e)) if !self.t.external => return Err(e),
+                (Some(code), _) if !self.t.external => {
+                    return expect_code("a first JoinGroup at start", code, MEMBER_ID_REQUIRED)
+                }
+                (code, e) if Instant::now() >= end => {
+                    return Err(format!("the coordinators are not ready after 90 s: {code:?} {e:?}"))
+                }
+                _ => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
     }
 
     /// A name no other case of this run uses: `sweep-<kind>-v<version>-<n>-<tag>`.

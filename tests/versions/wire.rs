@@ -135,7 +135,7 @@ impl Wire {
     }
 
     /// Reads the response to request `id` (`api` at `version`) and decodes it strictly.
-    pub fn recv<T: Decodable>(&mut self, api: ApiKey, version: i16, id: i32) -> Result<T, String> {
+    pub fn recv<T: Decodable + std::fmt::Debug>(&mut self, api: ApiKey, version: i16, id: i32) -> Result<T, String> {
         let frame = self
             .read_frame()?
             .ok_or_else(|| format!("the broker closed the connection instead of answering {api:?} v{version}"))?;
@@ -154,13 +154,14 @@ impl Wire {
         }
         let resp = T::decode(&mut body, version)
             .map_err(|e| format!("the {api:?} v{version} response does not decode at v{version}: {e}"))?;
+        dump(api, version, &resp);
         if !body.is_empty() {
             return Err(format!("{} bytes left over after the {api:?} v{version} response", body.len()));
         }
         Ok(resp)
     }
 
-    pub fn call<Req: Encodable, Resp: Decodable>(
+    pub fn call<Req: Encodable, Resp: Decodable + std::fmt::Debug>(
         &mut self,
         api: ApiKey,
         version: i16,
@@ -180,6 +181,21 @@ impl Wire {
             }
             Err(e) => Err(format!("{what}: the connection was not closed: {e}")),
         }
+    }
+}
+
+/// With `SWEEP_DUMP=FILE` (by hand), every decoded response is appended to FILE, one line
+/// each: sweeping two brokers into two files shows where their answers differ.
+fn dump(api: ApiKey, version: i16, resp: &impl std::fmt::Debug) {
+    let Ok(path) = std::env::var("SWEEP_DUMP") else { return };
+    let line = format!("{api:?} v{version}: {resp:?}\n");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        panic!("SWEEP_DUMP={path}: {e}");
     }
 }
 
