@@ -115,5 +115,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             res
         })
         .collect();
-    req.respond(&resp)
+    req.respond(resp)
 }

@@ -26,14 +26,14 @@ fn table() -> ApiVersionsResponse {
 
 pub fn handle(req: &Request) -> Outcome {
     let _: ApiVersionsRequest = req.decode()?;
-    req.respond(&table())
+    req.respond(table())
 }
 
 /// The answer to an ApiVersions version newer than ours: v0 body, UNSUPPORTED_VERSION.
 pub fn unsupported(correlation_id: i32) -> Outcome {
     let mut r = table();
     r.error_code = ErrorCode::UnsupportedVersion.code();
-    response::encode(ApiKey::ApiVersions, 0, correlation_id, &r)
+    response::encode(ApiKey::ApiVersions, 0, correlation_id, r)
         .map(Some)
         .map_err(|e| Fault::Encode { api: ApiKey::ApiVersions, reason: e.to_string() })
 }

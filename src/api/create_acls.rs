@@ -27,7 +27,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let refusal = authz::acl_request_refusal(shard, &req, Operation::Alter, "creating ACLs");
     if let Some((code, why)) = refusal {
         resp.results = r.creations.iter().map(|_| failed(code, why.clone())).collect();
-        return req.respond(&resp);
+        return req.respond(resp);
     }
     let parsed: Vec<Result<AclBinding, String>> = r
         .creations
@@ -54,5 +54,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             (Ok(_), Ok(())) => AclCreationResult::default(),
         })
         .collect();
-    req.respond(&resp)
+    req.respond(resp)
 }

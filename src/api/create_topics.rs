@@ -94,5 +94,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
         resp.topics.push(tr);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

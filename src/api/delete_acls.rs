@@ -38,7 +38,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let refusal = authz::acl_request_refusal(shard, &req, Operation::Alter, "deleting ACLs");
     if let Some((code, why)) = refusal {
         resp.filter_results = r.filters.iter().map(|_| failed(code, why.clone())).collect();
-        return req.respond(&resp);
+        return req.respond(resp);
     }
     let parsed: Vec<Result<AclFilter, String>> = r
         .filters
@@ -73,5 +73,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             }
         })
         .collect();
-    req.respond(&resp)
+    req.respond(resp)
 }

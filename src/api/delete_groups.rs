@@ -28,5 +28,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         out.error_code = result.err().map_or(0, |e| e.code());
         resp.results.push(out);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

@@ -67,5 +67,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
         resp.responses.push(tr);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

@@ -31,7 +31,7 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     if let Some((code, why)) = refusal {
         resp.error_code = code.code();
         resp.error_message = Some(str_bytes(why));
-        return req.respond(&resp);
+        return req.respond(resp);
     }
     let filter = filter.expect("checked above");
     let mut by_resource: BTreeMap<(i8, String, i8), Vec<AclDescription>> = BTreeMap::new();
@@ -54,5 +54,5 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             res
         })
         .collect();
-    req.respond(&resp)
+    req.respond(resp)
 }

@@ -26,5 +26,5 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     b.host = str_bytes(req.conn.listener.advertised.host.clone());
     b.port = req.conn.listener.advertised.port as i32;
     resp.brokers = vec![b];
-    req.respond(&resp)
+    req.respond(resp)
 }

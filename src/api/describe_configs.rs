@@ -146,5 +146,5 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
         resp.results.push(out);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

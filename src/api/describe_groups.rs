@@ -57,5 +57,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
         resp.groups.push(out);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

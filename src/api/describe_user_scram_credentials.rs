@@ -38,7 +38,7 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     if !authz::cluster(shard, &req, Operation::Describe) {
         resp.error_code = ErrorCode::ClusterAuthorizationFailed.code();
         resp.error_message = Some(str_bytes("describing credentials needs DESCRIBE on the cluster"));
-        return req.respond(&resp);
+        return req.respond(resp);
     }
     let catalog = shard.catalog();
     match r.users.filter(|u| !u.is_empty()) {
@@ -74,5 +74,5 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             }
         }
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

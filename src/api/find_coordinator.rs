@@ -63,5 +63,5 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         resp.host = c.host;
         resp.port = c.port;
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

@@ -28,5 +28,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     };
     let mut resp = HeartbeatResponse::default();
     resp.error_code = result.err().map_or(0, |e| e.code());
-    req.respond(&resp)
+    req.respond(resp)
 }

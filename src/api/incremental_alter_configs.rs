@@ -86,5 +86,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
         resp.responses.push(o);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

@@ -38,12 +38,12 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     };
     if let Some(e) = refusal {
         resp.error_code = e.code();
-        return req.respond(&resp);
+        return req.respond(resp);
     }
     if transactional_id.is_some() {
         tracing::debug!(client = ?req.client_id, "refusing InitProducerId with a transactional id: no transactions");
         resp.error_code = ErrorCode::InvalidRequest.code();
-        return req.respond(&resp);
+        return req.respond(resp);
     }
     match shard.allocate_producer_id().await {
         Ok(id) => {
@@ -52,5 +52,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
         Err(e) => resp.error_code = e.code(),
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

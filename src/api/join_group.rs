@@ -68,5 +68,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             o
         })
         .collect();
-    req.respond(&resp)
+    req.respond(resp)
 }

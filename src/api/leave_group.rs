@@ -52,5 +52,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
         Err(e) => resp.error_code = e.code(),
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

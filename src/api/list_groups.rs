@@ -36,5 +36,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             })
             .collect();
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

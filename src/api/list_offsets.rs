@@ -69,5 +69,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         tr.name = t.name;
         resp.topics.push(tr);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

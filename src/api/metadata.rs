@@ -98,7 +98,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let Some(requested) = requested else {
         // All topics: those the principal may not DESCRIBE are left out, unmentioned.
         resp.topics = catalog.topics.values().filter(|t| may_describe(&t.name)).map(described).collect();
-        return req.respond(&resp);
+        return req.respond(resp);
     };
 
     // Kafka's checks, all before anything is created: DESCRIBE on each topic (refused without
@@ -166,5 +166,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             },
         })
         .collect();
-    req.respond(&resp)
+    req.respond(resp)
 }

@@ -46,6 +46,7 @@ use proto_kafka::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::auth::sasl::{ConnSecurity, Gate};
 use crate::auth::Session;
+use crate::protocol::fit::Fit;
 use crate::protocol::header;
 use crate::protocol::response::{self, Response};
 use crate::shard::Shard;
@@ -166,7 +167,8 @@ impl Request {
         })
     }
 
-    pub fn respond<M: Encodable + HeaderVersion>(&self, msg: &M) -> Outcome {
+    /// The response frame of `msg`, fitted to the request's version.
+    pub fn respond<M: Encodable + HeaderVersion + Fit>(&self, msg: M) -> Outcome {
         response::encode(self.api, self.version, self.correlation_id, msg)
             .map(Some)
             .map_err(|e| Fault::Encode { api: self.api, reason: e.to_string() })

@@ -77,5 +77,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         p.error_code = code;
         resp.topics.last_mut().expect("pushed").partitions.push(p);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

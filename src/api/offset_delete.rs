@@ -66,5 +66,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             }
         }
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

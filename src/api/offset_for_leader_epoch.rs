@@ -51,5 +51,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         tr.topic = t.topic;
         resp.topics.push(tr);
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

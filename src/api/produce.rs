@@ -121,7 +121,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         probe.request_error(probe.api_slot(Some(ApiKey::Produce as i16)), crate::metrics::ErrorKind::ErrorCode);
     }
     resp.throttle_time_ms = charge_quota(shard, &req, record_bytes);
-    req.respond(&resp)
+    req.respond(resp)
 }
 
 /// Whether any partition carries a transactional batch (Kafka's `hasTransactionalRecords`).

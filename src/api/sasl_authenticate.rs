@@ -52,7 +52,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &Request) -> Outcome {
             resp.error_message = Some(str_bytes(f.message));
         }
     }
-    req.respond(&resp)
+    req.respond(resp)
 }
 
 /// A bare token after a v0 SaslHandshake: the answer is a bare size-prefixed token too

@@ -27,5 +27,5 @@ pub fn handle(shard: &Rc<Shard>, req: &Request) -> Outcome {
         );
         resp.error_code = ErrorCode::UnsupportedSaslMechanism.code();
     }
-    req.respond(&resp)
+    req.respond(resp)
 }

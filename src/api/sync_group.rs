@@ -37,5 +37,5 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     resp.protocol_type = result.protocol_type.map(str_bytes);
     resp.protocol_name = result.protocol_name.map(str_bytes);
     resp.assignment = result.assignment;
-    req.respond(&resp)
+    req.respond(resp)
 }

@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod error_code;
 pub mod fetch_writer;
+pub mod fit;
 pub mod frame;
 pub mod header;
 pub mod response;

@@ -9,6 +9,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use proto_kafka::messages::ApiKey;
 use proto_kafka::protocol::{Encodable, HeaderVersion};
 
+use super::fit::Fit;
+
 /// `len` bytes of `file` from `pos`. The `Arc` keeps a deleted segment's descriptor valid
 /// until the last response that references it has been sent.
 #[derive(Clone, Debug)]
@@ -65,13 +67,15 @@ pub fn finish_frame(buf: &mut BytesMut, extra: usize) {
     buf[0..4].copy_from_slice(&size.to_be_bytes());
 }
 
-/// Encodes a generated response message into a frame.
-pub fn encode<M: Encodable + HeaderVersion>(
+/// Encodes a generated response message into a frame, after fitting it to `version` (see
+/// `fit`): the one place every generated response passes through on its way out.
+pub fn encode<M: Encodable + HeaderVersion + Fit>(
     api: ApiKey,
     version: i16,
     correlation_id: i32,
-    msg: &M,
+    mut msg: M,
 ) -> Result<Response, proto_kafka::ProtoError> {
+    msg.fit(version);
     // ApiVersions always answers with header v0 so that a client that sent an unsupported
     // (too new) version can still read the response.
     let header_version = if api == ApiKey::ApiVersions { 0 } else { M::header_version(version) };
