@@ -25,11 +25,11 @@ use ringbroker::protocol::messages::produce_request::{PartitionProduceData, Topi
 use ringbroker::protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use ringbroker::protocol::messages::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    DescribeGroupsRequest, DescribeGroupsResponse, FetchRequest, FetchResponse, GroupId, InitProducerIdRequest,
-    InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
-    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse, SyncGroupRequest,
-    SyncGroupResponse, TopicName,
+    DescribeGroupsRequest, DescribeGroupsResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, GroupId, InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    ProduceRequest, ProduceResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use ringbroker::protocol::StrBytes;
 
@@ -199,18 +199,22 @@ impl Ctx {
     }
 
     /// A freshly started Kafka answers group and producer-id requests with retriable
-    /// coordinator errors until it has created and loaded its internal topics: wait for
-    /// those here (a first JoinGroup for groups all over `__consumer_offsets`), so that cases
-    /// see a broker at work.
+    /// coordinator errors until it has created (on the first FindCoordinator) and loaded its
+    /// internal topics: wait for those here (a first JoinGroup for groups all over
+    /// `__consumer_offsets`), so that cases see a broker at work.
     fn coordinators_ready(&self, w: &mut Wire) -> Check {
         let end = Instant::now() + Duration::from_secs(90);
         loop {
             let mut not_ready = None;
             for i in 0..100 {
                 let group = format!("sweep-warm-up-{i}-{}", self.tag);
+                if let Err(e) = find_coordinator(w, self, &group) {
+                    not_ready = Some(e);
+                    break;
+                }
                 let r: JoinGroupResponse = w.call(ApiKey::JoinGroup, 9, &join_request(&group, "", &[]))?;
-                if r.error_code != MEMBER_ID_REQUIRED {
-                    not_ready = Some(r.error_code);
+                if let Err(e) = expect_code("a first JoinGroup v9", r.error_code, MEMBER_ID_REQUIRED) {
+                    not_ready = Some(e);
                     break;
                 }
             }
@@ -218,11 +222,9 @@ impl Ctx {
             match (not_ready, producer_ids) {
                 (None, Ok(_)) => return Ok(()),
                 (_, Err(e)) if !self.t.external => return Err(e),
-                (Some(code), _) if !self.t.external => {
-                    return expect_code("a first JoinGroup at start", code, MEMBER_ID_REQUIRED)
-                }
-                (code, e) if Instant::now() >= end => {
-                    return Err(format!("the coordinators are not ready after 90 s: {code:?} {e:?}"))
+                (Some(e), _) if !self.t.external => return Err(e),
+                (e, p) if Instant::now() >= end => {
+                    return Err(format!("the coordinators are not ready after 90 s: {e:?} {p:?}"))
                 }
                 _ => std::thread::sleep(Duration::from_millis(200)),
             }
@@ -496,10 +498,22 @@ impl Member {
     }
 }
 
-/// JoinGroup v9 as a new member (asked for a member id first, then joining with it),
-/// subscribed to `topics`.
+/// FindCoordinator v4 of one group: it must be the broker itself.
+pub fn find_coordinator(w: &mut Wire, ctx: &Ctx, group: &str) -> Check {
+    let mut req = FindCoordinatorRequest::default();
+    req.coordinator_keys = vec![sbs(group)];
+    let r: FindCoordinatorResponse = w.call(ApiKey::FindCoordinator, 4, &req)?;
+    let c = r.coordinators.first().ok_or("FindCoordinator answered no coordinator")?;
+    expect_code_msg(&format!("FindCoordinator v4 of {group}"), c.error_code, NONE, &c.error_message)?;
+    ensure!(c.node_id.0 == ctx.node_id, "the coordinator of {group} is node {}", c.node_id.0);
+    Ok(())
+}
+
+/// FindCoordinator, then JoinGroup v9 as a new member (asked for a member id first, then
+/// joining with it), subscribed to `topics`.
 pub fn join(ctx: &Ctx, group: &str, topics: &[&str]) -> Result<Member, String> {
     let mut w = ctx.plain()?;
+    find_coordinator(&mut w, ctx, group)?;
     let first: JoinGroupResponse = w.call(ApiKey::JoinGroup, 9, &join_request(group, "", topics))?;
     expect_code(&format!("first JoinGroup v9 of {group}"), first.error_code, MEMBER_ID_REQUIRED)?;
     let r: JoinGroupResponse = w.call(ApiKey::JoinGroup, 9, &join_request(group, first.member_id.as_str(), topics))?;

@@ -82,6 +82,7 @@ pub fn find_coordinator(ctx: &Ctx, v: i16) -> Check {
 pub fn join_group(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("join", v);
     let mut w = ctx.plain()?;
+    fixture::find_coordinator(&mut w, ctx, &group)?;
     let topics = [ctx.data.as_str()];
     let mut r: JoinGroupResponse = w.call(ApiKey::JoinGroup, v, &join_request(&group, "", &topics))?;
     if v >= 4 {
