@@ -72,9 +72,11 @@ const fn case(api: ApiKey, min: i16, max: i16, run: fn(&Ctx, i16) -> Check) -> C
 const CASES: &[Case] = &[
     case(ApiKey::ApiVersions, 0, 4, data::api_versions),
     case(ApiKey::Metadata, 0, 13, data::metadata),
-    case(ApiKey::Produce, 0, 13, data::produce),
+    // Expected outcome: the connection is closed.
+    case(ApiKey::Produce, 0, 2, data::produce_unserved),
+    case(ApiKey::Produce, 3, 13, data::produce),
     case(ApiKey::Fetch, 4, 18, data::fetch),
-    case(ApiKey::ListOffsets, 1, 10, data::list_offsets_case),
+    case(ApiKey::ListOffsets, 1, 10, data::list_offsets),
     case(ApiKey::OffsetForLeaderEpoch, 2, 4, data::offset_for_leader_epoch),
     case(ApiKey::InitProducerId, 0, 5, data::init_producer_id),
     case(ApiKey::CreateTopics, 2, 7, admin::create_topics),
@@ -88,7 +90,7 @@ const CASES: &[Case] = &[
     case(ApiKey::Heartbeat, 0, 4, groups::heartbeat),
     case(ApiKey::LeaveGroup, 0, 5, groups::leave_group),
     case(ApiKey::OffsetCommit, 2, 9, groups::offset_commit),
-    case(ApiKey::OffsetFetch, 1, 9, groups::offset_fetch_case),
+    case(ApiKey::OffsetFetch, 1, 9, groups::offset_fetch),
     case(ApiKey::ListGroups, 0, 5, groups::list_groups),
     case(ApiKey::DescribeGroups, 0, 6, groups::describe_groups),
     case(ApiKey::DeleteGroups, 0, 2, groups::delete_groups),

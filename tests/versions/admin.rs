@@ -1,6 +1,7 @@
 //! Cases of the topic and cluster administration APIs: CreateTopics, DeleteTopics,
 //! DescribeConfigs, IncrementalAlterConfigs and DescribeCluster.
 
+use ringbroker::auth::acl::ResourceType;
 use ringbroker::protocol::messages::delete_topics_request::DeleteTopicState;
 use ringbroker::protocol::messages::describe_configs_request::DescribeConfigsResource;
 use ringbroker::protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
@@ -10,8 +11,6 @@ use ringbroker::protocol::messages::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, TopicName,
 };
 use ringbroker::protocol::ErrorCode;
-
-use ringbroker::auth::acl::ResourceType;
 
 use crate::fixture::{
     self, all_operations, new_topic, sbs, Ctx, AUTH_OPS_OMITTED, DATA_CONFIG, NONE, RESOURCE_BROKER, RESOURCE_TOPIC,

@@ -2,6 +2,7 @@
 //! OffsetForLeaderEpoch and InitProducerId.
 
 use bytes::Bytes;
+use ringbroker::auth::acl::ResourceType;
 use ringbroker::protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use ringbroker::protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use ringbroker::protocol::messages::metadata_request::MetadataRequestTopic;
@@ -15,8 +16,6 @@ use ringbroker::protocol::messages::{
 use ringbroker::protocol::ErrorCode;
 
 use crate::client;
-use ringbroker::auth::acl::ResourceType;
-
 use crate::fixture::{self, all_operations, sbs, Ctx, AUTH_OPS_OMITTED, DATA_TS, DATA_VALUES, NONE};
 use crate::wire::{expect_code, expect_code_msg, Check, Wire};
 
@@ -185,12 +184,8 @@ fn check_data_topic(
 
 // ---- Produce -----------------------------------------------------------------------------
 
-/// Produce v0-v2 are advertised but not served (Kafka 4, KAFKA-18659): the connection is
-/// closed. From v3 a batch is appended and can be read back; an unknown topic is refused.
+/// A batch is appended and can be read back; an unknown topic is refused.
 pub fn produce(ctx: &Ctx, v: i16) -> Check {
-    if v < 3 {
-        return produce_legacy(ctx, v);
-    }
     let mut w = ctx.plain()?;
     let value = format!("produced-v{v}-{}", ctx.tag);
     let request = |name: &str, id: uuid::Uuid, records: Vec<u8>| {
@@ -241,9 +236,11 @@ pub fn produce(ctx: &Ctx, v: i16) -> Check {
     expect_code("Produce to an unknown topic", p.error_code, want)
 }
 
-/// Produce v0-v2 with a legacy message set (magic 0 at v0, 1 at v1-v2): the broker must
-/// close the connection without answering, and keep serving others.
-fn produce_legacy(ctx: &Ctx, v: i16) -> Check {
+/// Produce v0-v2 are advertised but not served, as by Kafka 4 (KAFKA-18659: advertised so
+/// that librdkafka before 2.11.1 keeps compression): a request with a legacy message set
+/// (magic 0 at v0, 1 at v1-v2) closes the connection without an answer, and the broker
+/// keeps serving others.
+pub fn produce_unserved(ctx: &Ctx, v: i16) -> Check {
     let magic = if v == 0 { 0 } else { 1 };
     let set = legacy_message_set(magic, client::now_ms(), b"legacy");
     // The v0-v2 body is the v3 one without its leading (null) transactional id.
@@ -378,7 +375,7 @@ const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 
-fn list_offsets(w: &mut Wire, v: i16, topic: &str, timestamp: i64) -> Result<(i16, i64, i64, i32), String> {
+fn list_offsets_at(w: &mut Wire, v: i16, topic: &str, timestamp: i64) -> Result<(i16, i64, i64, i32), String> {
     let mut p = ListOffsetsPartition::default();
     p.partition_index = 0;
     p.timestamp = timestamp;
@@ -398,7 +395,7 @@ fn list_offsets(w: &mut Wire, v: i16, topic: &str, timestamp: i64) -> Result<(i1
 }
 
 /// Every special timestamp the version knows, and real timestamps, on the data topic.
-pub fn list_offsets_case(ctx: &Ctx, v: i16) -> Check {
+pub fn list_offsets(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let t0 = ctx.t0;
     // (what, timestamp, offset, timestamp answered)
@@ -419,7 +416,7 @@ pub fn list_offsets_case(ctx: &Ctx, v: i16) -> Check {
         asks.push(("latest tiered (-5)", LATEST_TIERED, -1, -1));
     }
     for (what, ts, offset, timestamp) in asks {
-        let (code, got_offset, got_ts, epoch) = list_offsets(&mut w, v, &ctx.data, ts)?;
+        let (code, got_offset, got_ts, epoch) = list_offsets_at(&mut w, v, &ctx.data, ts)?;
         expect_code(&format!("ListOffsets {what}"), code, NONE)?;
         ensure!(
             (got_offset, got_ts) == (offset, timestamp),
@@ -430,7 +427,7 @@ pub fn list_offsets_case(ctx: &Ctx, v: i16) -> Check {
             ensure!(epoch == want, "ListOffsets {what}: leader epoch {epoch}, expected {want}");
         }
     }
-    let (code, ..) = list_offsets(&mut w, v, &ctx.name("nowhere", v), LATEST)?;
+    let (code, ..) = list_offsets_at(&mut w, v, &ctx.name("nowhere", v), LATEST)?;
     expect_code("ListOffsets of an unknown topic", code, UNKNOWN_TOPIC_OR_PARTITION)
 }
 

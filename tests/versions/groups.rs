@@ -280,12 +280,12 @@ pub fn offset_commit(ctx: &Ctx, v: i16) -> Check {
 
 // ---- OffsetFetch -------------------------------------------------------------------------
 
-/// (offset, leader epoch, metadata, error) of each partition answered, for one group.
+/// (topic, partition, offset, leader epoch, metadata, error) of each partition answered.
 type Fetched = Vec<(String, i32, i64, i32, Option<String>, i16)>;
 
 /// OffsetFetch at `v` for one group: the partitions named (None: all), and the group-level
 /// error (the top-level one before v8).
-fn offset_fetch(ctx: &Ctx, v: i16, group: &str, topics: Option<&[&str]>) -> Result<(i16, Fetched), String> {
+fn offset_fetch_at(ctx: &Ctx, v: i16, group: &str, topics: Option<&[&str]>) -> Result<(i16, Fetched), String> {
     let mut w = ctx.plain()?;
     let mut req = OffsetFetchRequest::default();
     if v >= 8 {
@@ -360,7 +360,7 @@ fn offset_fetch(ctx: &Ctx, v: i16, group: &str, topics: Option<&[&str]>) -> Resu
 
 /// A committed offset is fetched by name (and in an all-topics fetch from v2); a group
 /// without offsets answers -1.
-pub fn offset_fetch_case(ctx: &Ctx, v: i16) -> Check {
+pub fn offset_fetch(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("fetch-offsets", v);
     let mut w = ctx.plain()?;
     commit(&mut w, &group, None, &[(&ctx.data, 2)])?;
@@ -377,16 +377,16 @@ pub fn offset_fetch_case(ctx: &Ctx, v: i16) -> Check {
         Ok(())
     };
     ctx.eventually(|| {
-        let (code, rows) = offset_fetch(ctx, v, &group, Some(&[&ctx.data]))?;
+        let (code, rows) = offset_fetch_at(ctx, v, &group, Some(&[&ctx.data]))?;
         expect_code("OffsetFetch", code, NONE)?;
         expect_row(&rows, "OffsetFetch by name")
     })?;
     if v >= 2 {
-        let (code, rows) = offset_fetch(ctx, v, &group, None)?;
+        let (code, rows) = offset_fetch_at(ctx, v, &group, None)?;
         expect_code("OffsetFetch of all topics", code, NONE)?;
         expect_row(&rows, "OffsetFetch of all topics")?;
     }
-    let (code, rows) = offset_fetch(ctx, v, &ctx.name("no-offsets", v), Some(&[&ctx.data]))?;
+    let (code, rows) = offset_fetch_at(ctx, v, &ctx.name("no-offsets", v), Some(&[&ctx.data]))?;
     expect_code("OffsetFetch of a group without offsets", code, NONE)?;
     ensure!(
         rows.len() == 1 && rows[0].2 == -1 && rows[0].5 == NONE,
