@@ -22,6 +22,7 @@ use crate::wire::{expect_code, expect_code_msg, Check, Wire};
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = ErrorCode::UnknownTopicOrPartition.code();
 const UNKNOWN_TOPIC_ID: i16 = ErrorCode::UnknownTopicId.code();
 const OFFSET_OUT_OF_RANGE: i16 = ErrorCode::OffsetOutOfRange.code();
+const LEADER_NOT_AVAILABLE: i16 = ErrorCode::LeaderNotAvailable.code();
 
 // ---- ApiVersions -------------------------------------------------------------------------
 
@@ -95,6 +96,34 @@ pub fn metadata(ctx: &Ctx, v: i16) -> Check {
             );
         }
     }
+
+    // A new topic is created for the asking (implied before v4, asked for from v4). Kafka
+    // answers UNKNOWN_TOPIC_OR_PARTITION (older brokers LEADER_NOT_AVAILABLE) until it
+    // exists, which clients retry; then it is there with the broker's default partitions.
+    let fresh = ctx.name("auto", v);
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![named(&fresh)]);
+    req.allow_auto_topic_creation = true;
+    let created = |w: &mut Wire| {
+        let r: MetadataResponse = w.call(ApiKey::Metadata, v, &req)?;
+        let t = r.topics.first().ok_or("no topic answered")?;
+        ensure!(
+            t.partitions.iter().all(|p| p.leader_id.0 == ctx.node_id),
+            "the auto-created topic has partitions {:?}",
+            t.partitions
+        );
+        Ok::<_, String>((t.error_code, t.partitions.len()))
+    };
+    let (code, _) = created(&mut w)?;
+    if code != LEADER_NOT_AVAILABLE && code != UNKNOWN_TOPIC_OR_PARTITION {
+        expect_code("Metadata asking for a new topic", code, NONE)?;
+    }
+    ctx.eventually(|| {
+        let (code, partitions) = created(&mut w)?;
+        expect_code("Metadata of the auto-created topic", code, NONE)?;
+        ensure!(partitions > 0, "the auto-created topic has no partitions");
+        Ok(())
+    })?;
 
     // An unknown topic, where the client can forbid auto-creation (v4+).
     if v >= 4 {
