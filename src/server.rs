@@ -543,7 +543,8 @@ fn client_id(frame: &[u8]) -> Option<String> {
     std::str::from_utf8(bytes).ok().map(str::to_string)
 }
 
-/// Timers on the background queue: retention, and periodic syncs for `flush = "interval"`.
+/// Timers on the background queue: retention and offsets expiry; groups' timers. (Syncs
+/// for `flush = "interval"` and `flush.ms` are scheduled by each partition.)
 fn spawn_background(shard: &Rc<Shard>) {
     let tq = glommio::executor().create_task_queue(
         glommio::Shares::Static(100),
@@ -584,19 +585,4 @@ fn spawn_background(shard: &Rc<Shard>) {
     )
     .expect("background queue exists")
     .detach();
-    if shard.config.flush == crate::config::FlushPolicy::Interval {
-        let s = shard.clone();
-        let every = Duration::from_millis(s.config.flush_interval_ms.max(1));
-        glommio::spawn_local_into(
-            async move {
-                loop {
-                    glommio::timer::sleep(every).await;
-                    s.sync_dirty().await;
-                }
-            },
-            tq,
-        )
-        .expect("background queue exists")
-        .detach();
-    }
 }

@@ -1,8 +1,10 @@
 //! Interop with three more Kafka client ecosystems, each driven as its own program against a
 //! fresh broker: kcat (Debian's, on librdkafka 2.0), kafka-python (pure Python) and kafkajs
-//! (pure JavaScript). `.ci/run` installs them: kcat with apt, kafka-python (and the codec
-//! libraries it uses) in `tests/clients/.venv`, kafkajs with `npm ci` in `tests/clients`. A
-//! missing client fails its test with what to install; nothing is skipped.
+//! (pure JavaScript). `tests/clients/setup.sh` installs them at their pinned versions (kcat
+//! with apt, kafka-python and the codec libraries it uses in `tests/clients/.venv`, kafkajs
+//! with `npm ci` in `tests/clients`); `.ci/run` runs it, and so does this binary before its
+//! first suite, so `cargo test` needs no step before it. A client that still cannot be found
+//! fails its test with what to install; nothing is skipped.
 //!
 //! Every suite runs the same scenario; only the driver differs:
 //!
@@ -53,17 +55,38 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 #[test]
 fn kcat_interop() {
+    installed();
     suite(&Kcat::find());
 }
 
 #[test]
 fn kafka_python_interop() {
+    installed();
     suite(&Script::kafka_python());
 }
 
 #[test]
 fn kafkajs_interop() {
+    installed();
     suite(&Script::kafkajs());
+}
+
+/// Runs `tests/clients/setup.sh` once for this binary (a no-op when everything is there).
+fn installed() {
+    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let r = DONE.get_or_init(|| {
+        let out = Command::new(clients_dir().join("setup.sh"))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run tests/clients/setup.sh: {e}"))?;
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(format!("tests/clients/setup.sh failed:\n{}", String::from_utf8_lossy(&out.stderr))),
+        }
+    });
+    if let Err(e) = r {
+        panic!("{e}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,7 +568,10 @@ impl Kcat {
     fn find() -> Kcat {
         let mut c = kcat();
         c.arg("-V");
-        let v = version_of(c, "kcat is missing: install Debian's kcat (apt-get install -y kcat), as .ci/run does");
+        let v = version_of(
+            c,
+            "kcat is missing: install Debian's kcat (apt-get install -y kcat), as tests/clients/setup.sh does",
+        );
         // "Version 1.7.1 (JSON, ..., librdkafka 2.0.2 builtin.features=...)"
         let kcat = v.split("Version ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("?");
         let rdkafka = v.split("librdkafka ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("?");
@@ -723,7 +749,7 @@ impl Script {
     fn kafka_python() -> Script {
         let dir = clients_dir();
         let python = dir.join(".venv/bin/python");
-        let install = "kafka-python is not installed: run .ci/run, which makes tests/clients/.venv \
+        let install = "kafka-python is not installed: run tests/clients/setup.sh, which makes tests/clients/.venv \
                        (python3 -m venv tests/clients/.venv && tests/clients/.venv/bin/pip install \
                        -r tests/clients/requirements.txt)";
         assert!(python.exists(), "{} is missing. {install}", python.display());
@@ -740,7 +766,7 @@ impl Script {
 
     fn kafkajs() -> Script {
         let dir = clients_dir();
-        let install = "kafkajs is not installed: run .ci/run, which runs npm ci in tests/clients \
+        let install = "kafkajs is not installed: run tests/clients/setup.sh, which runs npm ci in tests/clients \
                        (Node.js and npm must be on the PATH)";
         let node = PathBuf::from("node");
         let mut c = Command::new(&node);

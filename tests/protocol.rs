@@ -942,3 +942,165 @@ fn describe_cluster_lists_this_broker() {
         assert!(!r.cluster_id.is_empty());
     }
 }
+
+fn describe_topic(c: &mut Client, resource_type: i8, name: &str) -> Vec<(String, String, i8)> {
+    let mut res = DescribeConfigsResource::default();
+    res.resource_type = resource_type;
+    res.resource_name = sb(name);
+    res.configuration_keys = None; // all of them
+    let mut req = DescribeConfigsRequest::default();
+    req.resources = vec![res];
+    let r: DescribeConfigsResponse = c.call(ApiKey::DescribeConfigs, 4, &req);
+    assert_eq!(r.results[0].error_code, NONE, "{:?}", r.results[0].error_message);
+    r.results[0]
+        .configs
+        .iter()
+        .map(|e| (e.name.to_string(), e.value.as_ref().map(|v| v.to_string()).unwrap_or_default(), e.config_source))
+        .collect()
+}
+
+fn config_of(configs: &[(String, String, i8)], name: &str) -> (String, i8) {
+    let (_, v, s) = configs.iter().find(|(n, ..)| n == name).unwrap_or_else(|| panic!("{name} missing: {configs:?}"));
+    (v.clone(), *s)
+}
+
+/// IncrementalAlterConfigs of one resource: (name, op, value); the (error code, message).
+fn alter(c: &mut Client, resource_type: i8, name: &str, ops: &[(&str, i8, Option<&str>)]) -> (i16, String) {
+    use ringbroker::protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    use ringbroker::protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+    let mut res = AlterConfigsResource::default();
+    res.resource_type = resource_type;
+    res.resource_name = sb(name);
+    res.configs = ops
+        .iter()
+        .map(|(k, op, v)| {
+            let mut a = AlterableConfig::default();
+            a.name = sb(k);
+            a.config_operation = *op;
+            a.value = v.map(sb);
+            a
+        })
+        .collect();
+    let mut req = IncrementalAlterConfigsRequest::default();
+    req.resources = vec![res];
+    let r: IncrementalAlterConfigsResponse = c.call(ApiKey::IncrementalAlterConfigs, 1, &req);
+    let o = &r.responses[0];
+    (o.error_code, o.error_message.as_ref().map(|m| m.to_string()).unwrap_or_default())
+}
+
+#[test]
+fn topic_configs_take_effect_or_are_refused() {
+    const INVALID_CONFIG: i16 = 40;
+    const NOT_ENOUGH_REPLICAS: i16 = 19;
+    let b = Broker::start();
+    let mut c = Client::connect(b.addr);
+
+    // LogAppendTime: the broker's clock in the batch and in the produce response.
+    assert_eq!(c.create_topic("stamped", 1, &[("message.timestamp.type", "LogAppendTime")]).error_code, NONE);
+    let before = now_ms();
+    let r = c.produce("stamped", 0, batch(1_000, &values("s", 3, 10)));
+    assert_eq!(r.error_code, NONE);
+    assert!(r.log_append_time_ms >= before && r.log_append_time_ms <= now_ms(), "{}", r.log_append_time_ms);
+    let p = c.fetch("stamped", 0, 0, 1 << 20);
+    let records = p.records.expect("records");
+    let (_, raw) = decode_batches(&records)[0];
+    assert_eq!(i16::from_be_bytes([raw[21], raw[22]]) & 0x8, 0x8, "timestamp type attribute");
+    assert_eq!(i64::from_be_bytes(raw[35..43].try_into().unwrap()), r.log_append_time_ms, "maxTimestamp");
+    let r = c.produce("plain-time", 0, batch(1_000, &values("s", 1, 10)));
+    assert_eq!(r.log_append_time_ms, -1, "CreateTime topics answer -1");
+
+    // compression.type: stored in the topic's codec whatever the producer sent.
+    assert_eq!(c.create_topic("packed", 1, &[("compression.type", "lz4")]).error_code, NONE);
+    let sent = values("p", 20, 100);
+    assert_eq!(c.produce("packed", 0, batch(1_000, &sent)).error_code, NONE);
+    let records = c.fetch("packed", 0, 0, 1 << 20).records.expect("records");
+    let (_, raw) = decode_batches(&records)[0];
+    assert_eq!(raw[22] & 0x7, 3, "lz4 on disk and on the wire");
+    let back = ringbroker::protocol::batch::recompress(raw, 0, 1 << 20).expect("decompresses");
+    assert_eq!(decode_records(&back).iter().map(|r| r.value.clone().unwrap()).collect::<Vec<_>>(), sent);
+
+    // min.insync.replicas above the one replica there is: acks=all is refused, acks=1 is not.
+    assert_eq!(c.create_topic("two-isr", 1, &[("min.insync.replicas", "2")]).error_code, NONE);
+    assert_eq!(c.produce("two-isr", 0, batch(1_000, &values("i", 1, 10))).error_code, NOT_ENOUGH_REPLICAS);
+    assert_eq!(c.produce_acks("two-isr", 0, batch(1_000, &values("i", 1, 10)), 1).error_code, NONE);
+
+    // Accepted configs do something; the rest are refused with the reason.
+    for (config, value, says) in [
+        ("delete.retention.ms", "1000", "log compaction"),
+        ("preallocate", "true", "not preallocated"),
+        ("retention.ms", "soon", "whole number"),
+        ("no.such.config", "1", "unknown config"),
+    ] {
+        let name = format!("refused-{}", config.replace('.', "-"));
+        let r = c.create_topics(vec![new_topic(&name, 1, 1, &[(config, value)])], false).topics.remove(0);
+        assert_eq!(r.error_code, INVALID_CONFIG, "{config}={value}");
+        let msg = r.error_message.map(|m| m.to_string()).unwrap_or_default();
+        assert!(msg.contains(says), "{config}={value}: {msg}");
+    }
+    let (code, msg) = alter(&mut c, 2, "packed", &[("flush.ms", 0, Some("-5"))]);
+    assert_eq!((code, msg.contains("at least 0")), (INVALID_CONFIG, true), "{msg}");
+}
+
+#[test]
+fn configs_are_altered_incrementally_for_topics_and_broker_defaults_and_survive_a_restart() {
+    const INVALID_CONFIG: i16 = 40;
+    const INVALID_REQUEST: i16 = 42;
+    const SET: i8 = 0;
+    const DELETE: i8 = 1;
+    const APPEND: i8 = 2;
+    const SUBTRACT: i8 = 3;
+    let mut b = Broker::start();
+    let dir = b.take_tempdir().expect("temp dir");
+    let mut c = Client::connect(b.addr);
+    c.create_topic("listed", 1, &[]);
+
+    assert_eq!(alter(&mut c, 2, "listed", &[("cleanup.policy", APPEND, Some("compact"))]).0, NONE);
+    assert_eq!(config_of(&describe_topic(&mut c, 2, "listed"), "cleanup.policy"), ("delete,compact".into(), 1));
+    assert_eq!(alter(&mut c, 2, "listed", &[("cleanup.policy", SUBTRACT, Some("delete"))]).0, NONE);
+    assert_eq!(config_of(&describe_topic(&mut c, 2, "listed"), "cleanup.policy").0, "compact");
+    let (code, msg) = alter(&mut c, 2, "listed", &[("retention.ms", APPEND, Some("5"))]);
+    assert_eq!(code, INVALID_CONFIG, "APPEND on a non-list config: {msg}");
+
+    // A broker-wide default applies to every topic that does not set its own.
+    assert_eq!(alter(&mut c, 4, "", &[("log.retention.ms", SET, Some("123456"))]).0, NONE);
+    assert_eq!(config_of(&describe_topic(&mut c, 2, "listed"), "retention.ms"), ("123456".into(), 3));
+    assert_eq!(alter(&mut c, 4, "0", &[("log.retention.ms", SET, Some("654321"))]).0, NONE);
+    assert_eq!(
+        config_of(&describe_topic(&mut c, 2, "listed"), "retention.ms"),
+        ("654321".into(), 2),
+        "this broker's own"
+    );
+    assert_eq!(config_of(&describe_topic(&mut c, 4, ""), "log.retention.ms"), ("123456".into(), 3));
+    let (code, msg) = alter(&mut c, 4, "", &[("num.partitions", SET, Some("3"))]);
+    assert_eq!(code, INVALID_REQUEST, "a static setting: {msg}");
+    assert!(msg.contains("config file"), "{msg}");
+
+    b.stop();
+    let b = common::restart(dir.path(), "127.0.0.1:0", &[]);
+    let mut c = Client::connect(b.addr);
+    assert_eq!(config_of(&describe_topic(&mut c, 2, "listed"), "retention.ms"), ("654321".into(), 2));
+    assert_eq!(config_of(&describe_topic(&mut c, 2, "listed"), "cleanup.policy").0, "compact");
+    assert_eq!(alter(&mut c, 4, "0", &[("log.retention.ms", DELETE, None)]).0, NONE);
+    assert_eq!(config_of(&describe_topic(&mut c, 2, "listed"), "retention.ms"), ("123456".into(), 3));
+}
+
+#[test]
+fn list_offsets_by_timestamp_finds_the_record_inside_a_compressed_batch() {
+    use ringbroker::protocol::batch::{build_timed, recompress, KeyValue};
+    let b = Broker::start();
+    let mut c = Client::connect(b.addr);
+    c.create_topic("timed", 1, &[]);
+    let base = now_ms() - 60_000;
+    for codec in [1u8, 2, 3, 4] {
+        let timed: Vec<(i64, KeyValue)> =
+            (0..10).map(|i| (base + codec as i64 * 1000 + i * 10, (None, Some(&b"v"[..])))).collect();
+        let packed = recompress(&build_timed(&timed), codec, 1 << 20).unwrap();
+        assert_eq!(c.produce("timed", 0, packed).error_code, NONE);
+    }
+    for (codec, i) in [(1i64, 3i64), (2, 0), (3, 9), (4, 5)] {
+        let ts = base + codec * 1000 + i * 10;
+        let p = c.list_offsets("timed", 0, ts - 5);
+        assert_eq!(p.error_code, NONE);
+        assert_eq!((p.offset, p.timestamp), ((codec - 1) * 10 + i, ts), "codec {codec}, record {i}");
+    }
+}

@@ -18,7 +18,7 @@ use proto_kafka::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsRespo
 
 use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
-use crate::log::config::{Form, Kind, LogConfig, TOPIC_CONFIGS};
+use crate::log::config::{Kind, LogConfig, TOPIC_CONFIGS};
 use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
@@ -61,8 +61,6 @@ pub struct Layers {
     pub static_config: LogConfig,
     pub broker_defaults: BTreeMap<String, String>,
     pub broker_configs: BTreeMap<String, String>,
-    /// The broker-wide settings all of them give.
-    pub broker: LogConfig,
 }
 
 impl Layers {
@@ -71,7 +69,6 @@ impl Layers {
             static_config: shard.log_config,
             broker_defaults: catalog.broker_defaults.clone(),
             broker_configs: catalog.broker_configs.clone(),
-            broker: shard.broker_log_config(catalog),
         }
     }
 
@@ -96,7 +93,6 @@ pub fn topic_configs(
     own: &BTreeMap<String, String>,
     synonyms: bool,
 ) -> Vec<DescribeConfigsResourceResult> {
-    let effective = layers.broker.with_stored(Form::Topic, own);
     TOPIC_CONFIGS
         .iter()
         .map(|row| {
@@ -105,7 +101,8 @@ pub fn topic_configs(
                 values.push((row.name, v.clone(), Source::Topic));
             }
             values.extend(layers.broker_values(row).into_iter().map(|(v, s)| (row.broker_name, v, s)));
-            let mut e = entry(row.name, (row.show)(&effective), values[0].2, row.kind);
+            // The most specific layer's value, as it was set.
+            let mut e = entry(row.name, values[0].1.clone(), values[0].2, row.kind);
             if synonyms {
                 e.synonyms = values.into_iter().map(|(n, v, s)| synonym(n, v, s)).collect();
             }
@@ -117,13 +114,12 @@ pub fn topic_configs(
 /// The broker's configs: the broker-wide default of every topic config, then the static
 /// settings that are not topic defaults.
 fn broker_configs(shard: &Shard, layers: &Layers, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
-    let effective = layers.broker;
     let c = &shard.config;
     let mut v: Vec<DescribeConfigsResourceResult> = TOPIC_CONFIGS
         .iter()
         .map(|row| {
             let values = layers.broker_values(row);
-            let mut e = entry(row.broker_name, (row.show)(&effective), values[0].1, row.kind);
+            let mut e = entry(row.broker_name, values[0].0.clone(), values[0].1, row.kind);
             if synonyms {
                 e.synonyms = values.into_iter().map(|(v, s)| synonym(row.broker_name, v, s)).collect();
             }

@@ -111,21 +111,38 @@ pub fn frames(mut stream: &[u8], max: u32) {
     }
 }
 
-/// One record batch through the produce validator and the record reader. With the first
-/// byte odd, the rest gets a consistent length and CRC32C first, so that the checks after the
-/// checksum are reached too.
+/// One record batch through the produce validator, the record reader and the rewrites an
+/// append may make (decompression within a limit, recompression, LogAppendTime stamping).
+/// The first byte steers: bit 0 gives the rest a consistent length and CRC32C first, so that
+/// the checks after the checksum are reached too; bit 4 first marks the records as
+/// compressed with the codec in bits 1–3, so random bytes reach the decompressors; bits 5–7
+/// pick the codec to recompress into. A rewritten batch must itself be valid.
 pub fn batch(data: &[u8], max: usize) {
     let Some((&mode, rest)) = data.split_first() else { return };
     let mut b = rest.to_vec();
-    if mode & 1 == 1 && b.len() >= batch::HEADER_LEN {
-        let len = (b.len() - batch::LOG_OVERHEAD) as i32;
-        b[8..12].copy_from_slice(&len.to_be_bytes());
-        let crc = crc32c::crc32c(&b[21..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
+    if b.len() >= batch::HEADER_LEN {
+        if mode & 0x10 != 0 {
+            b[22] = (b[22] & !0x7) | ((mode >> 1) & 0x7);
+        }
+        if mode & 1 == 1 {
+            let len = (b.len() - batch::LOG_OVERHEAD) as i32;
+            b[8..12].copy_from_slice(&len.to_be_bytes());
+            let crc = crc32c::crc32c(&b[21..]);
+            b[17..21].copy_from_slice(&crc.to_be_bytes());
+        }
     }
-    if batch::validate_produce(&b, max).is_ok() {
-        for _ in batch::records(&b) {}
+    let Ok(h) = batch::validate_produce(&b, max) else { return };
+    for _ in batch::records(&b) {}
+    if let Ok(records) = batch::record_bytes(&b, max) {
+        for _ in batch::parse_records(&records, h.base_timestamp) {}
     }
+    let _ = batch::min_timestamp(&b, max);
+    if let Ok(out) = batch::recompress(&b, (mode >> 5) % 5, max) {
+        batch::check_batch(&out).expect("a recompressed batch is valid");
+    }
+    let mut stamped = b.clone();
+    batch::stamp_log_append_time(&mut stamped, 1_700_000_000_000);
+    batch::check_batch(&stamped).expect("a stamped batch is valid");
 }
 
 /// The SASL mechanisms' parsers on client tokens, as an unauthenticated client sends them:

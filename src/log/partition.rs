@@ -1156,4 +1156,167 @@ mod tests {
             assert_eq!(append_n(&p, 0, 1).await, vec![0]);
         });
     }
+
+    fn stored(p: &Partition) -> Vec<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut out = Vec::new();
+        let mut next = p.offsets().log_start;
+        while next < p.offsets().high_watermark {
+            let r = p.read(next, 1, true).unwrap();
+            let region = r.records.unwrap();
+            let mut buf = vec![0; r.first_batch_len as usize];
+            region.file.read_exact_at(&mut buf, region.pos).unwrap();
+            next = batch::read_header(&buf).unwrap().last_offset() + 1;
+            out.push(buf);
+        }
+        out
+    }
+
+    #[test]
+    fn log_append_time_stamps_each_batch_and_tells_the_producer() {
+        let dir = tempfile::tempdir().unwrap();
+        run(async move {
+            let mut c = cfg(FlushPolicy::Always, 1 << 20);
+            c.timestamp_type = TimestampType::LogAppendTime;
+            let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+            let before = now_ms();
+            let a = p.append(&batch(1), false).unwrap().await.unwrap().unwrap();
+            assert!(a.log_append_time >= before && a.log_append_time <= now_ms(), "{a:?}");
+            let h = batch::check_batch(&stored(&p)[0]).unwrap();
+            assert!(h.is_log_append_time());
+            assert_eq!(h.max_timestamp, a.log_append_time);
+            // By time, every record of such a batch has the stamped time.
+            assert_eq!(p.offset_for_time(a.log_append_time).unwrap(), Some((0, a.log_append_time)));
+            c.timestamp_type = TimestampType::CreateTime;
+            p.set_config(c);
+            let a = p.append(&batch(2), false).unwrap().await.unwrap().unwrap();
+            assert_eq!(a.log_append_time, -1, "CreateTime topics answer -1");
+        });
+    }
+
+    #[test]
+    fn compression_type_recompresses_and_by_time_lookups_find_the_exact_record() {
+        use crate::protocol::compression::{GZIP, LZ4, NONE, SNAPPY, ZSTD};
+        let dir = tempfile::tempdir().unwrap();
+        run(async move {
+            let mut c = cfg(FlushPolicy::Os, 1 << 20);
+            let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+            let timed: Vec<(i64, batch::KeyValue)> =
+                (0..10).map(|i| (1000 + 10 * i, (None, Some(&b"v"[..])))).collect();
+            let plain = Bytes::from(batch::build_timed(&timed));
+            let zstd = Bytes::from(batch::recompress(&plain, ZSTD, 1 << 20).unwrap());
+            for (target, sent) in [(GZIP, &plain), (SNAPPY, &zstd), (LZ4, &plain), (NONE, &zstd), (ZSTD, &zstd)] {
+                c.compression = TopicCompression::Codec(target);
+                p.set_config(c);
+                p.append(sent, false).unwrap().await.unwrap().unwrap();
+            }
+            c.compression = TopicCompression::Producer;
+            p.set_config(c);
+            p.append(&zstd, false).unwrap().await.unwrap().unwrap();
+            let codecs: Vec<u8> = stored(&p).iter().map(|b| batch::check_batch(b).unwrap().codec()).collect();
+            assert_eq!(codecs, vec![GZIP, SNAPPY, LZ4, NONE, ZSTD, ZSTD]);
+            for b in stored(&p) {
+                let same = batch::recompress(&b, NONE, 1 << 20).unwrap();
+                assert_eq!(same[21..], plain[21..], "records and header fields survive (offsets aside)");
+            }
+            // Record 5 of the snappy batch (offsets 10-19) is the first at or after 1045.
+            assert_eq!(p.offset_for_time(1045).unwrap(), Some((5, 1050)), "inside the first (gzip) batch");
+            assert_eq!(p.max_timestamp_offset(), Some((9, 1090)), "the first record carrying the maximum");
+        });
+    }
+
+    #[test]
+    fn timestamps_out_of_bounds_and_missing_replicas_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        run(async move {
+            let mut c = cfg(FlushPolicy::Os, 1 << 20);
+            c.timestamp_after_max_ms = 60_000;
+            c.timestamp_before_max_ms = 60_000;
+            c.min_insync_replicas = 2;
+            let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+            let now = now_ms();
+            let at = |ts: &[i64]| {
+                let timed: Vec<(i64, batch::KeyValue)> = ts.iter().map(|t| (*t, (None, Some(&b"v"[..])))).collect();
+                Bytes::from(batch::build_timed(&timed))
+            };
+            assert_eq!(p.append(&at(&[now, now + 120_000]), false).unwrap_err(), ErrorCode::InvalidTimestamp);
+            // The oldest record need not be the first: every record is looked at.
+            let old =
+                batch::recompress(&at(&[now, now - 120_000]), crate::protocol::compression::LZ4, 1 << 20).unwrap();
+            assert_eq!(p.append(&Bytes::from(old), false).unwrap_err(), ErrorCode::InvalidTimestamp);
+            let ok = p.append(&at(&[now - 1000, now + 1000, -1]), false).expect("within bounds; -1 is exempt");
+            ok.await.unwrap().unwrap();
+            assert_eq!(p.append(&at(&[now]), true).unwrap_err(), ErrorCode::NotEnoughReplicas, "acks=all");
+            let ok = p.append(&at(&[now]), false).expect("acks=1 does not wait for replicas");
+            ok.await.unwrap().unwrap();
+            assert_eq!(p.offsets().log_end, 4, "refused batches take no offsets");
+        });
+    }
+
+    #[test]
+    fn delete_records_moves_the_log_start_for_good_and_drops_whole_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let c = cfg(FlushPolicy::Always, 1024);
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            append_n(&p, 0, 40).await; // 80 records over several segments
+            let segments = p.segment_count();
+            assert_eq!(p.delete_records(81), Err(ErrorCode::OffsetOutOfRange), "past the high watermark");
+            assert_eq!(p.delete_records(41), Ok(41));
+            assert_eq!(p.offsets().log_start, 41);
+            assert!(p.segment_count() < segments, "segments wholly below 41 are gone");
+            assert_eq!(p.read(40, 100, true).unwrap_err(), ErrorCode::OffsetOutOfRange);
+            assert!(p.read(41, 100, true).unwrap().records.is_some());
+            assert_eq!(p.delete_records(10), Ok(41), "never moves back");
+            assert_eq!(p.offset_for_time(0).unwrap().map(|(o, _)| o), Some(41), "by time starts at the log start");
+            drop(p); // as after kill -9
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            assert_eq!(p.offsets().log_start, 41, "the log start survives a restart");
+            assert_eq!(p.delete_records(-1), Ok(80), "-1: up to the high watermark");
+            assert_eq!(p.offsets().log_start, 80);
+            assert_eq!(append_n(&p, 40, 1).await, vec![80]);
+        });
+    }
+
+    #[test]
+    fn compacted_topics_are_never_trimmed_by_retention() {
+        let dir = tempfile::tempdir().unwrap();
+        run(async move {
+            let mut c = cfg(FlushPolicy::Os, 2048);
+            c.retention_bytes = 1;
+            c.retention_ms = 0;
+            c.compact = true;
+            let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+            append_n(&p, 0, 60).await;
+            assert_eq!(p.apply_retention(unix_now_ms()), 0);
+            c.compact = false;
+            p.set_config(c);
+            assert!(p.apply_retention(unix_now_ms()) > 0, "the same log with cleanup.policy=delete is trimmed");
+        });
+    }
+
+    #[test]
+    fn flush_ms_and_flush_messages_bound_how_long_data_stays_unsynced() {
+        let dir = tempfile::tempdir().unwrap();
+        run(async move {
+            let mut c = cfg(FlushPolicy::Os, 1 << 20);
+            c.flush_ms = 50;
+            c.flush_messages = 10;
+            let probe = Probe::detached();
+            let p = Partition::open("t", 0, dir.path().join("t-0"), c, probe.clone()).await.unwrap();
+            append_n(&p, 0, 1).await; // acked after the write: 2 records unsynced
+            assert_eq!(p.offsets().high_watermark, 0, "consumers wait for the sync");
+            glommio::timer::sleep(Duration::from_millis(200)).await;
+            assert_eq!(p.offsets().high_watermark, 2, "flush.ms synced it with no further append");
+            let syncs = probe.metrics().fsync.snapshot().count();
+            c.flush_ms = 3_600_000;
+            p.set_config(c);
+            append_n(&p, 1, 4).await; // 8 records: under flush.messages
+            assert_eq!(p.offsets().high_watermark, 2);
+            append_n(&p, 5, 1).await; // 10: synced at once
+            assert_eq!(p.offsets().high_watermark, 12);
+            assert_eq!(probe.metrics().fsync.snapshot().count(), syncs + 1);
+        });
+    }
 }

@@ -295,11 +295,21 @@ pub fn build(base_timestamp: i64, values: &[&[u8]]) -> Vec<u8> {
 /// Builds a valid uncompressed batch of (key, value) records, all with `base_timestamp`,
 /// producer id -1 (not idempotent).
 pub fn build_keyed(base_timestamp: i64, kvs: &[KeyValue]) -> Vec<u8> {
-    let mut records = Vec::new();
-    for (i, (k, v)) in kvs.iter().enumerate() {
+    let timed: Vec<(i64, KeyValue)> = kvs.iter().map(|kv| (base_timestamp, *kv)).collect();
+    build_timed(&timed)
+}
+
+/// Builds a valid uncompressed batch of (timestamp, (key, value)) records, producer id -1:
+/// for tests and the load tool. The base timestamp is the first record's, as Java's
+/// producer writes it.
+pub fn build_timed(records: &[(i64, KeyValue)]) -> Vec<u8> {
+    let base_timestamp = records.first().map_or(0, |r| r.0);
+    let max_timestamp = records.iter().map(|r| r.0).max().unwrap_or(base_timestamp);
+    let mut body = Vec::new();
+    for (i, (ts, (k, v))) in records.iter().enumerate() {
         let mut r = Vec::new();
         r.push(0u8); // attributes
-        put_varint(&mut r, 0); // timestamp delta
+        put_varint(&mut r, ts.wrapping_sub(base_timestamp)); // timestamp delta
         put_varint(&mut r, i as i64); // offset delta
         for field in [k, v] {
             match field {
@@ -311,23 +321,22 @@ pub fn build_keyed(base_timestamp: i64, kvs: &[KeyValue]) -> Vec<u8> {
             }
         }
         put_varint(&mut r, 0); // headers
-        put_varint(&mut records, r.len() as i64);
-        records.extend_from_slice(&r);
+        put_varint(&mut body, r.len() as i64);
+        body.extend_from_slice(&r);
     }
     let mut b = vec![0u8; HEADER_LEN];
-    b.extend_from_slice(&records);
+    b.extend_from_slice(&body);
     let len = (b.len() - LOG_OVERHEAD) as i32;
     b[8..12].copy_from_slice(&len.to_be_bytes());
     b[16] = 2;
-    b[23..27].copy_from_slice(&(kvs.len() as i32 - 1).to_be_bytes());
+    b[23..27].copy_from_slice(&(records.len() as i32 - 1).to_be_bytes());
     b[27..35].copy_from_slice(&base_timestamp.to_be_bytes());
-    b[35..43].copy_from_slice(&base_timestamp.to_be_bytes());
+    b[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
     b[43..51].copy_from_slice(&(-1i64).to_be_bytes());
     b[51..53].copy_from_slice(&(-1i16).to_be_bytes());
     b[53..57].copy_from_slice(&(-1i32).to_be_bytes());
-    b[57..61].copy_from_slice(&(kvs.len() as i32).to_be_bytes());
-    let crc = crc32c::crc32c(&b[21..]);
-    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b[57..61].copy_from_slice(&(records.len() as i32).to_be_bytes());
+    set_crc(&mut b);
     b
 }
 
@@ -499,6 +508,49 @@ mod tests {
         let r: Vec<RawRecord> = records(&b).collect();
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].timestamp, i64::MIN);
+    }
+
+    #[test]
+    fn recompression_keeps_every_record_and_header_field() {
+        let mut plain =
+            build_timed(&[(100, (Some(b"k1"), Some(b"v1"))), (90, (None, Some(b"v2"))), (120, (Some(b"k3"), None))]);
+        set_producer(&mut plain, 42, 3, 17);
+        let before = check_batch(&plain).unwrap();
+        for codec in [compression::GZIP, compression::SNAPPY, compression::LZ4, compression::ZSTD, compression::NONE] {
+            let packed = recompress(&plain, codec, 1 << 20).unwrap();
+            let h = check_batch(&packed).unwrap();
+            assert_eq!(h.codec(), codec);
+            assert_eq!((h.size, h.attributes & !ATTR_CODEC), (packed.len(), before.attributes));
+            let same = BatchHeader { size: 0, attributes: 0, ..h } == BatchHeader { size: 0, attributes: 0, ..before };
+            assert!(same, "every other header field is kept: {h:?} vs {before:?}");
+            let back = recompress(&packed, compression::NONE, 1 << 20).unwrap();
+            assert_eq!(back, plain, "{} and back is byte-identical", compression::name(codec));
+            assert_eq!(min_timestamp(&packed, 1 << 20).unwrap(), Some(90));
+        }
+        let err =
+            recompress(&recompress(&plain, compression::ZSTD, 1 << 20).unwrap(), compression::GZIP, 10).unwrap_err();
+        assert!(matches!(err, BatchError::Records(CodecError::TooLarge { limit: 10 })));
+        assert_eq!(err.code(), ErrorCode::CorruptMessage);
+    }
+
+    #[test]
+    fn a_compressed_batch_with_fewer_records_than_it_claims_is_refused() {
+        let mut b = build(5, &[b"a", b"b", b"c"]);
+        b[57..61].copy_from_slice(&4i32.to_be_bytes());
+        b[23..27].copy_from_slice(&3i32.to_be_bytes());
+        set_crc(&mut b);
+        let e = recompress(&b, compression::GZIP, 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("3 records where the header says 4"), "{e}");
+    }
+
+    #[test]
+    fn log_append_time_stamps_the_batch_and_keeps_it_valid() {
+        let mut b = sample();
+        stamp_log_append_time(&mut b, 1_800_000_000_000);
+        let h = check_batch(&b).unwrap();
+        assert!(h.is_log_append_time());
+        assert_eq!(h.max_timestamp, 1_800_000_000_000);
+        assert_eq!(h.base_timestamp, 1_700_000_000_000, "the producer's base timestamp stays");
     }
 
     #[test]

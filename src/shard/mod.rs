@@ -706,16 +706,6 @@ impl Shard {
         }
     }
 
-    /// For the `interval` flush policy: sync every partition written since its last sync.
-    pub async fn sync_dirty(&self) {
-        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
-        for p in logs {
-            if let Err(e) = p.sync_if_dirty().await {
-                tracing::error!(topic = %p.topic, partition = p.index, "periodic flush failed: {e}");
-            }
-        }
-    }
-
     /// Clean shutdown of every local partition.
     pub async fn close_all(&self) {
         let logs: Vec<_> = self.logs.borrow_mut().drain().map(|(_, p)| p).collect();
