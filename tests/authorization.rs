@@ -593,6 +593,119 @@ fn cluster_and_admin_apis_need_their_acls() {
     assert_eq!(created.topics[0].error_code, NONE);
 }
 
+fn create_partitions(c: &mut Client, topic: &str, count: i32) -> i16 {
+    use ringbroker::protocol::messages::create_partitions_request::CreatePartitionsTopic;
+    use ringbroker::protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+    let mut t = CreatePartitionsTopic::default();
+    t.name = topic_name(topic);
+    t.count = count;
+    t.assignments = None;
+    let mut req = CreatePartitionsRequest::default();
+    req.topics = vec![t];
+    req.timeout_ms = 30_000;
+    let r: CreatePartitionsResponse = c.call(ApiKey::CreatePartitions, 3, &req);
+    r.results[0].error_code
+}
+
+fn delete_records(c: &mut Client, topic: &str, offset: i64) -> (i16, i64) {
+    use ringbroker::protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+    use ringbroker::protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+    let mut p = DeleteRecordsPartition::default();
+    p.offset = offset;
+    let mut t = DeleteRecordsTopic::default();
+    t.name = topic_name(topic);
+    t.partitions = vec![p];
+    let mut req = DeleteRecordsRequest::default();
+    req.topics = vec![t];
+    req.timeout_ms = 30_000;
+    let r: DeleteRecordsResponse = c.call(ApiKey::DeleteRecords, 2, &req);
+    let p = &r.topics[0].partitions[0];
+    (p.error_code, p.low_watermark)
+}
+
+fn describe_producers(c: &mut Client, topic: &str) -> i16 {
+    use ringbroker::protocol::messages::describe_producers_request::TopicRequest;
+    use ringbroker::protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
+    let mut t = TopicRequest::default();
+    t.name = topic_name(topic);
+    t.partition_indexes = vec![0];
+    let mut req = DescribeProducersRequest::default();
+    req.topics = vec![t];
+    let r: DescribeProducersResponse = c.call(ApiKey::DescribeProducers, 0, &req);
+    r.topics[0].partitions[0].error_code
+}
+
+fn describe_log_dirs(c: &mut Client) -> (i16, usize) {
+    use ringbroker::protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+    let mut req = DescribeLogDirsRequest::default();
+    req.topics = None;
+    let r: DescribeLogDirsResponse = c.call(ApiKey::DescribeLogDirs, 4, &req);
+    (r.error_code, r.results.len())
+}
+
+/// AlterClientQuotas of a client-id's producer rate, then DescribeClientQuotas of it.
+fn client_quota(c: &mut Client, client_id: &str) -> (i16, i16) {
+    use ringbroker::protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+    use ringbroker::protocol::messages::describe_client_quotas_request::ComponentData;
+    use ringbroker::protocol::messages::{
+        AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+    };
+    let mut entity = EntityData::default();
+    entity.entity_type = sb("client-id");
+    entity.entity_name = Some(sb(client_id));
+    let mut op = OpData::default();
+    op.key = sb("producer_byte_rate");
+    op.value = 1_048_576.0;
+    let mut e = EntryData::default();
+    e.entity = vec![entity];
+    e.ops = vec![op];
+    let mut req = AlterClientQuotasRequest::default();
+    req.entries = vec![e];
+    let altered: AlterClientQuotasResponse = c.call(ApiKey::AlterClientQuotas, 1, &req);
+    let mut component = ComponentData::default();
+    component.entity_type = sb("client-id");
+    component.match_type = 2; // any
+    component._match = None;
+    let mut req = DescribeClientQuotasRequest::default();
+    req.components = vec![component];
+    let described: DescribeClientQuotasResponse = c.call(ApiKey::DescribeClientQuotas, 1, &req);
+    (altered.entries[0].error_code, described.error_code)
+}
+
+#[test]
+fn the_admin_apis_kafkas_tools_call_need_their_acls() {
+    let s = Secured::start();
+    let mut admin = Client::connect(s.broker.listener("PLAINTEXT"));
+    admin.create_topic("adm", 1, &[]);
+    for _ in 0..3 {
+        admin.produce_ok("adm", 0, records());
+    }
+    let mut alice = s.login("alice");
+
+    // CreatePartitions: ALTER on the topic.
+    assert_eq!(create_partitions(&mut alice, "adm", 2), TOPIC_AUTHORIZATION_FAILED);
+    assert_eq!(create_partitions(&mut alice, "no-such-topic", 2), TOPIC_AUTHORIZATION_FAILED, "before existence");
+    s.create_acls(vec![allow("alice", ResourceType::Topic, "adm", Operation::Alter)]);
+    assert_eq!(create_partitions(&mut alice, "adm", 2), NONE);
+    // DeleteRecords: DELETE on the topic.
+    assert_eq!(delete_records(&mut alice, "adm", 1), (TOPIC_AUTHORIZATION_FAILED, -1));
+    s.create_acls(vec![allow("alice", ResourceType::Topic, "adm", Operation::Delete)]);
+    assert_eq!(delete_records(&mut alice, "adm", 1), (NONE, 1));
+    // DescribeProducers: READ on the topic.
+    assert_eq!(describe_producers(&mut alice, "adm"), TOPIC_AUTHORIZATION_FAILED);
+    s.create_acls(vec![allow("alice", ResourceType::Topic, "adm", Operation::Read)]);
+    assert_eq!(describe_producers(&mut alice, "adm"), NONE);
+    // DescribeLogDirs: DESCRIBE on the cluster; client quotas: ALTER_CONFIGS / DESCRIBE_CONFIGS.
+    assert_eq!(describe_log_dirs(&mut alice), (CLUSTER_AUTHORIZATION_FAILED, 0));
+    assert_eq!(client_quota(&mut alice, "q"), (CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED));
+    s.create_acls(vec![
+        allow("alice", ResourceType::Cluster, "kafka-cluster", Operation::Describe),
+        allow("alice", ResourceType::Cluster, "kafka-cluster", Operation::AlterConfigs),
+    ]);
+    assert_eq!(describe_log_dirs(&mut alice), (NONE, 1));
+    assert_eq!(client_quota(&mut alice, "q"), (NONE, NONE), "ALTER_CONFIGS implies DESCRIBE_CONFIGS");
+}
+
 // ---- producer ids and transactions ---------------------------------------------------
 
 fn init_producer_id(c: &mut Client, transactional_id: Option<&str>) -> InitProducerIdResponse {

@@ -806,3 +806,48 @@ fn commit_from_a_stale_generation_fails_and_the_member_rejoins() {
     assert!(out.status.success(), "group-stale-commit failed ({}):\n{}", out.status, java::tail(&out, 40));
     drop(broker);
 }
+
+/// Only the classic group protocol is served: a Java consumer configured for KIP-848's
+/// (`group.protocol=consumer`) finds no ConsumerGroupHeartbeat in the broker's ApiVersions and
+/// fails with UnsupportedVersionException, telling the user to set group.protocol=classic.
+#[test]
+fn a_consumer_asking_for_the_kip_848_protocol_is_refused_with_unsupported_version() {
+    java::classpath();
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let broker = broker();
+    let bootstrap = broker.bootstrap();
+    let mut child = java::command(&[
+        "group-consume",
+        "--bootstrap",
+        &bootstrap,
+        "--topic",
+        "groups-java-848",
+        "--group",
+        "g-java-848",
+        "--name",
+        "m848",
+        "--group-protocol",
+        "consumer",
+        "--max-seconds",
+        "60",
+    ])
+    // An open stdin keeps the member running (end of input would stop it at once).
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("run the Java harness");
+    let stdin = child.stdin.take();
+    let deadline = Instant::now() + WAIT;
+    while child.try_wait().expect("wait for the consumer").is_none() {
+        assert!(Instant::now() < deadline, "the consumer with group.protocol=consumer is still running");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("the consumer's output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the consumer ran with group.protocol=consumer:\n{}", java::tail(&out, 40));
+    assert!(stderr.contains("UnsupportedVersionException"), "{}", java::tail(&out, 40));
+    assert!(stderr.contains("group.protocol=classic"), "Kafka's client says what to do: {}", java::tail(&out, 40));
+    drop(broker);
+}

@@ -1104,3 +1104,23 @@ fn list_offsets_by_timestamp_finds_the_record_inside_a_compressed_batch() {
         assert_eq!((p.offset, p.timestamp), ((codec - 1) * 10 + i, ts), "codec {codec}, record {i}");
     }
 }
+
+/// Only the classic group protocol is served: the KIP-848 consumer protocol's APIs are not
+/// advertised, so clients configured for it refuse to start (see the Java test in
+/// groups_java.rs), and one that sends ConsumerGroupHeartbeat anyway is disconnected.
+#[test]
+fn the_kip_848_group_protocol_is_not_served() {
+    use ringbroker::protocol::messages::ConsumerGroupHeartbeatRequest;
+    let b = Broker::start();
+    let mut c = Client::connect(b.addr);
+    let keys: Vec<i16> = c.api_versions().api_keys.iter().map(|k| k.api_key).collect();
+    for unserved in [ApiKey::ConsumerGroupHeartbeat, ApiKey::ConsumerGroupDescribe] {
+        assert!(!keys.contains(&(unserved as i16)), "{unserved:?} is advertised");
+    }
+    assert!(keys.contains(&(ApiKey::JoinGroup as i16)), "the classic protocol is");
+    let mut req = ConsumerGroupHeartbeatRequest::default();
+    req.group_id = ringbroker::protocol::messages::GroupId(sb("g848"));
+    req.member_epoch = 0;
+    c.send(ApiKey::ConsumerGroupHeartbeat, 0, &req);
+    assert!(c.wait_closed(CLOSE_LIMIT), "ConsumerGroupHeartbeat was not refused");
+}

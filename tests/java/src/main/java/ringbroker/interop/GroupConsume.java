@@ -70,6 +70,8 @@ final class GroupConsume {
         int heartbeatMs = args.integer("heartbeat-ms", 1_000);
         int maxPollIntervalMs = args.integer("max-poll-interval-ms", 300_000);
         long maxSeconds = args.longValue("max-seconds", 120);
+        // classic (the default), or consumer: the KIP-848 protocol, which the broker does not serve.
+        String groupProtocol = args.str("group-protocol", "classic");
         args.rejectUnknown();
 
         PrintStream out = new PrintStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16),
@@ -77,9 +79,12 @@ final class GroupConsume {
 
         Properties p = Kafka.consumerProps(bootstrap, name);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        // group.protocol stays at its default: classic (JoinGroup / SyncGroup / Heartbeat).
-        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, String.valueOf(sessionMs));
-        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, String.valueOf(heartbeatMs));
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
+        if (groupProtocol.equals("classic")) {
+            // The consumer protocol sets these on the broker, and refuses them on the client.
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, String.valueOf(sessionMs));
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, String.valueOf(heartbeatMs));
+        }
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, String.valueOf(maxPollIntervalMs));
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "500");
         if (!instanceId.isEmpty()) {
