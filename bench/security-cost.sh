@@ -23,15 +23,10 @@ D_RECORDS="${D_RECORDS:-500000}"
 FILLER="${FILLER:-1000}"
 PORT="${RB_PORT:-19593}"
 RUN="$(mktemp -d "${TMPDIR:-/tmp}/security-cost.XXXXXX")"
-log() { echo "[security-cost $(date -u +%H:%M:%S)] $*" >&2; }
-
-PID=""
-cleanup() {
-    if [[ -n "$PID" ]]; then kill "$PID" 2>/dev/null || true; fi
-    rm -rf "$RUN/data"
-    if [[ -d "$RUN/base-src" ]]; then git -C "$ROOT" worktree remove --force "$RUN/base-src" 2>/dev/null || true; fi
-}
-trap cleanup EXIT
+NAME=security-cost
+# shellcheck source=bench/lib.sh
+source "$HERE/lib.sh"
+trap rb_cleanup EXIT
 
 log "building (release)"
 (cd "$ROOT" && cargo build --release -p ringbroker -p ringbench 2>&1 | tail -1 >&2)
@@ -39,33 +34,10 @@ NEW="$ROOT/target/release/ringbroker"
 BENCH="$ROOT/target/release/ringbench"
 CONFIGS=(plain acl)
 if [[ -n "${BASE:-}" ]]; then
-    log "building $BASE (release) in a worktree"
-    git -C "$ROOT" worktree add --detach "$RUN/base-src" "$BASE" >/dev/null 2>&1
-    # Its own target directory, kept between runs so that only the first one pays.
-    (cd "$RUN/base-src" && CARGO_TARGET_DIR="$ROOT/target/bench-base" cargo build --release -p ringbroker 2>&1 | tail -1 >&2)
-    cp "$ROOT/target/bench-base/release/ringbroker" "$RUN/ringbroker-base"
+    rb_build_base "$BASE" >/dev/null
     CONFIGS=(base plain acl)
 fi
 
-start() { # BINARY ARGS... (KEEP_DATA=1: on the data of the previous start)
-    local bin="$1"
-    shift
-    if [[ -z "${KEEP_DATA:-}" ]]; then rm -rf "$RUN/data"; fi
-    "$bin" --data-dir "$RUN/data" --flush os --admin-listen off "$@" >"$RUN/out" 2>"$RUN/log" &
-    PID=$!
-    for _ in $(seq 1 100); do
-        if grep -q "^ringbroker listening on" "$RUN/out" 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    log "the broker did not start"
-    cat "$RUN/log" >&2
-    exit 1
-}
-stop() {
-    kill "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=""
-}
 # The acl configuration's ACLs, through the CLI over the (only, plaintext) listener while
 # User:ANONYMOUS is a super user; the broker then restarts without super users on the same
 # data directory (ACLs persist in its catalog), so every request is checked.
@@ -82,31 +54,24 @@ grant() {
     for i in $(seq 1 $((FILLER / 10))); do many+=(--deny-principal "User:user-$i"); done
     "${acl[@]}" "${many[@]}" --operation Write --topic team- --resource-pattern-type prefixed >/dev/null
 }
-bench() { # NAME ARGS...
-    local name="$1"
-    shift
-    "$BENCH" --broker "127.0.0.1:$PORT" --quiet --duration "$DURATION" --warmup "$WARMUP" --out "$RUN/$name" "$@" \
-        >"$RUN/$name.txt"
-}
-
 for ((round = 1; round <= ROUNDS; round++)); do
     for config in "${CONFIGS[@]}"; do
         log "round $round: $config"
         case "$config" in
-        base) start "$RUN/ringbroker-base" --listen "127.0.0.1:$PORT" ;;
-        plain) start "$NEW" --listen "127.0.0.1:$PORT" ;;
+        base) rb_start "$RUN/ringbroker-base" --listen "127.0.0.1:$PORT" ;;
+        plain) rb_start "$NEW" --listen "127.0.0.1:$PORT" ;;
         acl)
-            start "$NEW" --listeners "PLAINTEXT://127.0.0.1:$PORT" --authorizer-enabled true --super-users User:ANONYMOUS
+            rb_start "$NEW" --listeners "PLAINTEXT://127.0.0.1:$PORT" --authorizer-enabled true --super-users User:ANONYMOUS
             grant
-            stop
-            KEEP_DATA=1 start "$NEW" --listeners "PLAINTEXT://127.0.0.1:$PORT" --authorizer-enabled true
+            rb_stop
+            KEEP_DATA=1 rb_start "$NEW" --listeners "PLAINTEXT://127.0.0.1:$PORT" --authorizer-enabled true
             ;;
         esac
-        bench "r$round-$config-a" --topic a --producers "$PRODUCERS" --consumers 0 --acks 1
-        bench "r$round-$config-d-fill" --topic d --producers "$PRODUCERS" --consumers 0 --acks 1 \
+        rb_bench "r$round-$config-a" --topic a --producers "$PRODUCERS" --consumers 0 --acks 1
+        rb_bench "r$round-$config-d-fill" --topic d --producers "$PRODUCERS" --consumers 0 --acks 1 \
             --records "$D_RECORDS" --warmup 0
-        bench "r$round-$config-d" --topic d --producers 0 --consumers 2 --from-beginning --rewind
-        stop
+        rb_bench "r$round-$config-d" --topic d --producers 0 --consumers 2 --from-beginning --rewind
+        rb_stop
     done
 done
 
