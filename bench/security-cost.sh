@@ -75,21 +75,5 @@ for ((round = 1; round <= ROUNDS; round++)); do
     done
 done
 
-python3 - "$RUN" "$ROUNDS" "${CONFIGS[@]}" <<'EOF'
-import json, statistics, sys
-run, rounds, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-def rate(r, c, w, key):
-    return json.load(open(f"{run}/r{r}-{c}-{w}/report.json"))[key]
-print("| workload | " + " | ".join(configs) + " | " + " | ".join(f"{c}/plain" for c in configs if c != "plain") + " |")
-print("|---" * (1 + len(configs) + len(configs) - 1) + "|")
-for w, key, label in [("a", "publish_rate", "(a) produce, records/s"), ("d", "consume_rate", "(d) consume, records/s")]:
-    med = {c: statistics.median(rate(r, c, w, key) for r in range(1, rounds + 1)) for c in configs}
-    ratios = []
-    for c in configs:
-        if c == "plain":
-            continue
-        per = sorted(rate(r, c, w, key) / rate(r, "plain", w, key) for r in range(1, rounds + 1))
-        ratios.append(f"{med[c] / med['plain']:.3f} ({per[0]:.3f}–{per[-1]:.3f})")
-    print(f"| {label} | " + " | ".join(f"{med[c]:,.0f}" for c in configs) + " | " + " | ".join(ratios) + " |")
-EOF
+python3 "$HERE/cost_table.py" "$RUN" "$ROUNDS" "${CONFIGS[@]}"
 log "runs kept in $RUN"
