@@ -579,19 +579,15 @@ fn describe_lines(bootstrap: &str, entity: &[&str]) -> Vec<String> {
     ok(CONFIGS, bootstrap, &args).lines().map(str::to_string).collect()
 }
 
-/// The producer's throttle metrics after sending 200 KiB as `client_id`: (avg, max) ms.
-fn throttle(bootstrap: &str, client_id: &str) -> (f64, f64) {
-    let out = harness(&[
-        "quota-produce",
-        "--bootstrap",
-        bootstrap,
-        "--topic",
-        "quota-t",
-        "--client-id",
-        client_id,
-        "--bytes",
-        "204800",
-    ]);
+/// The producer's throttle metrics after sending 200 KiB as `client_id` (logged in with the
+/// settings of `props`, if any): (avg, max) ms.
+fn throttle(bootstrap: &str, client_id: &str, props: Option<&Path>) -> (f64, f64) {
+    let mut args = vec!["quota-produce", "--bootstrap", bootstrap, "--topic", "quota-t", "--client-id", client_id];
+    args.extend(["--bytes", "204800"]);
+    if let Some(p) = props {
+        args.extend(["--props", p.to_str().unwrap()]);
+    }
+    let out = harness(&args);
     let line = out.iter().find(|l| l.starts_with("THROTTLE ")).unwrap_or_else(|| panic!("{out:?}"));
     let field = |name: &str| -> f64 {
         let v = line.split(' ').find_map(|f| f.strip_prefix(name)).unwrap_or_else(|| panic!("{line}"));
@@ -626,7 +622,7 @@ fn configs_tool_manages_client_quotas_and_scram_credentials() {
         (&alice[..], "request_percentage=50", "Completed updating config for user alice."),
         (
             &alice_c1[..],
-            "producer_byte_rate=32768,consumer_byte_rate=65536",
+            "producer_byte_rate=8192,consumer_byte_rate=65536",
             "Completed updating config for user alice.",
         ),
         (
@@ -658,7 +654,7 @@ fn configs_tool_manages_client_quotas_and_scram_credentials() {
         );
         assert_eq!(
             describe_lines(b, &alice_c1),
-            ["Quota configs for user-principal 'alice', client-id 'c1' are consumer_byte_rate=65536.0, producer_byte_rate=32768.0"]
+            ["Quota configs for user-principal 'alice', client-id 'c1' are consumer_byte_rate=65536.0, producer_byte_rate=8192.0"]
         );
         assert_eq!(
             describe_lines(b, &users_default),
@@ -689,11 +685,11 @@ fn configs_tool_manages_client_quotas_and_scram_credentials() {
     // The credential the tool made logs alice in.
     let dir = tempfile::tempdir().unwrap();
     let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"alice-secret\";";
+    let sasl = broker.listener("SASL_PLAINTEXT").to_string();
     let props = java::write_props(
         &dir.path().join("alice.properties"),
         &[("security.protocol", "SASL_PLAINTEXT"), ("sasl.mechanism", "SCRAM-SHA-512"), ("sasl.jaas.config", jaas)],
     );
-    let sasl = broker.listener("SASL_PLAINTEXT").to_string();
     let out = harness(&[
         "secure-roundtrip",
         "--bootstrap",
@@ -708,9 +704,15 @@ fn configs_tool_manages_client_quotas_and_scram_credentials() {
     assert_eq!(out, ["OK produced=50 consumed=50"]);
 
     // The quota of c1 applies at once: its producer is throttled, another client-id's is not.
-    let (avg, max) = throttle(&b, "c1");
+    // 200 KiB in a moment is 20 KiB/s over the 10 s the rate is measured on.
+    let (avg, max) = throttle(&b, "c1", None);
     assert!(avg > 0.0 && max > 0.0, "c1 over 16 KiB/s must be throttled: avg {avg} max {max}");
-    assert_eq!(throttle(&b, "c2"), (0.0, 0.0), "c2 has no quota");
+    assert_eq!(throttle(&b, "c2", None), (0.0, 0.0), "c2 has no quota");
+    // alice's c1 has its own, smaller one; alice's other clients have none.
+    let sasl = broker.listener("SASL_PLAINTEXT").to_string();
+    let (avg, _) = throttle(&sasl, "c1", Some(&props));
+    assert!(avg > 0.0, "alice's c1 over 8 KiB/s must be throttled: avg {avg}");
+    assert_eq!(throttle(&sasl, "c2", Some(&props)), (0.0, 0.0), "alice's c2 has no producer quota");
 
     // Bad values are refused by the broker (Kafka 4.4: "Quota producer_byte_rate must be
     // greater than 0", "producer_byte_rate cannot be a fractional value.").
@@ -725,13 +727,13 @@ fn configs_tool_manages_client_quotas_and_scram_credentials() {
     let broker = common::restart(tmp.path(), &listen, &args);
     let b = broker.listener("PLAINTEXT").to_string();
     expected(&b);
-    let (avg, _) = throttle(&b, "c1");
+    let (avg, _) = throttle(&b, "c1", None);
     assert!(avg > 0.0, "c1 is throttled after a restart: avg {avg}");
 
     // Deleting the quota lifts the throttle.
     assert!(alter(&b, &c1, &["--delete-config", "producer_byte_rate"]).ok);
     assert!(describe_lines(&b, &c1).is_empty());
-    assert_eq!(throttle(&b, "c1"), (0.0, 0.0), "c1 without a quota");
+    assert_eq!(throttle(&b, "c1", None), (0.0, 0.0), "c1 without a quota");
     for (entity, keys) in [
         (&alice[..], "request_percentage"),
         (&alice_c1[..], "producer_byte_rate,consumer_byte_rate"),

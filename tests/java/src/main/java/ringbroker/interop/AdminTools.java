@@ -52,7 +52,7 @@ import org.apache.kafka.common.quota.ClientQuotaFilter;
  *   partition-produce --bootstrap H:P --topic T [--records 20] [--gate --partitions N] [--client-id C]
  *   group-read        --bootstrap H:P --topic T --group G --records N [--timeout-sec 60]
  *   read-at           --bootstrap H:P --topic T --partition P --offset O
- *   quota-produce     --bootstrap H:P --topic T --client-id C [--bytes 262144]
+ *   quota-produce     --bootstrap H:P [--props F] --topic T --client-id C [--bytes 262144]
  *   admin-apis        --bootstrap H:P --topic T
  * </pre>
  */
@@ -201,7 +201,8 @@ final class AdminTools {
     }
 
     /**
-     * A producer with client id {@code --client-id} sends {@code --bytes} of 4 KiB records to
+     * A producer with client id {@code --client-id} (and the security settings of {@code --props},
+ * e.g. to log in as a user) sends {@code --bytes} of 4 KiB records to
      * partition 0, then prints {@code THROTTLE avg=A max=M seconds=S}: the producer's
      * produce-throttle-time-avg and -max metrics (ms the broker asked it to wait) and how long
      * the sends took.
@@ -211,8 +212,10 @@ final class AdminTools {
         String topic = args.str("topic");
         String clientId = args.str("client-id");
         long bytes = args.longValue("bytes", 256 * 1024);
+        Properties security = Security.props(args);
         args.rejectUnknown();
         Properties p = Kafka.producerProps(bootstrap, clientId);
+        p.putAll(security);
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(16 * 1024));
         long start = System.nanoTime();
         try (KafkaProducer<byte[], byte[]> producer = Kafka.producer(p)) {

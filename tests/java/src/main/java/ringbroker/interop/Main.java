@@ -26,7 +26,7 @@ import java.util.Arrays;
  *   partition-produce --bootstrap H:P --topic T [--records 20] [--gate --partitions N] [--client-id C]
  *   group-read    --bootstrap H:P --topic T --group G --records N [--timeout-sec 60]
  *   read-at       --bootstrap H:P --topic T --partition P --offset O
- *   quota-produce --bootstrap H:P --topic T --client-id C [--bytes 262144]
+ *   quota-produce --bootstrap H:P [--props F] --topic T --client-id C [--bytes 262144]
  *   admin-apis    --bootstrap H:P --topic T
  * </pre>
  *
@@ -197,7 +197,7 @@ public final class Main {
                 "  partition-produce --bootstrap H:P --topic T [--records 20] [--gate --partitions N] [--client-id C]",
                 "  group-read    --bootstrap H:P --topic T --group G --records N [--timeout-sec 60]",
                 "  read-at       --bootstrap H:P --topic T --partition P --offset O",
-                "  quota-produce --bootstrap H:P --topic T --client-id C [--bytes 262144]",
+                "  quota-produce --bootstrap H:P [--props F] --topic T --client-id C [--bytes 262144]",
                 "  admin-apis    --bootstrap H:P --topic T",
                 "  (--props F: a Java properties file of client security settings; absent = PLAINTEXT)"));
         System.exit(error == null ? EXIT_OK : EXIT_USAGE);
