@@ -965,6 +965,8 @@ fn java_admin_client_drives_the_admin_apis() {
     let expected: Vec<String> = [
         "createPartitions 3 OK",
         "partitions 3",
+        "createPartitions 5 validateOnly OK",
+        "partitions 3",
         "createPartitions 2 InvalidPartitionsException",
         "createPartitions 3 InvalidPartitionsException",
         "produced 0 10",
@@ -978,6 +980,8 @@ fn java_admin_client_drives_the_admin_apis() {
         &format!("replica 0 size={} offsetLag=0 future=false", size(0)),
         &format!("replica 1 size={} offsetLag=0 future=false", size(1)),
         &format!("replica 2 size={} offsetLag=0 future=false", size(2)),
+        "incrementalAlterConfigs topic validateOnly OK",
+        "config TOPIC 'apis' retention.ms=604800000 DEFAULT_CONFIG",
         "incrementalAlterConfigs topic set OK",
         "config TOPIC 'apis' retention.ms=3600000 DYNAMIC_TOPIC_CONFIG",
         // Kafka 4.4 keeps the order the items were appended in: delete,compact.
@@ -1009,6 +1013,8 @@ fn java_admin_client_drives_the_admin_apis() {
         "config TOPIC 'apis' retention.ms=604800000 DEFAULT_CONFIG",
         "config TOPIC 'apis' retention.bytes=-1 DEFAULT_CONFIG",
         "config TOPIC 'apis' cleanup.policy=delete DEFAULT_CONFIG",
+        "alterClientQuotas validateOnly OK",
+        "quota none",
         "alterClientQuotas OK",
         "quota client-id=<default> {consumer_byte_rate=8192.0}",
         "quota client-id=c9 {producer_byte_rate=1024.0}",

@@ -14,9 +14,12 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterClientQuotasOptions;
 import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.AlterConfigsOptions;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.CreatePartitionsOptions;
 import org.apache.kafka.clients.admin.DescribeProducersOptions;
 import org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerState;
 import org.apache.kafka.clients.admin.LogDirDescription;
@@ -263,6 +266,11 @@ final class AdminTools {
                     .all().get());
             System.out.printf("partitions %d%n",
                     admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size());
+            print("createPartitions 5 validateOnly", () -> admin.createPartitions(
+                    Map.of(topic, NewPartitions.increaseTo(5)), new CreatePartitionsOptions().validateOnly(true))
+                    .all().get());
+            System.out.printf("partitions %d%n",
+                    admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size());
             print("createPartitions 2", () -> admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(2)))
                     .all().get());
             print("createPartitions 3", () -> admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(3)))
@@ -313,6 +321,10 @@ final class AdminTools {
 
             // IncrementalAlterConfigs on the topic: SET, APPEND, SUBTRACT, DELETE.
             ConfigResource t = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            print("incrementalAlterConfigs topic validateOnly", () -> admin.incrementalAlterConfigs(
+                    Map.of(t, List.of(op("retention.ms", "1", AlterConfigOp.OpType.SET))),
+                    new AlterConfigsOptions().validateOnly(true)).all().get());
+            describe(admin, t, "retention.ms");
             alter(admin, "topic set", t, op("retention.ms", "3600000", AlterConfigOp.OpType.SET),
                     op("cleanup.policy", "compact", AlterConfigOp.OpType.APPEND));
             describe(admin, t, "retention.ms", "cleanup.policy");
@@ -349,6 +361,9 @@ final class AdminTools {
                     quota(entity("user", "alice", "client-id", "c9"), "request_percentage", 25.0),
                     quota(entity("user", null), "producer_byte_rate", 4096.0),
                     quota(entity("client-id", null), "consumer_byte_rate", 8192.0));
+            print("alterClientQuotas validateOnly", () -> admin.alterClientQuotas(set,
+                    new AlterClientQuotasOptions().validateOnly(true)).all().get());
+            listQuotas(admin);
             print("alterClientQuotas", () -> admin.alterClientQuotas(set).all().get());
             listQuotas(admin);
             print("alterClientQuotas bad", () -> admin.alterClientQuotas(List.of(
