@@ -22,12 +22,19 @@ import java.util.Arrays;
  *   scram-user    --bootstrap H:P [--props F] --user U --password P [--mechanism SCRAM-SHA-512]
  *                 [--iterations 8192] [--delete] [--timeout-sec 15]
  *   describe-scram --bootstrap H:P [--props F] [--user U[,U...]] [--timeout-sec 15]
+ *
+ *   partition-produce --bootstrap H:P --topic T [--records 20] [--gate --partitions N] [--client-id C]
+ *   group-read    --bootstrap H:P --topic T --group G --records N [--timeout-sec 60]
+ *   read-at       --bootstrap H:P --topic T --partition P --offset O
+ *   quota-produce --bootstrap H:P [--props F] --topic T --client-id C [--bytes 262144]
+ *   admin-apis    --bootstrap H:P --topic T
  * </pre>
  *
  * The last four are the security subcommands (see {@link Security}): {@code --props F} is a Java
  * properties file of client settings (security.protocol, ssl.*, sasl.*) applied to every client
  * they create; without it they use PLAINTEXT. Each prints one result line on stdout (acl-probe:
  * ALLOWED / DENIED / ERROR, see {@link AclProbe}; the others OK or FAILED &lt;Exception&gt;: message).
+ * The last five serve the admin-tool tests (see {@link AdminTools}).
  *
  * Exit codes: 0 success, 1 a check failed (the message says which), 2 bad usage, 3 an unexpected
  * error (exception) got in the way of checking. acl-probe exits 0 whether the action was allowed,
@@ -107,6 +114,25 @@ public final class Main {
                 case "describe-scram":
                     code = DescribeScram.run(args);
                     break;
+                case "partition-produce":
+                    code = AdminTools.partitionProduce(args);
+                    break;
+                case "group-read":
+                    code = AdminTools.groupRead(args);
+                    break;
+                case "read-at":
+                    // The refused offset is the point: the fetcher's warning about it is noise.
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals", "error");
+                    code = AdminTools.readAt(args);
+                    break;
+                case "quota-produce":
+                    code = AdminTools.quotaProduce(args);
+                    break;
+                case "admin-apis":
+                    // Refusals are part of the script; the admin client logs each at ERROR.
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.admin", "off");
+                    code = AdminTools.adminApis(args);
+                    break;
                 case "-h":
                 case "--help":
                 case "help":
@@ -168,6 +194,11 @@ public final class Main {
                 "  scram-user    --bootstrap H:P [--props F] --user U --password P [--mechanism SCRAM-SHA-512]",
                 "                [--iterations 8192] [--delete] [--timeout-sec 15]",
                 "  describe-scram --bootstrap H:P [--props F] [--user U[,U...]] [--timeout-sec 15]",
+                "  partition-produce --bootstrap H:P --topic T [--records 20] [--gate --partitions N] [--client-id C]",
+                "  group-read    --bootstrap H:P --topic T --group G --records N [--timeout-sec 60]",
+                "  read-at       --bootstrap H:P --topic T --partition P --offset O",
+                "  quota-produce --bootstrap H:P [--props F] --topic T --client-id C [--bytes 262144]",
+                "  admin-apis    --bootstrap H:P --topic T",
                 "  (--props F: a Java properties file of client security settings; absent = PLAINTEXT)"));
         System.exit(error == null ? EXIT_OK : EXIT_USAGE);
     }
