@@ -376,6 +376,9 @@ fn unacceptable_credential_changes_are_refused_per_user() {
         upsert("few-iterations", 2, 100),
         upsert("twice", 2, 4096),
         upsert("twice", 2, 8192),
+        // One change per user and request, whatever the mechanisms (Kafka's rule).
+        upsert("two-mechanisms", 1, 4096),
+        upsert("two-mechanisms", 2, 4096),
         upsert("odd-mechanism", 9, 4096),
         upsert("", 2, 4096),
         upsert("fine", 1, 4096),
@@ -389,6 +392,7 @@ fn unacceptable_credential_changes_are_refused_per_user() {
     let code = |user: &str| resp.results.iter().find(|r| r.user.as_str() == user).map(|r| r.error_code);
     assert_eq!(code("few-iterations"), Some(93), "UNACCEPTABLE_CREDENTIAL");
     assert_eq!(code("twice"), Some(92), "DUPLICATE_RESOURCE");
+    assert_eq!(code("two-mechanisms"), Some(92), "DUPLICATE_RESOURCE");
     assert_eq!(code("odd-mechanism"), Some(33), "UNSUPPORTED_SASL_MECHANISM");
     assert_eq!(code(""), Some(93));
     assert_eq!(code("never-set"), Some(91), "RESOURCE_NOT_FOUND");

@@ -81,6 +81,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let mut resp = AlterConfigsResponse::default();
     for (res, outcome) in r.resources.iter().zip(outcomes) {
         let mut o = AlterConfigsResourceResponse::default();
+        o.error_message = None; // Kafka's answer on success
         o.resource_type = res.resource_type;
         o.resource_name = res.resource_name.clone();
         if let Err((code, msg)) = outcome {

@@ -25,16 +25,20 @@ fn mechanism(code: i8) -> Result<Mechanism, Failure> {
 }
 
 /// What refuses a deletion and an upsertion alike: no ALTER on the cluster, an empty name,
-/// or a second change of the same user and mechanism.
-fn shared_problem(allowed: bool, user: &str, mechanism: i8, seen: &mut HashSet<(String, i8)>) -> Option<Failure> {
+/// or a second change of the same user, whatever the mechanisms (Kafka's rule: one change
+/// per user and request).
+fn shared_problem(allowed: bool, user: &str, seen: &mut HashSet<String>) -> Option<Failure> {
     if !allowed {
         return Some((ErrorCode::ClusterAuthorizationFailed, "altering credentials needs ALTER on the cluster".into()));
     }
     if user.is_empty() {
         return Some((ErrorCode::UnacceptableCredential, "the user name is empty".into()));
     }
-    if !seen.insert((user.to_string(), mechanism)) {
-        return Some((ErrorCode::DuplicateResource, format!("{user} is changed twice for one mechanism")));
+    if !seen.insert(user.to_string()) {
+        return Some((
+            ErrorCode::DuplicateResource,
+            "A user credential cannot be altered twice in the same request".into(),
+        ));
     }
     None
 }
@@ -46,7 +50,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let mut users: Vec<String> = Vec::new();
     let mut problems: BTreeMap<String, Failure> = BTreeMap::new();
     let mut changes: Vec<(String, CredentialChange)> = Vec::new();
-    let mut seen: HashSet<(String, i8)> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let allowed = authz::cluster(shard, &req, Operation::Alter);
     let mut note = |user: &str, problem: Option<Failure>, users: &mut Vec<String>| {
         if !users.iter().any(|u| u == user) {
@@ -58,7 +62,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     };
     for d in &r.deletions {
         let user = d.name.to_string();
-        let problem = if let Some(p) = shared_problem(allowed, &user, d.mechanism, &mut seen) {
+        let problem = if let Some(p) = shared_problem(allowed, &user, &mut seen) {
             Some(p)
         } else {
             match mechanism(d.mechanism) {
@@ -73,7 +77,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     }
     for u in &r.upsertions {
         let user = u.name.to_string();
-        let problem = if let Some(p) = shared_problem(allowed, &user, u.mechanism, &mut seen) {
+        let problem = if let Some(p) = shared_problem(allowed, &user, &mut seen) {
             Some(p)
         } else if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&u.iterations) {
             Some((
@@ -107,6 +111,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         .into_iter()
         .map(|user| {
             let mut res = AlterUserScramCredentialsResult::default();
+            res.error_message = None; // Kafka's answer on success
             if let Some((code, why)) = problems.remove(&user) {
                 res.error_code = code.code();
                 res.error_message = Some(str_bytes(why));

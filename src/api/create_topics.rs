@@ -56,6 +56,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let mut resp = CreateTopicsResponse::default();
     for (ask, result) in asks.iter().zip(results) {
         let mut tr = CreatableTopicResult::default();
+        tr.error_message = None; // Kafka's answer on success (librdkafka prints it otherwise)
         tr.name = proto_kafka::messages::TopicName(str_bytes(ask.name.clone()));
         match result.expect("every topic answered") {
             Ok(meta) if !authz::topic(shard, &req, Operation::DescribeConfigs, &ask.name) => {

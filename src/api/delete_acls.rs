@@ -68,6 +68,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             (Ok(_), Err((code, why))) => failed(*code, why.clone()),
             (Ok(_), Ok(_)) => {
                 let mut res = DeleteAclsFilterResult::default();
+                res.error_message = None; // Kafka's answer on success
                 res.matching_acls = deleted_iter.next().unwrap_or_default().iter().map(matched).collect();
                 res
             }

@@ -44,6 +44,7 @@ pub fn entry(name: &str, value: String, source: Source, kind: Kind) -> DescribeC
     e.value = Some(str_bytes(value));
     e.config_source = source as i8;
     e.config_type = kind as i8;
+    e.documentation = None; // include_documentation is not served: Kafka's null
     e
 }
 
@@ -198,6 +199,7 @@ pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let mut resp = DescribeConfigsResponse::default();
     for res in &r.resources {
         let mut out = DescribeConfigsResult::default();
+        out.error_message = None; // Kafka's answer on success
         out.resource_type = res.resource_type;
         out.resource_name = res.resource_name.clone();
         let configs =

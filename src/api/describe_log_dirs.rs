@@ -1,8 +1,9 @@
 //! DescribeLogDirs (`kafka-log-dirs --describe`): the broker's one log directory (its
-//! `data_dir`), with each partition's size in bytes and its offset lag (log end minus high
-//! watermark: records written and not yet durable under the flush policy), read from the
-//! home shards; from v4 the directory's total and usable bytes (statvfs). `topics` null
-//! describes every partition, the offsets topic included, as Kafka does.
+//! `data_dir`), with each partition's size in bytes, read from the home shards; from v4 the
+//! directory's total and usable bytes (statvfs). `topics` null describes every partition,
+//! the offsets topic included, as Kafka does. The offset lag is Kafka's, max(0, high
+//! watermark − log end): how far a log being moved trails its partition, so 0 for a
+//! partition's own log (records not yet made durable by the flush policy do not count).
 //!
 //! Authorization, Kafka's: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (the
 //! top-level error from v3; no directories before).
@@ -58,7 +59,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             let mut pr = DescribeLogDirsPartition::default();
             pr.partition_index = index;
             pr.partition_size = o.size as i64;
-            pr.offset_lag = (o.log_end - o.high_watermark).max(0);
+            pr.offset_lag = (o.high_watermark - o.log_end).max(0);
             tr.partitions.push(pr);
         }
         dir.topics.push(tr);

@@ -29,6 +29,8 @@ fn described(user: &str, creds: &[ScramCredential]) -> DescribeUserScramCredenti
             i
         })
         .collect();
+    // By mechanism (SCRAM-SHA-256 first), as Kafka lists them, not in the order they were set.
+    r.credential_infos.sort_by_key(|i| i.mechanism);
     r
 }
 

@@ -68,10 +68,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                 (None, Some(m), Some(records)) => {
                     let tp = Tp { topic: m.id, partition: p.index };
                     let shard = shard.clone();
-                    let acks_all = r.acks == -1;
-                    Ok(glommio::spawn_local(crate::metrics::inherit(async move {
-                        shard.produce(tp, records, acks_all).await
-                    })))
+                    Ok(glommio::spawn_local(crate::metrics::inherit(async move { shard.produce(tp, records).await })))
                 }
             };
             parts.push((p.index, pending));

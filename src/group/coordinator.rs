@@ -260,7 +260,7 @@ impl Coordinator {
         }
         let log = log.ok_or(ErrorCode::CoordinatorNotAvailable)?;
         let batch = Bytes::from(offsets::to_batch(records, wall_ms()));
-        let rx = log.append(&batch, true).map_err(|e| {
+        let rx = log.append(&batch).map_err(|e| {
             tracing::error!("cannot append to {}: {e:?}", offsets::TOPIC);
             ErrorCode::CoordinatorNotAvailable
         })?;

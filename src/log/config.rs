@@ -14,14 +14,14 @@
 //!
 //! | config | takes effect |
 //! |---|---|
-//! | `cleanup.policy` | retention pass: a policy containing `compact` is never trimmed by time or size (there is no compaction yet, and trimming would lose the latest values) |
+//! | `cleanup.policy` | retention pass: only `delete` alone trims by time or size; a policy containing `compact` is never trimmed (there is no compaction yet, and trimming would lose the latest values), nor is an empty one |
 //! | `compression.type` | append: a batch in another codec is recompressed (`producer` keeps it) |
 //! | `flush.messages`, `flush.ms` | append: the durability policy of the topic (see `FlushPolicy`) |
 //! | `index.interval.bytes` | append: sparse index density |
 //! | `max.message.bytes` | append: largest batch |
 //! | `message.timestamp.type` | append: `LogAppendTime` stamps the broker's clock into each batch |
 //! | `message.timestamp.before.max.ms`, `after.max.ms` | append: batches with timestamps further from the broker's clock are refused (INVALID_TIMESTAMP) |
-//! | `min.insync.replicas` | acks=all produce: more than the one replica there is answers NOT_ENOUGH_REPLICAS |
+//! | `min.insync.replicas` | acks=all produce waits for min(`min.insync.replicas`, replicas) in-sync replicas, as Kafka 4 counts them (KIP-966): with one replica, the leader's own write |
 //! | `retention.bytes`, `retention.ms` | retention pass |
 //! | `segment.bytes`, `segment.ms` | roll check before each append |
 
@@ -275,16 +275,15 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
                     other => return Err(format!("{other:?} is not a cleanup policy (compact, delete)")),
                 }
             }
-            if !(compact || delete) {
-                return Err("needs compact, delete or both".into());
-            }
+            // Neither (an empty list, as Kafka 4 allows): nothing is ever deleted or compacted.
             (c.compact, c.delete) = (compact, delete);
             Ok(())
         },
         show: |c| match (c.compact, c.delete) {
             (true, true) => "compact,delete".into(),
             (true, false) => "compact".into(),
-            _ => "delete".into(),
+            (false, true) => "delete".into(),
+            (false, false) => "".into(),
         },
     },
     TopicConfig {
@@ -558,7 +557,6 @@ mod tests {
             ("segment.bytes", "10", "at least 1024"),
             ("segment.bytes", "9999999999", "at most"),
             ("cleanup.policy", "compact,forever", "not a cleanup policy"),
-            ("cleanup.policy", "", "needs compact"),
             ("compression.type", "brotli", "must be producer"),
             ("message.timestamp.type", "logappendtime", "CreateTime or LogAppendTime"),
             ("flush.messages", "0", "at least 1"),
@@ -592,6 +590,9 @@ mod tests {
         assert!(base().retention_deletes());
         assert!(!topic(&[("cleanup.policy", "compact")]).unwrap().retention_deletes());
         assert!(!topic(&[("cleanup.policy", "delete,compact")]).unwrap().retention_deletes());
+        let neither = topic(&[("cleanup.policy", "")]).unwrap();
+        assert!(!neither.retention_deletes(), "an empty policy keeps everything");
+        assert_eq!((lookup(Form::Topic, "cleanup.policy").unwrap().show)(&neither), "");
     }
 
     #[test]

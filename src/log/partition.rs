@@ -304,23 +304,15 @@ impl Partition {
     /// Validates one produced batch, rewrites it where the topic's configs say (recompression
     /// for `compression.type`, the broker's clock for LogAppendTime) and queues it; resolves
     /// once the batch is acknowledged under the flush policy (see the module table).
-    /// `acks_all`: the producer waits for every in-sync replica, so `min.insync.replicas`
-    /// applies.
-    pub fn append(
-        &self,
-        records: &Bytes,
-        acks_all: bool,
-    ) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
+    /// `min.insync.replicas` asks nothing more here: Kafka 4 waits for at most as many
+    /// in-sync replicas as the partition has (KIP-966), and a partition has one.
+    pub fn append(&self, records: &Bytes) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
         let cfg = self.cfg.get();
         let refuse = |e: BatchError| {
             tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: {e}");
             e.code()
         };
         let header = batch::validate_produce(records, cfg.message_max_bytes as usize).map_err(refuse)?;
-        if acks_all && cfg.min_insync_replicas > 1 {
-            // One replica is all there is: Kafka's answer for an ISR below the minimum.
-            return Err(ErrorCode::NotEnoughReplicas);
-        }
         let now = now_ms();
         if cfg.timestamp_type == TimestampType::CreateTime {
             check_timestamps(records, &header, &cfg, now).map_err(refuse)?;
@@ -931,7 +923,7 @@ mod tests {
     }
 
     async fn send(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
-        let rx = p.append(b, false)?;
+        let rx = p.append(b)?;
         rx.await.unwrap().map(|a| a.base_offset)
     }
 
@@ -947,7 +939,7 @@ mod tests {
     async fn append_n(p: &Partition, from: usize, n: usize) -> Vec<i64> {
         let mut offsets = Vec::new();
         for i in from..from + n {
-            let rx = p.append(&batch(i), false).unwrap();
+            let rx = p.append(&batch(i)).unwrap();
             offsets.push(rx.await.unwrap().unwrap().base_offset);
         }
         offsets
@@ -1151,7 +1143,7 @@ mod tests {
             let mut b = batch(1).to_vec();
             let last = b.len() - 1;
             b[last] ^= 1;
-            assert_eq!(p.append(&Bytes::from(b), false).unwrap_err(), ErrorCode::CorruptMessage);
+            assert_eq!(p.append(&Bytes::from(b)).unwrap_err(), ErrorCode::CorruptMessage);
             assert_eq!(p.offsets().log_end, 0, "a refused batch takes no offsets");
             assert_eq!(append_n(&p, 0, 1).await, vec![0]);
         });
@@ -1180,7 +1172,7 @@ mod tests {
             c.timestamp_type = TimestampType::LogAppendTime;
             let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
             let before = now_ms();
-            let a = p.append(&batch(1), false).unwrap().await.unwrap().unwrap();
+            let a = p.append(&batch(1)).unwrap().await.unwrap().unwrap();
             assert!(a.log_append_time >= before && a.log_append_time <= now_ms(), "{a:?}");
             let h = batch::check_batch(&stored(&p)[0]).unwrap();
             assert!(h.is_log_append_time());
@@ -1189,7 +1181,7 @@ mod tests {
             assert_eq!(p.offset_for_time(a.log_append_time).unwrap(), Some((0, a.log_append_time)));
             c.timestamp_type = TimestampType::CreateTime;
             p.set_config(c);
-            let a = p.append(&batch(2), false).unwrap().await.unwrap().unwrap();
+            let a = p.append(&batch(2)).unwrap().await.unwrap().unwrap();
             assert_eq!(a.log_append_time, -1, "CreateTime topics answer -1");
         });
     }
@@ -1208,11 +1200,11 @@ mod tests {
             for (target, sent) in [(GZIP, &plain), (SNAPPY, &zstd), (LZ4, &plain), (NONE, &zstd), (ZSTD, &zstd)] {
                 c.compression = TopicCompression::Codec(target);
                 p.set_config(c);
-                p.append(sent, false).unwrap().await.unwrap().unwrap();
+                p.append(sent).unwrap().await.unwrap().unwrap();
             }
             c.compression = TopicCompression::Producer;
             p.set_config(c);
-            p.append(&zstd, false).unwrap().await.unwrap().unwrap();
+            p.append(&zstd).unwrap().await.unwrap().unwrap();
             let codecs: Vec<u8> = stored(&p).iter().map(|b| batch::check_batch(b).unwrap().codec()).collect();
             assert_eq!(codecs, vec![GZIP, SNAPPY, LZ4, NONE, ZSTD, ZSTD]);
             for b in stored(&p) {
@@ -1226,30 +1218,26 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_out_of_bounds_and_missing_replicas_are_refused() {
+    fn timestamps_out_of_bounds_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         run(async move {
             let mut c = cfg(FlushPolicy::Os, 1 << 20);
             c.timestamp_after_max_ms = 60_000;
             c.timestamp_before_max_ms = 60_000;
-            c.min_insync_replicas = 2;
             let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
             let now = now_ms();
             let at = |ts: &[i64]| {
                 let timed: Vec<(i64, batch::KeyValue)> = ts.iter().map(|t| (*t, (None, Some(&b"v"[..])))).collect();
                 Bytes::from(batch::build_timed(&timed))
             };
-            assert_eq!(p.append(&at(&[now, now + 120_000]), false).unwrap_err(), ErrorCode::InvalidTimestamp);
+            assert_eq!(p.append(&at(&[now, now + 120_000])).unwrap_err(), ErrorCode::InvalidTimestamp);
             // The oldest record need not be the first: every record is looked at.
             let old =
                 batch::recompress(&at(&[now, now - 120_000]), crate::protocol::compression::LZ4, 1 << 20).unwrap();
-            assert_eq!(p.append(&Bytes::from(old), false).unwrap_err(), ErrorCode::InvalidTimestamp);
-            let ok = p.append(&at(&[now - 1000, now + 1000, -1]), false).expect("within bounds; -1 is exempt");
+            assert_eq!(p.append(&Bytes::from(old)).unwrap_err(), ErrorCode::InvalidTimestamp);
+            let ok = p.append(&at(&[now - 1000, now + 1000, -1])).expect("within bounds; -1 is exempt");
             ok.await.unwrap().unwrap();
-            assert_eq!(p.append(&at(&[now]), true).unwrap_err(), ErrorCode::NotEnoughReplicas, "acks=all");
-            let ok = p.append(&at(&[now]), false).expect("acks=1 does not wait for replicas");
-            ok.await.unwrap().unwrap();
-            assert_eq!(p.offsets().log_end, 4, "refused batches take no offsets");
+            assert_eq!(p.offsets().log_end, 3, "refused batches take no offsets");
         });
     }
 

@@ -252,9 +252,10 @@ fn changed_configs(
                 ),
             ),
         })?;
-        // APPEND and SUBTRACT work on the current value, the default when the resource sets none.
+        // APPEND and SUBTRACT work on the resource's own value or, when it sets none, the
+        // built-in default (not a dynamic broker default), as Kafka's controller does.
         let list = || -> Vec<String> {
-            let value = next.get(name).cloned().unwrap_or_else(|| (row.show)(&under));
+            let value = next.get(name).cloned().unwrap_or_else(|| (row.show)(&shard.log_config));
             value.split(',').map(str::trim).filter(|v| !v.is_empty()).map(str::to_string).collect()
         };
         match op {
@@ -283,7 +284,11 @@ fn changed_configs(
             }
         }
     }
-    under.with(form, &next).map_err(invalid)?;
+    // A bad value: INVALID_CONFIG for a topic, INVALID_REQUEST for a broker, as in Kafka.
+    under.with(form, &next).map_err(|why| match form {
+        Form::Topic => invalid(why),
+        Form::Broker => (ErrorCode::InvalidRequest, why),
+    })?;
     Ok(next)
 }
 

@@ -107,8 +107,6 @@ pub enum Msg {
     Produce {
         tp: Tp,
         records: Bytes,
-        /// acks=-1: `min.insync.replicas` applies.
-        acks_all: bool,
         reply: oneshot::Sender<Result<Appended, ErrorCode>>,
     },
     Fetch {

@@ -259,14 +259,14 @@ impl Shard {
         metrics::remote(rx).await.unwrap_or(Err(ErrorCode::KafkaStorageError))
     }
 
-    /// Appends a produced batch on the partition's home shard; `acks_all` for acks=-1.
-    pub async fn produce(&self, tp: Tp, records: Bytes, acks_all: bool) -> Result<Appended, ErrorCode> {
+    /// Appends a produced batch on the partition's home shard.
+    pub async fn produce(&self, tp: Tp, records: Bytes) -> Result<Appended, ErrorCode> {
         let home = self.home(&tp)?;
         if home == self.id.0 {
-            let rx = self.log(&tp)?.append(&records, acks_all)?;
+            let rx = self.log(&tp)?.append(&records)?;
             return self.acked(rx).await;
         }
-        self.call(home, |reply| Msg::Produce { tp, records, acks_all, reply }).await?
+        self.call(home, |reply| Msg::Produce { tp, records, reply }).await?
     }
 
     pub async fn fetch(&self, tp: Tp, offset: i64, max_bytes: u32) -> Result<ReadOut, ErrorCode> {
@@ -522,8 +522,8 @@ impl Shard {
 
     async fn handle(self: Rc<Self>, msg: Msg) {
         match msg {
-            Msg::Produce { tp, records, acks_all, reply } => {
-                let r = match self.log(&tp).and_then(|p| p.append(&records, acks_all)) {
+            Msg::Produce { tp, records, reply } => {
+                let r = match self.log(&tp).and_then(|p| p.append(&records)) {
                     Ok(rx) => self.acked(rx).await,
                     Err(e) => Err(e),
                 };
