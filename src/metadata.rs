@@ -212,11 +212,11 @@ impl Catalog {
     pub fn load_or_create(dir: &Path, shards: usize) -> Result<Catalog, BrokerError> {
         let path = dir.join(CATALOG_FILE);
         let err = |reason: String| BrokerError::Metadata { path: path.clone(), reason };
-        let mut cat = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice::<Catalog>(&bytes).map_err(|e| {
+        let mut cat = match crate::storage::read(&path) {
+            Ok(Some(bytes)) => serde_json::from_slice::<Catalog>(&bytes).map_err(|e| {
                 err(format!("unreadable ({e}); restore it from a backup or move the data directory aside"))
             })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None) => {
                 let c = Catalog::new_cluster();
                 c.persist(dir)?;
                 c

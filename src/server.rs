@@ -105,16 +105,12 @@ fn reserve_port(addr: SocketAddr) -> Result<SocketAddr, BrokerError> {
 }
 
 fn lock_data_dir(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, BrokerError> {
-    let err = |reason: String| BrokerError::Storage { path: dir.to_path_buf(), reason };
-    std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create the data directory: {e}")))?;
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(".lock"))
-        .map_err(|e| err(e.to_string()))?;
-    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
-        .map_err(|_| err("another ringbroker is using this data directory".into()))
+    let err = |source: std::io::Error| BrokerError::Storage { path: dir.to_path_buf(), source };
+    crate::storage::create_dir_all(dir).map_err(err)?;
+    let f = crate::storage::open_rw(&dir.join(".lock")).map_err(err)?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+        err(std::io::Error::new(std::io::Error::from(errno).kind(), "another ringbroker is using this data directory"))
+    })
 }
 
 fn admin_bind_error(addr: SocketAddr, source: std::io::Error) -> BrokerError {

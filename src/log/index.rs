@@ -10,22 +10,37 @@
 //! 0  8  largest timestamp seen in the segment up to and including this batch
 //! 8  4  relative offset of that batch
 //! ```
-//! An entry is added every `index_interval_bytes` of log. Files are pre-sized to their
-//! capacity while the segment is active (the tail past `entries` is zero) and trimmed to
-//! their entries on close; recovery rebuilds them from the log when in doubt.
+//! An entry is added every `index_interval_bytes` of log. Files are sized to their capacity
+//! while the segment is active (the tail past `entries` reads as zero and holds no blocks)
+//! and trimmed to their entries on close; recovery rebuilds them from the log when in doubt.
+//!
+//! Entries are stored through a memory map, and a store to a page the file system cannot back
+//! (a full disk) would kill the broker with SIGBUS. So blocks are reserved (`storage::allocate`)
+//! in `ALLOCATE_CHUNK`s ahead of the entries written, and a chunk that cannot be reserved just
+//! leaves the index sparser: it is a shortcut into the log, never the only way to find a
+//! batch. Stale entries are cleared by punching a hole (`storage::zero`), not by storing zeros.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use crate::storage;
 use crate::sys::MappedFile;
+
+/// Bytes of an index file reserved at a time, ahead of its entries.
+const ALLOCATE_CHUNK: usize = 64 * 1024;
 
 /// A fixed-width entry array in a mapped file.
 pub struct MappedEntries<const W: usize> {
     file: File,
+    path: PathBuf,
     map: MappedFile,
     entries: usize,
     capacity: usize,
+    /// Bytes from the start of the file whose blocks are reserved.
+    allocated: usize,
+    /// Entries are being skipped for want of blocks (logged once, until one fits again).
+    starved: bool,
 }
 
 impl<const W: usize> MappedEntries<W> {
@@ -35,10 +50,10 @@ impl<const W: usize> MappedEntries<W> {
     /// and the capacity is at least what was kept (sealed segments reopen with capacity 0:
     /// they take no new entries). Otherwise the index starts empty and is rebuilt by the caller.
     fn open(path: &Path, capacity: usize, trust_contents: bool, key: fn(&[u8]) -> i64) -> io::Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        let file = storage::open_rw(path)?;
         let mut entries = 0;
         if trust_contents {
-            let bytes = std::fs::read(path)?;
+            let bytes = storage::read(path)?.unwrap_or_default();
             let mut prev = None;
             for e in bytes.chunks_exact(W) {
                 let k = key(e);
@@ -51,15 +66,16 @@ impl<const W: usize> MappedEntries<W> {
         }
         let capacity = capacity.max(entries);
         let old_len = file.metadata()?.len() as usize;
-        file.set_len((capacity * W) as u64)?;
-        let mut map = MappedFile::map(&file, capacity * W)?;
         // Clear stale entries; growth past the old length reads as zero already (and stays
-        // unallocated until used, so an idle partition's index costs no memory).
+        // unallocated until used, so an idle partition's index costs no disk or memory).
         let stale_end = old_len.min(capacity * W);
         if stale_end > entries * W {
-            map.bytes_mut()[entries * W..stale_end].fill(0);
+            storage::zero(&file, path, (entries * W) as u64, (stale_end - entries * W) as u64)?;
         }
-        Ok(MappedEntries { file, map, entries, capacity })
+        storage::set_len(&file, path, (capacity * W) as u64)?;
+        let map = MappedFile::map(&file, capacity * W)?;
+        let allocated = entries * W;
+        Ok(MappedEntries { file, path: path.to_path_buf(), map, entries, capacity, allocated, starved: false })
     }
 
     pub fn len(&self) -> usize {
@@ -76,11 +92,26 @@ impl<const W: usize> MappedEntries<W> {
         &self.map.bytes()[i * W..(i + 1) * W]
     }
 
+    /// Adds an entry; false when the index is full, or when the disk has no block for it
+    /// (logged: the index stays correct, only sparser).
     fn push(&mut self, e: [u8; W]) -> bool {
         if self.is_full() {
             return false;
         }
-        self.map.bytes_mut()[self.entries * W..(self.entries + 1) * W].copy_from_slice(&e);
+        let end = (self.entries + 1) * W;
+        if end > self.allocated {
+            let want = end.next_multiple_of(ALLOCATE_CHUNK).min(self.capacity * W);
+            let at = self.allocated as u64;
+            if let Err(e) = storage::allocate(&self.file, &self.path, at, (want - self.allocated) as u64) {
+                if !std::mem::replace(&mut self.starved, true) {
+                    tracing::warn!(path = %self.path.display(), "index entries skipped until space is freed: {e}");
+                }
+                return false;
+            }
+            self.allocated = want;
+            self.starved = false;
+        }
+        self.map.bytes_mut()[self.entries * W..end].copy_from_slice(&e);
         self.entries += 1;
         true
     }
@@ -88,8 +119,9 @@ impl<const W: usize> MappedEntries<W> {
     /// Trims the file to its entries (the form a clean close leaves).
     pub fn trim(&mut self) -> io::Result<()> {
         self.map.flush()?;
-        self.file.set_len((self.entries * W) as u64)?;
+        storage::set_len(&self.file, &self.path, (self.entries * W) as u64)?;
         self.capacity = self.entries;
+        self.allocated = self.allocated.min(self.entries * W);
         self.map = MappedFile::map(&self.file, self.entries * W)?;
         Ok(())
     }

@@ -79,11 +79,10 @@ const LOG_START_FILE: &str = "log-start-offset";
 
 fn read_log_start(dir: &Path) -> Result<Option<i64>, BrokerError> {
     let path = dir.join(LOG_START_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => text.trim().parse().map(Some).map_err(|_| storage(&path, format!("not an offset: {text:?}"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(storage(&path, e)),
-    }
+    let Some(bytes) = crate::storage::read(&path).map_err(|e| storage(&path, e))? else { return Ok(None) };
+    let text = String::from_utf8_lossy(&bytes);
+    let not_an_offset = || std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not an offset: {text:?}"));
+    text.trim().parse().map(Some).map_err(|_| storage(&path, not_an_offset()))
 }
 
 struct Pending {
@@ -153,8 +152,8 @@ fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-fn storage(path: &Path, e: impl std::fmt::Display) -> BrokerError {
-    BrokerError::Storage { path: path.to_path_buf(), reason: e.to_string() }
+fn storage(path: &Path, source: std::io::Error) -> BrokerError {
+    BrokerError::Storage { path: path.to_path_buf(), source }
 }
 
 impl Partition {
@@ -171,12 +170,13 @@ impl Partition {
         cfg: LogConfig,
         probe: Probe,
     ) -> Result<Rc<Partition>, BrokerError> {
-        std::fs::create_dir_all(&dir).map_err(|e| storage(&dir, e))?;
+        crate::storage::create_dir_all(&dir).map_err(|e| storage(&dir, e))?;
         let marker = dir.join(CLEAN_MARKER);
         let clean = marker.exists();
-        let mut bases: Vec<i64> = std::fs::read_dir(&dir)
+        let mut bases: Vec<i64> = crate::storage::list(&dir)
             .map_err(|e| storage(&dir, e))?
-            .filter_map(|e| e.ok()?.file_name().to_str().and_then(segment::parse_log_name))
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str().and_then(segment::parse_log_name))
             .collect();
         bases.sort_unstable();
         let fresh = bases.is_empty();
@@ -211,8 +211,8 @@ impl Partition {
                         dropped = size - scan.valid_len,
                         "truncating torn or corrupt log tail"
                     );
-                    seg.file.set_len(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
-                    seg.file.sync_all().map_err(|e| storage(&seg.path, e))?;
+                    seg.truncate(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
+                    crate::storage::sync(&seg.file, &seg.path).map_err(|e| storage(&seg.path, e))?;
                 }
                 seg.size.set(scan.valid_len);
                 seg
@@ -246,17 +246,13 @@ impl Partition {
             }
             segments.push(seg);
         }
-        let _ = std::fs::remove_file(&marker);
+        let _ = crate::storage::remove_file(&marker);
         let next = segments.last().map_or(0, |s| s.next_offset.get());
         let producers = snapshot::recover(&dir, &segments, next).map_err(|e| storage(&dir, e))?;
         // DeleteRecords may have moved the log start into the first segment.
         let log_start = read_log_start(&dir)?.unwrap_or(0).clamp(segments[0].base_offset, next);
         let active_path = segments.last().expect("one segment").path.clone();
-        let writer = glommio::io::OpenOptions::new()
-            .write(true)
-            .buffered_open(&active_path)
-            .await
-            .map_err(|e| storage(&active_path, e))?;
+        let writer = crate::storage::open_appender(&active_path).await.map_err(|e| storage(&active_path, e))?;
         let (tx, rx) = local_channel::new_bounded(1);
         let (done_tx, done_rx) = oneshot::channel();
         probe.log_bytes(segments.iter().map(|s| s.size.get() as i64).sum());
@@ -384,23 +380,19 @@ impl Partition {
                     break;
                 }
                 let Queue { buf, mut items } = q;
-                let result = self.write_queued(buf, &items).await;
+                let (written, result) = self.write_queued(buf, &items).await;
                 if let Err(e) = &result {
-                    tracing::error!(topic = %self.topic, partition = self.index, "log write failed, partition is now read-only: {e}");
-                    self.st.borrow_mut().failed = true;
-                    for (_, _, tx) in self.duplicates.borrow_mut().drain(..) {
-                        let _ = tx.send(Err(ErrorCode::KafkaStorageError));
-                    }
+                    self.write_failed(e, items.len() - written);
                 }
                 let log_start = self.st.borrow().log_start;
-                for it in &mut items {
-                    let r = match &result {
-                        Ok(()) => Ok(Appended {
+                for (i, it) in items.iter_mut().enumerate() {
+                    let r = match i < written {
+                        true => Ok(Appended {
                             base_offset: it.header.base_offset,
                             log_start_offset: log_start,
                             log_append_time: it.log_append_time,
                         }),
-                        Err(_) => Err(ErrorCode::KafkaStorageError),
+                        false => Err(ErrorCode::KafkaStorageError),
                     };
                     if let Some(tx) = it.reply.take() {
                         let _ = tx.send(r);
@@ -410,16 +402,56 @@ impl Partition {
         }
     }
 
-    async fn write_queued(self: &Rc<Self>, mut buf: Vec<u8>, items: &[Pending]) -> Result<(), BrokerError> {
+    /// After a write stopped with `e`, `refused` of the drained batches unwritten. A full
+    /// disk refuses just those batches (and the ones queued meanwhile, whose offsets came
+    /// after them): the part that landed is cut, offsets and idempotence state go back to
+    /// what was written, and the next append tries again, so writes resume once space is
+    /// freed. Any other error (EIO, a failed sync) takes the partition offline: it answers
+    /// KAFKA_STORAGE_ERROR until the broker restarts and recovers it from disk.
+    fn write_failed(&self, e: &BrokerError, refused: usize) {
+        let queued = std::mem::take(&mut *self.queue.borrow_mut()).items;
+        for mut it in queued {
+            if let Some(tx) = it.reply.take() {
+                let _ = tx.send(Err(ErrorCode::KafkaStorageError));
+            }
+        }
+        if e.is_no_space() && !self.st.borrow().failed {
+            let mut st = self.st.borrow_mut();
+            let seg = st.segments.last().expect("active segment");
+            if let Err(cut) = seg.truncate(seg.size.get()) {
+                tracing::warn!(topic = %self.topic, partition = self.index, "cannot cut a failed write's tail (recovery will): {cut}");
+            }
+            st.next_offset = st.written;
+            drop(st);
+            *self.producers.borrow_mut() = self.producers_written.borrow().clone();
+            self.probe.log_write_refused();
+            tracing::warn!(topic = %self.topic, partition = self.index, refused, "append refused, writes resume when the disk has room: {e}");
+            return;
+        }
+        tracing::error!(topic = %self.topic, partition = self.index, "log write failed, the partition is offline until a restart recovers it: {e}");
+        self.st.borrow_mut().failed = true;
+        for (_, _, tx) in self.duplicates.borrow_mut().drain(..) {
+            let _ = tx.send(Err(ErrorCode::KafkaStorageError));
+        }
+    }
+
+    /// Writes the queued batches, segment by segment, then makes what was written durable
+    /// under the flush policy. Returns how many of `items` are written and acknowledged as
+    /// the policy says, and the error that stopped the rest.
+    async fn write_queued(self: &Rc<Self>, mut buf: Vec<u8>, items: &[Pending]) -> (usize, Result<(), BrokerError>) {
         let mut first = 0;
         let mut buf_base = 0; // position in the original buffer where `buf` starts
+        let mut stopped = None;
         while first < items.len() {
             let need = items[first].header.size as u64;
-            self.roll_if_needed(need).await?;
-            let (writer, pos) = {
+            if let Err(e) = self.roll_if_needed(need).await {
+                stopped = Some(e);
+                break;
+            }
+            let (writer, pos, path) = {
                 let st = self.st.borrow();
                 let seg = st.segments.last().expect("active segment");
-                (st.writer.clone().expect("writer"), seg.size.get())
+                (st.writer.clone().expect("writer"), seg.size.get(), seg.path.clone())
             };
             // Take every batch that still fits in this segment.
             let room = self.cfg.get().segment_bytes.saturating_sub(pos);
@@ -432,7 +464,10 @@ impl Partition {
             let chunk = std::mem::replace(&mut buf, rest);
             buf_base = end;
             let len = chunk.len();
-            write_all_at(&writer, chunk, pos).await.map_err(|e| storage(&self.dir, e))?;
+            if let Err(e) = crate::storage::append_at(&writer, &path, chunk, pos).await {
+                stopped = Some(storage(&path, e));
+                break;
+            }
             let mut st = self.st.borrow_mut();
             let interval = self.cfg.get().index_interval_bytes;
             let seg = st.segments.last_mut().expect("active segment");
@@ -455,6 +490,16 @@ impl Partition {
             st.unsynced_records += items[first..last].iter().map(|it| it.header.record_count as u64).sum::<u64>();
             first = last;
         }
+        if first > 0 {
+            if let Err(e) = self.make_durable().await {
+                return (0, Err(e));
+            }
+        }
+        (first, stopped.map_or(Ok(()), Err))
+    }
+
+    /// What the flush policy asks after a write: sync now, schedule one, or nothing.
+    async fn make_durable(self: &Rc<Self>) -> Result<(), BrokerError> {
         match self.cfg.get().durability() {
             Durability::Always => self.sync().await?,
             Durability::Interval { messages, bytes, ms } => {
@@ -490,10 +535,12 @@ impl Partition {
         .detach();
     }
 
-    /// fdatasync the active segment and advance the high watermark over what it covered.
+    /// fdatasync the active segment and advance the high watermark over what it covered. A
+    /// failed sync takes the partition offline: what it covered may be lost from the page
+    /// cache, so nothing after the last good sync is served or acknowledged.
     pub async fn sync(&self) -> Result<(), BrokerError> {
         // What this sync covers, captured before it starts: a roll may happen meanwhile.
-        let (writer, written, base, size, unsynced, unsynced_records) = {
+        let (writer, written, base, size, unsynced, unsynced_records, path) = {
             let st = self.st.borrow();
             let seg = st.segments.last();
             (
@@ -503,15 +550,20 @@ impl Partition {
                 seg.map_or(0, |s| s.size.get()),
                 st.unsynced_bytes,
                 st.unsynced_records,
+                seg.map_or_else(|| self.dir.clone(), |s| s.path.clone()),
             )
         };
         let Some(writer) = writer else { return Ok(()) };
         self.syncing.set(true);
         let started = Instant::now();
-        let r = writer.fdatasync().await;
+        let r = crate::storage::fdatasync(&writer, &path).await;
         self.probe.fsync(started.elapsed());
         self.syncing.set(false);
-        r.map_err(|e| storage(&self.dir, e))?;
+        if let Err(e) = r {
+            self.st.borrow_mut().failed = true;
+            tracing::error!(topic = %self.topic, partition = self.index, "fdatasync failed, the partition is offline until a restart recovers it: {e}");
+            return Err(storage(&path, e));
+        }
         {
             let mut st = self.st.borrow_mut();
             if written > st.hwm {
@@ -611,10 +663,9 @@ impl Partition {
         self.write_producer_snapshot(base)?;
         let cap = Segment::index_capacity(self.cfg.get().segment_bytes, self.cfg.get().index_interval_bytes);
         let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
-        let writer =
-            glommio::io::OpenOptions::new().write(true).buffered_open(&path).await.map_err(|e| storage(&path, e))?;
+        let writer = crate::storage::open_appender(&path).await.map_err(|e| storage(&path, e))?;
         // The new file's directory entry must survive a crash too.
-        std::fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| storage(&self.dir, e))?;
+        crate::storage::sync_dir(&self.dir).map_err(|e| storage(&self.dir, e))?;
         let mut st = self.st.borrow_mut();
         st.segments.push(seg);
         st.writer = Some(Rc::new(writer));
@@ -626,6 +677,9 @@ impl Partition {
     /// `max_bytes` (the first batch whole when `min_one`), never past the high watermark.
     pub fn read(&self, offset: i64, max_bytes: u32, min_one: bool) -> Result<ReadOut, ErrorCode> {
         let st = self.st.borrow();
+        if st.failed {
+            return Err(ErrorCode::KafkaStorageError);
+        }
         let offsets = st.offsets();
         if offset < st.log_start || offset > st.hwm {
             return Err(ErrorCode::OffsetOutOfRange);
@@ -647,12 +701,19 @@ impl Partition {
                 }
                 Ok(None) => continue,
                 Err(e) => {
-                    tracing::error!(topic = %self.topic, partition = self.index, "read failed: {e}");
+                    drop(st);
+                    self.read_failed(&e);
                     return Err(ErrorCode::KafkaStorageError);
                 }
             }
         }
         Ok(ReadOut { offsets, records: None, first_batch_len: 0 })
+    }
+
+    /// A read of the log failed (EIO): the partition goes offline, as after a failed write.
+    fn read_failed(&self, e: &std::io::Error) {
+        tracing::error!(topic = %self.topic, partition = self.index, "log read failed, the partition is offline until a restart recovers it: {e}");
+        self.st.borrow_mut().failed = true;
     }
 
     /// ListOffsets: the first record with a timestamp >= `ts`, as (offset, timestamp); `None`
@@ -671,7 +732,11 @@ impl Partition {
                     return Ok(Some((offset.max(st.log_start), found_ts)).filter(|(o, _)| *o < st.hwm));
                 }
                 Ok(None) => continue,
-                Err(_) => return Err(ErrorCode::KafkaStorageError),
+                Err(e) => {
+                    drop(st);
+                    self.read_failed(&e);
+                    return Err(ErrorCode::KafkaStorageError);
+                }
             }
         }
         Ok(None)
@@ -784,7 +849,7 @@ impl Partition {
         let end = st.written;
         drop(st);
         self.write_producer_snapshot(end)?;
-        std::fs::write(self.dir.join(CLEAN_MARKER), b"").map_err(|e| storage(&self.dir, e))?;
+        crate::storage::write_file(&self.dir.join(CLEAN_MARKER), b"").map_err(|e| storage(&self.dir, e))?;
         Ok(())
     }
 
@@ -806,12 +871,11 @@ impl Partition {
     pub fn delete_files(&self) -> std::io::Result<()> {
         let size: u64 = self.st.borrow().segments.iter().map(|s| s.size.get()).sum();
         self.probe.log_bytes(-(size as i64));
-        std::fs::remove_dir_all(&self.dir)
+        crate::storage::remove_dir_all(&self.dir)
     }
 
     /// Calls `f` with every committed batch, oldest first (replay of internal logs).
     pub fn scan_batches(&self, mut f: impl FnMut(&[u8])) -> std::io::Result<()> {
-        use std::os::unix::fs::FileExt;
         let st = self.st.borrow();
         let mut buf = Vec::new();
         for seg in &st.segments {
@@ -819,7 +883,7 @@ impl Partition {
             let mut pos = 0;
             while let Some(h) = seg.header_at(pos, end)? {
                 buf.resize(h.size, 0);
-                seg.file.read_exact_at(&mut buf, pos)?;
+                seg.read_at(&mut buf, pos)?;
                 f(&buf);
                 pos += h.size as u64;
             }
@@ -837,7 +901,6 @@ impl Partition {
 /// and decompressed within `limit` bytes when compressed. `None` when the batch cannot be
 /// read (the caller then falls back to the batch's base offset).
 fn first_record_at(seg: &Segment, h: &BatchHeader, ts: i64, limit: usize) -> Option<(i64, i64)> {
-    use std::os::unix::fs::FileExt;
     if h.is_log_append_time() {
         return Some((h.base_offset, h.max_timestamp));
     }
@@ -846,7 +909,7 @@ fn first_record_at(seg: &Segment, h: &BatchHeader, ts: i64, limit: usize) -> Opt
     }
     let (pos, _) = seg.find(h.base_offset).ok()??;
     let mut buf = vec![0u8; h.size];
-    seg.file.read_exact_at(&mut buf, pos).ok()?;
+    seg.read_at(&mut buf, pos).ok()?;
     let records = match batch::record_bytes(&buf, limit) {
         Ok(r) => r,
         Err(e) => {
@@ -874,21 +937,6 @@ fn check_timestamps(records: &[u8], h: &BatchHeader, cfg: &LogConfig, now: i64) 
                 return Err(BatchError::Timestamp { timestamp: oldest, now, bound_ms: before, side: "behind" });
             }
         }
-    }
-    Ok(())
-}
-
-/// Writes the whole buffer at `pos`. glommio consumes the buffer, so a short write (which
-/// for a buffered file means the disk or a file-size limit is full) is reported as an error
-/// rather than retried; recovery trims whatever part landed.
-async fn write_all_at(file: &BufferedFile, buf: Vec<u8>, pos: u64) -> std::io::Result<()> {
-    let len = buf.len();
-    let n = file.write_at(buf, pos).await.map_err(|e| std::io::Error::other(e.to_string()))?;
-    if n != len {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::WriteZero,
-            format!("short write ({n} of {len} bytes): is the data disk full?"),
-        ));
     }
     Ok(())
 }
@@ -1305,6 +1353,118 @@ mod tests {
             append_n(&p, 5, 1).await; // 10: synced at once
             assert_eq!(p.offsets().high_watermark, 12);
             assert_eq!(probe.metrics().fsync.snapshot().count(), syncs + 1);
+        });
+    }
+
+    use crate::storage::faults::{self, Fault, Op};
+
+    async fn result_of(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
+        match p.append(b) {
+            Ok(rx) => rx.await.unwrap().map(|a| a.base_offset),
+            Err(e) => Err(e),
+        }
+    }
+
+    #[test]
+    fn a_full_disk_refuses_appends_and_writes_resume_when_space_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let c = cfg(FlushPolicy::Always, 4096);
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            append_n(&p, 0, 10).await;
+            assert_eq!(send(&p, &idem(10, 9, 0, 0)).await, Ok(20));
+            faults::inject(&path, Op::Write, Fault::NoSpace, None);
+            for i in 11..14 {
+                assert_eq!(result_of(&p, &batch(i)).await, Err(ErrorCode::KafkaStorageError));
+            }
+            assert_eq!(send(&p, &idem(14, 9, 0, 2)).await, Err(ErrorCode::KafkaStorageError));
+            assert_eq!(p.offsets().log_end, 22, "nothing refused took an offset");
+            assert_eq!(read_all(&p).len(), 11, "what was acknowledged is still served");
+            faults::clear(&path);
+            // Writes resume at the next offset; the refused idempotent batch is new, not a gap.
+            assert_eq!(append_n(&p, 15, 1).await, vec![22]);
+            assert_eq!(send(&p, &idem(14, 9, 0, 2)).await, Ok(24));
+            drop(p); // as after kill -9
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            assert_eq!(p.offsets().log_end, 26);
+            assert_eq!(read_all(&p).len(), 13, "every acknowledged batch, no refused one");
+        });
+    }
+
+    #[test]
+    fn a_write_torn_at_any_byte_is_cut_and_every_acknowledged_batch_kept() {
+        let size = batch(5).len();
+        for keep in 0..size {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t-0");
+            run(async move {
+                let c = cfg(FlushPolicy::Always, 1 << 20);
+                let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+                append_n(&p, 0, 5).await;
+                // The write lands `keep` bytes; the cut of them fails too, so they stay on disk
+                // for recovery to find, as after a crash in the middle of a write.
+                faults::inject(&path, Op::Write, Fault::Torn { keep }, Some(1));
+                faults::inject(&path, Op::Truncate, Fault::Io, Some(1));
+                assert_eq!(result_of(&p, &batch(5)).await, Err(ErrorCode::KafkaStorageError));
+                faults::clear(&path);
+                drop(p);
+                let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+                assert_eq!(p.offsets().log_end, 10, "torn at byte {keep} of {size}");
+                assert_eq!(read_all(&p).len(), 5);
+                assert_eq!(append_n(&p, 5, 1).await, vec![10]);
+            });
+        }
+    }
+
+    #[test]
+    fn a_failed_fsync_or_read_takes_only_that_partition_offline() {
+        let dir = tempfile::tempdir().unwrap();
+        run(async move {
+            let c = cfg(FlushPolicy::Always, 1 << 20);
+            let (a_dir, b_dir) = (dir.path().join("t-0"), dir.path().join("t-1"));
+            let a = Partition::open("t", 0, a_dir.clone(), c, Probe::detached()).await.unwrap();
+            let b = Partition::open("t", 1, b_dir.clone(), c, Probe::detached()).await.unwrap();
+            append_n(&a, 0, 3).await;
+            append_n(&b, 0, 3).await;
+            faults::inject(&a_dir, Op::Sync, Fault::Io, Some(1));
+            assert_eq!(result_of(&a, &batch(3)).await, Err(ErrorCode::KafkaStorageError));
+            assert_eq!(result_of(&a, &batch(4)).await, Err(ErrorCode::KafkaStorageError), "offline, not retried");
+            assert_eq!(a.read(0, 100, true).unwrap_err(), ErrorCode::KafkaStorageError);
+            assert_eq!(append_n(&b, 3, 1).await, vec![6], "the other partition keeps working");
+            // EIO on a read: offline too, even once the device answers again.
+            faults::inject(&b_dir, Op::Read, Fault::Io, Some(1));
+            assert_eq!(b.read(2, 100, true).unwrap_err(), ErrorCode::KafkaStorageError);
+            assert_eq!(b.read(0, 100, true).unwrap_err(), ErrorCode::KafkaStorageError);
+            drop((a, b));
+            // A restart recovers both from disk, with every acknowledged batch. The batch whose
+            // sync failed was refused, yet its bytes may be on disk: recovery keeps what it
+            // finds whole, as after a crash between a write and its ack (an idempotent
+            // producer's retry of it is then recognized as a duplicate).
+            let a = Partition::open("t", 0, a_dir, c, Probe::detached()).await.unwrap();
+            let b = Partition::open("t", 1, b_dir, c, Probe::detached()).await.unwrap();
+            assert!((3..=4).contains(&read_all(&a).len()));
+            assert_eq!(read_all(&b).len(), 4);
+        });
+    }
+
+    #[test]
+    fn a_full_disk_at_recovery_leaves_indexes_sparser_never_a_sigbus() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let mut c = cfg(FlushPolicy::Always, 1 << 20);
+            c.index_interval_bytes = 1; // an index entry per batch
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            append_n(&p, 0, 2000).await;
+            drop(p); // unclean: the next open rebuilds the indexes
+            faults::inject(&path, Op::Allocate, Fault::NoSpace, None);
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            assert_eq!(p.offsets().log_end, 4000);
+            assert_eq!(read_all(&p).len(), 2000, "every batch is found without the index entries");
+            assert_eq!(p.offset_for_time(1_000 + 1500).unwrap(), Some((3000, 2500)));
+            assert_eq!(append_n(&p, 2000, 1).await, vec![4000], "appends work: the log has room");
+            faults::clear(&path);
         });
     }
 }

@@ -8,15 +8,15 @@
 //! batch's offset.
 
 use std::cell::Cell;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::index::{OffsetIndex, TimeIndex};
 use crate::protocol::batch::{self, BatchHeader};
+use crate::storage;
 
 pub fn file_name(base: i64, ext: &str) -> String {
     format!("{base:020}.{ext}")
@@ -67,7 +67,7 @@ impl Segment {
     /// kept; otherwise they start empty and `rebuild` fills them.
     pub fn open(dir: &Path, base: i64, index_capacity: usize, trust_indexes: bool) -> io::Result<Segment> {
         let path = dir.join(file_name(base, "log"));
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+        let file = storage::open_rw(&path)?;
         let size = file.metadata()?.len();
         let index = OffsetIndex::open(&dir.join(file_name(base, "index")), index_capacity, trust_indexes)?;
         let time_index = TimeIndex::open(&dir.join(file_name(base, "timeindex")), index_capacity, trust_indexes)?;
@@ -86,13 +86,23 @@ impl Segment {
         })
     }
 
+    /// Reads `buf.len()` bytes of the .log at `pos`.
+    pub fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()> {
+        storage::read_exact_at(&self.file, &self.path, buf, pos)
+    }
+
+    /// Cuts the .log to `len` bytes (a torn tail, or a failed write's part that landed).
+    pub fn truncate(&self, len: u64) -> io::Result<()> {
+        storage::set_len(&self.file, &self.path, len)
+    }
+
     /// Reads the header of the batch at `pos` (no CRC check), if one fits before `end`.
     pub fn header_at(&self, pos: u64, end: u64) -> io::Result<Option<BatchHeader>> {
         if pos + batch::HEADER_LEN as u64 > end {
             return Ok(None);
         }
         let mut h = [0u8; batch::HEADER_LEN];
-        self.file.read_exact_at(&mut h, pos)?;
+        self.read_at(&mut h, pos)?;
         match batch::read_header(&h) {
             Ok(h) if pos + h.size as u64 <= end => Ok(Some(h)),
             _ => Ok(None),
@@ -124,18 +134,18 @@ impl Segment {
         let mut buf = Vec::new();
         while pos + batch::LOG_OVERHEAD as u64 <= size {
             let mut pre = [0u8; batch::LOG_OVERHEAD];
-            self.file.read_exact_at(&mut pre, pos)?;
+            self.read_at(&mut pre, pos)?;
             let len = match batch::batch_size(&pre) {
                 Some(Ok(len)) if pos + len as u64 <= size => len,
                 _ => break,
             };
             let checked = if verify {
                 buf.resize(len, 0);
-                self.file.read_exact_at(&mut buf, pos)?;
+                self.read_at(&mut buf, pos)?;
                 batch::check_batch(&buf)
             } else {
                 buf.resize(batch::HEADER_LEN.min(len), 0);
-                self.file.read_exact_at(&mut buf, pos)?;
+                self.read_at(&mut buf, pos)?;
                 batch::read_header(&buf)
             };
             let Ok(h) = checked else { break };
@@ -188,11 +198,7 @@ impl Segment {
 
     pub fn remove_files(&self) -> io::Result<()> {
         for ext in ["log", "index", "timeindex"] {
-            let p = self.path.with_extension(ext);
-            match std::fs::remove_file(&p) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
+            storage::remove_file(&self.path.with_extension(ext))?;
         }
         Ok(())
     }
@@ -202,6 +208,7 @@ impl Segment {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::unix::fs::FileExt;
 
     fn write_batches(seg: &Segment, n: usize, base: i64) -> Vec<u64> {
         let mut positions = Vec::new();

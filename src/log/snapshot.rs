@@ -15,8 +15,7 @@ const KEEP: usize = 2;
 
 fn list(dir: &Path) -> io::Result<Vec<(i64, std::path::PathBuf)>> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
+    for p in crate::storage::list(dir)? {
         if p.extension().is_some_and(|x| x == EXT) {
             if let Some(off) = p.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse::<i64>().ok()) {
                 out.push((off, p));
@@ -31,7 +30,7 @@ pub fn write(dir: &Path, offset: i64, state: &ProducerState) -> io::Result<()> {
     let path = dir.join(format!("{offset:020}.{EXT}"));
     crate::storage::write_atomic(&path, &serde_json::to_vec(state).map_err(io::Error::other)?, 0o644)?;
     for (_, old) in list(dir)?.into_iter().skip(KEEP) {
-        let _ = std::fs::remove_file(old);
+        let _ = crate::storage::remove_file(&old);
     }
     Ok(())
 }
@@ -45,7 +44,8 @@ pub fn recover(dir: &Path, segments: &[Segment], log_end: i64) -> io::Result<Pro
         if off > log_end || off < log_start {
             continue;
         }
-        match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<ProducerState>(&b).ok()) {
+        match crate::storage::read(&path).ok().flatten().and_then(|b| serde_json::from_slice::<ProducerState>(&b).ok())
+        {
             Some(state) => {
                 start = (off, state);
                 break;

@@ -183,6 +183,9 @@ pub struct ShardMetrics {
     pub creation_throttled: Counter,
     /// Partitions opened after an unclean stop, whose log tail was scanned batch by batch.
     pub log_recoveries: Counter,
+    /// Append writes refused because the data disk was full (their batches got
+    /// KAFKA_STORAGE_ERROR; later appends try again).
+    pub log_writes_refused: Counter,
     /// SASL authentications that succeeded and that failed.
     pub authentications: Counter,
     pub authentication_failures: Counter,
@@ -226,6 +229,7 @@ impl ShardMetrics {
             memory_waits: Counter::default(),
             creation_throttled: Counter::default(),
             log_recoveries: Counter::default(),
+            log_writes_refused: Counter::default(),
             authentications: Counter::default(),
             authentication_failures: Counter::default(),
             tls_handshake_failures: Counter::default(),
@@ -402,6 +406,11 @@ impl Probe {
     /// A partition opened without its clean-shutdown marker: its tail was scanned.
     pub fn log_recovery(&self) {
         self.m.log_recoveries.inc();
+    }
+
+    /// An append write found the data disk full.
+    pub fn log_write_refused(&self) {
+        self.m.log_writes_refused.inc();
     }
 }
 

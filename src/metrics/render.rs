@@ -313,6 +313,12 @@ impl Collector for Shards {
             "Partitions opened after an unclean stop, whose newest segment was scanned and cut at the first bad batch.",
             &per_shard(&|m| m.log_recoveries.get()),
         )?;
+        counter(
+            &mut enc,
+            "log_writes_refused",
+            "Append writes refused because the data disk was full; their batches got KAFKA_STORAGE_ERROR and later appends try again.",
+            &per_shard(&|m| m.log_writes_refused.get()),
+        )?;
         counter(&mut enc, "mesh_messages_sent", "Messages sent to other shards.", &per_shard(&|m| m.mesh_sent.get()))?;
         counter(
             &mut enc,

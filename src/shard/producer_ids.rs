@@ -27,13 +27,13 @@ pub struct ProducerIds {
 impl ProducerIds {
     pub fn load(dir: &Path) -> Result<ProducerIds, BrokerError> {
         let path = dir.join(FILE);
-        let reserved = match std::fs::read(&path) {
-            Ok(b) => {
+        let reserved = match crate::storage::read(&path) {
+            Ok(Some(b)) => {
                 serde_json::from_slice::<Persisted>(&b)
                     .map_err(|e| BrokerError::Metadata { path: path.clone(), reason: format!("unreadable: {e}") })?
                     .reserved_until
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Ok(None) => 0,
             Err(e) => return Err(BrokerError::Metadata { path, reason: e.to_string() }),
         };
         Ok(ProducerIds { next: Cell::new(reserved), reserved_until: Cell::new(reserved), path })

@@ -10,6 +10,8 @@ use std::path::Path;
 
 /// Replaces `path` with `bytes`, durably; the file gets permission bits `mode`.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    use super::faults::{hit, Op};
+    hit(Op::Write, path)?;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp_name = path.file_name().ok_or_else(|| io::Error::other("no file name"))?.to_os_string();
     tmp_name.push(".tmp");
@@ -18,9 +20,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     // A temp file left by an earlier crash keeps its old mode through `open`: set it.
     f.set_permissions(std::fs::Permissions::from_mode(mode))?;
     f.write_all(bytes)?;
+    hit(Op::Sync, path)?;
     f.sync_all()?;
+    hit(Op::Rename, path)?;
     std::fs::rename(&tmp, path)?;
-    std::fs::File::open(dir)?.sync_all()
+    super::sync_dir(dir)
 }
 
 #[cfg(test)]

@@ -1,0 +1,163 @@
+//! The one way the broker touches its data directory: every open, read, write, sync,
+//! allocation, truncation, rename and removal of a log, index, snapshot or catalog file goes
+//! through here, so that tests can make any of them fail (`faults`) and the rest of the
+//! broker handles one kind of error, `io::Error` with the OS's code kept.
+//!
+//! - Appends go through glommio's buffered files (`open_appender`, `append_at`,
+//!   `fdatasync`): the page cache keeps fresh data for fetches.
+//! - Index files are written through memory maps, and a store to a mapped page the file
+//!   system cannot back kills the process with SIGBUS. So no mapped page is ever written
+//!   before `allocate` has reserved its blocks (ENOSPC then comes back as an error), and
+//!   stale entries are cleared with `zero` (a punched hole), never by storing through the map.
+//! - Small files are replaced whole, atomically (`write_atomic`).
+
+mod atomic;
+pub mod faults;
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use glommio::io::BufferedFile;
+
+pub use atomic::write_atomic;
+use faults::{hit, Fault, Op};
+
+/// Whether an error means the device is full (ENOSPC, EDQUOT, or a short write, which for a
+/// buffered file means the same): writes may succeed again once space is freed.
+pub fn is_no_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+        || matches!(e.kind(), io::ErrorKind::StorageFull | io::ErrorKind::WriteZero)
+}
+
+pub fn create_dir_all(dir: &Path) -> io::Result<()> {
+    hit(Op::Open, dir)?;
+    std::fs::create_dir_all(dir)
+}
+
+/// The names of the entries of `dir`.
+pub fn list(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    hit(Op::Read, dir)?;
+    std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect()
+}
+
+/// Opens a file for reading and writing, creating it if needed.
+pub fn open_rw(path: &Path) -> io::Result<File> {
+    hit(Op::Open, path)?;
+    std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+}
+
+/// A whole file; `Ok(None)` if it does not exist.
+pub fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    hit(Op::Read, path)?;
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], pos: u64) -> io::Result<()> {
+    hit(Op::Read, path)?;
+    file.read_exact_at(buf, pos)
+}
+
+/// Writes a small file whole (not atomically: for markers whose absence is safe).
+pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    hit(Op::Write, path)?;
+    std::fs::write(path, bytes)
+}
+
+pub fn set_len(file: &File, path: &Path, len: u64) -> io::Result<()> {
+    hit(Op::Truncate, path)?;
+    file.set_len(len)
+}
+
+pub fn sync(file: &File, path: &Path) -> io::Result<()> {
+    hit(Op::Sync, path)?;
+    file.sync_all()
+}
+
+/// fsyncs a directory, so that the names created or removed in it survive a crash.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    hit(Op::Sync, dir)?;
+    File::open(dir)?.sync_all()
+}
+
+/// Reserves the blocks of `len` bytes at `offset` (the file grows if shorter), so that later
+/// stores through a map cannot find the device full.
+pub fn allocate(file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+    hit(Op::Allocate, path)?;
+    if len == 0 {
+        return Ok(());
+    }
+    let (offset, len) = (offset as libc::off_t, len as libc::off_t);
+    nix::fcntl::posix_fallocate(file.as_raw_fd(), offset, len).map_err(io::Error::from)
+}
+
+/// Makes `len` bytes at `offset` read as zeros without storing anything: the blocks are
+/// released (a punched hole), so this needs no free space. File systems without hole
+/// punching get the zeros written instead.
+pub fn zero(file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+    hit(Op::Write, path)?;
+    if len == 0 {
+        return Ok(());
+    }
+    use nix::fcntl::FallocateFlags;
+    let flags = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
+    match nix::fcntl::fallocate(file.as_raw_fd(), flags, offset as libc::off_t, len as libc::off_t) {
+        Ok(()) => Ok(()),
+        Err(nix::errno::Errno::EOPNOTSUPP) => file.write_all_at(&vec![0u8; len as usize], offset),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn remove_file(path: &Path) -> io::Result<()> {
+    hit(Op::Remove, path)?;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r,
+    }
+}
+
+pub fn remove_dir_all(dir: &Path) -> io::Result<()> {
+    hit(Op::Remove, dir)?;
+    std::fs::remove_dir_all(dir)
+}
+
+/// Opens a segment file for appends through the page cache.
+pub async fn open_appender(path: &Path) -> io::Result<BufferedFile> {
+    hit(Op::Open, path)?;
+    Ok(glommio::io::OpenOptions::new().write(true).buffered_open(path).await?)
+}
+
+/// Writes the whole buffer at `pos`. glommio consumes the buffer, so a short write (for a
+/// buffered file: the disk or a file-size limit is full) is reported as an error rather than
+/// retried; whatever part landed is the caller's to cut (see `is_no_space`).
+pub async fn append_at(file: &BufferedFile, path: &Path, buf: Vec<u8>, pos: u64) -> io::Result<()> {
+    let len = buf.len();
+    let buf = match faults::check(Op::Write, path) {
+        None => buf,
+        Some(Fault::Torn { keep }) if keep < len => {
+            let mut prefix = buf;
+            prefix.truncate(keep);
+            prefix
+        }
+        Some(f) => return Err(f.error()),
+    };
+    let wanted = buf.len();
+    let n = file.write_at(buf, pos).await?;
+    if n != len {
+        let reason = format!("short write ({n} of {len} bytes) at {}: is the data disk full?", path.display());
+        return Err(io::Error::new(io::ErrorKind::WriteZero, reason));
+    }
+    debug_assert_eq!(wanted, len);
+    Ok(())
+}
+
+pub async fn fdatasync(file: &BufferedFile, path: &Path) -> io::Result<()> {
+    hit(Op::Sync, path)?;
+    Ok(file.fdatasync().await?)
+}
