@@ -13,31 +13,36 @@ use crate::auth::acl::{Operation, ResourceType, CLUSTER_NAME};
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
-pub fn cluster(shard: &Shard, req: &Request, op: Operation) -> bool {
+pub(super) fn cluster(shard: &Shard, req: &Request, op: Operation) -> bool {
     shard.authorize(&req.session, op, ResourceType::Cluster, CLUSTER_NAME)
 }
 
-pub fn topic(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
+pub(super) fn topic(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
     shard.authorize(&req.session, op, ResourceType::Topic, name)
 }
 
 /// May the principal do `op` on at least one topic (Kafka's `authorizeByResourceType`)?
-pub fn any_topic(shard: &Shard, req: &Request, op: Operation) -> bool {
+pub(super) fn any_topic(shard: &Shard, req: &Request, op: Operation) -> bool {
     shard.authorize_any(&req.session, op, ResourceType::Topic)
 }
 
-pub fn group(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
+pub(super) fn group(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
     shard.authorize(&req.session, op, ResourceType::Group, name)
 }
 
-pub fn transactional_id(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
+pub(super) fn transactional_id(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
     shard.authorize(&req.session, op, ResourceType::TransactionalId, name)
 }
 
 /// Why an ACL request (CreateAcls, DescribeAcls, DeleteAcls) is refused, if it is: no
 /// authorizer is configured (SECURITY_DISABLED, as Kafka answers), or the principal lacks `op`
 /// on the cluster. `what` names the request in the message.
-pub fn acl_request_refusal(shard: &Shard, req: &Request, op: Operation, what: &str) -> Option<(ErrorCode, String)> {
+pub(super) fn acl_request_refusal(
+    shard: &Shard,
+    req: &Request,
+    op: Operation,
+    what: &str,
+) -> Option<(ErrorCode, String)> {
     if !shard.authorizer_enabled() {
         return Some((
             ErrorCode::SecurityDisabled,
@@ -52,7 +57,7 @@ pub fn acl_request_refusal(shard: &Shard, req: &Request, op: Operation, what: &s
 
 /// `Err(TOPIC_AUTHORIZATION_FAILED)` unless the principal may do `op` on the topic: the
 /// per-partition answer of the data-plane APIs.
-pub fn topic_or_fail(shard: &Shard, req: &Request, op: Operation, name: &str) -> Result<(), ErrorCode> {
+pub(super) fn topic_or_fail(shard: &Shard, req: &Request, op: Operation, name: &str) -> Result<(), ErrorCode> {
     if topic(shard, req, op, name) {
         Ok(())
     } else {
@@ -78,7 +83,7 @@ fn reported_operations(resource: ResourceType) -> &'static [Operation] {
 
 /// The authorized-operations bit set of one resource: bit `1 << code` for each reported
 /// operation the principal may do.
-pub fn operations(shard: &Shard, req: &Request, resource: ResourceType, name: &str) -> i32 {
+pub(super) fn operations(shard: &Shard, req: &Request, resource: ResourceType, name: &str) -> i32 {
     reported_operations(resource)
         .iter()
         .filter(|op| shard.authorize(&req.session, **op, resource, name))
@@ -87,7 +92,7 @@ pub fn operations(shard: &Shard, req: &Request, resource: ResourceType, name: &s
 
 /// The cluster's authorized operations as Metadata and DescribeCluster report them: none at
 /// all (0) to a principal that may not DESCRIBE the cluster.
-pub fn cluster_operations(shard: &Shard, req: &Request) -> i32 {
+pub(super) fn cluster_operations(shard: &Shard, req: &Request) -> i32 {
     if cluster(shard, req, Operation::Describe) {
         operations(shard, req, ResourceType::Cluster, CLUSTER_NAME)
     } else {
@@ -106,7 +111,7 @@ const CONFIG_GROUP: i8 = 32;
 /// (ALTER_CONFIGS) resource: topics against the topic, groups against the group, broker-wide
 /// resources against the cluster. A refusal carries Kafka's message. Resource types Kafka
 /// does not define pass here; the handler refuses them.
-pub fn config_resource(
+pub(super) fn config_resource(
     shard: &Shard,
     req: &Request,
     op: Operation,

@@ -12,7 +12,7 @@ use crate::shard::Shard;
 /// Whether the request may do `op` on `group` (Kafka: READ to be a member or commit, DESCRIBE
 /// to look, DELETE to delete), and then whether the id is one: GROUP_AUTHORIZATION_FAILED or
 /// INVALID_GROUP_ID, in that order, as Kafka's broker checks before its coordinator.
-pub fn admit(shard: &Shard, req: &Request, group: &str, op: Operation) -> Result<(), ErrorCode> {
+pub(super) fn admit(shard: &Shard, req: &Request, group: &str, op: Operation) -> Result<(), ErrorCode> {
     if !authz::group(shard, req, op, group) {
         return Err(ErrorCode::GroupAuthorizationFailed);
     }
@@ -24,7 +24,7 @@ pub fn admit(shard: &Shard, req: &Request, group: &str, op: Operation) -> Result
 
 /// Runs `make(reply)` on the group's home shard and waits for the reply; a home that
 /// cannot be reached is COORDINATOR_NOT_AVAILABLE, which clients retry.
-pub async fn call<T: Send + 'static>(
+pub(super) async fn call<T: Send + 'static>(
     shard: &Shard,
     group: &str,
     make: impl FnOnce(oneshot::Sender<T>) -> GroupOp,
@@ -33,10 +33,10 @@ pub async fn call<T: Send + 'static>(
 }
 
 /// A member id for a new member: `<client id>-<uuid>`, as Kafka makes them.
-pub fn fresh_member_id(client_id: Option<&str>) -> String {
+pub(super) fn fresh_member_id(client_id: Option<&str>) -> String {
     format!("{}-{}", client_id.unwrap_or(""), uuid::Uuid::new_v4())
 }
 
-pub fn opt_str(s: &Option<proto_kafka::protocol::StrBytes>) -> Option<String> {
+pub(super) fn opt_str(s: &Option<proto_kafka::protocol::StrBytes>) -> Option<String> {
     s.as_ref().map(|s| s.to_string())
 }

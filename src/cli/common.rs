@@ -11,17 +11,17 @@ use crate::protocol::messages::{GroupId, TopicName};
 use crate::protocol::StrBytes;
 
 /// The client id the CLI's requests carry (broker logs and quotas show it).
-pub const CLIENT_ID: &str = "ringbroker-cli";
+pub(super) const CLIENT_ID: &str = "ringbroker-cli";
 
 #[derive(Debug, Clone, Args)]
-pub struct BrokerArgs {
+pub(super) struct BrokerArgs {
     /// Brokers to bootstrap from, HOST:PORT[,HOST:PORT...]
     #[arg(short = 'b', long = "brokers", env = "RINGBROKER_BROKERS", default_value = "127.0.0.1:9092", global = true)]
     pub brokers: String,
 }
 
 impl BrokerArgs {
-    pub fn connect(&self) -> Result<Cluster> {
+    pub(super) fn connect(&self) -> Result<Cluster> {
         Cluster::connect(&self.brokers, CLIENT_ID)
     }
 }
@@ -30,7 +30,7 @@ impl BrokerArgs {
 /// message when it sent one: `TOPIC_ALREADY_EXISTS (36): topic 'orders': Topic 'orders'
 /// already exists.`
 #[derive(Debug)]
-pub struct KafkaError {
+pub(super) struct KafkaError {
     pub code: i16,
     pub what: String,
     pub message: Option<String>,
@@ -49,7 +49,7 @@ impl Display for KafkaError {
 impl std::error::Error for KafkaError {}
 
 /// `Ok` for error code 0, else the named Kafka error.
-pub fn check(code: i16, message: Option<&StrBytes>, what: impl Display) -> Result<()> {
+pub(super) fn check(code: i16, message: Option<&StrBytes>, what: impl Display) -> Result<()> {
     if code == 0 {
         return Ok(());
     }
@@ -57,32 +57,32 @@ pub fn check(code: i16, message: Option<&StrBytes>, what: impl Display) -> Resul
 }
 
 /// The named Kafka error `code` (non-zero) answered for `what`.
-pub fn kafka_error(code: i16, message: Option<&StrBytes>, what: impl Display) -> anyhow::Error {
+pub(super) fn kafka_error(code: i16, message: Option<&StrBytes>, what: impl Display) -> anyhow::Error {
     KafkaError { code, what: what.to_string(), message: message.map(|m| m.to_string()) }.into()
 }
 
 /// `k=v` of `--config`, `--set` and `-H`.
-pub fn parse_key_value(s: &str) -> Result<(String, String), String> {
+pub(super) fn parse_key_value(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
         _ => Err(format!("expected KEY=VALUE, got '{s}'")),
     }
 }
 
-pub fn sb(s: &str) -> StrBytes {
+pub(super) fn sb(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
-pub fn topic_name(s: &str) -> TopicName {
+pub(super) fn topic_name(s: &str) -> TopicName {
     TopicName(sb(s))
 }
 
-pub fn group_id(s: &str) -> GroupId {
+pub(super) fn group_id(s: &str) -> GroupId {
     GroupId(sb(s))
 }
 
 /// Milliseconds since the Unix epoch (record timestamps).
-pub fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 

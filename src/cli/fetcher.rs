@@ -23,7 +23,7 @@ use proto_kafka::records::{Record, RecordBatchDecoder};
 const FETCH_VERSIONS: (i16, i16) = (4, 12);
 /// How long a leader may hold a Fetch waiting for data: also how soon Ctrl-C and heartbeats
 /// are noticed.
-pub const MAX_WAIT_MS: i32 = 500;
+pub(super) const MAX_WAIT_MS: i32 = 500;
 const MAX_BYTES: i32 = 50 << 20;
 const PARTITION_MAX_BYTES: i32 = 1 << 20;
 
@@ -35,7 +35,7 @@ const LAST_OFFSET_DELTA_AT: usize = 23;
 const HEADER_PREFIX: usize = 27;
 
 /// The records of one partition in one Fetch answer.
-pub struct Fetched {
+pub(super) struct Fetched {
     pub partition: i32,
     pub records: Vec<Record>,
     /// Where the next fetch starts once every record here has been handled.
@@ -44,7 +44,7 @@ pub struct Fetched {
 
 /// Decodes the complete batches in `data`, keeping data records at or after `position`.
 /// Returns them and the offset after the last complete batch (or `position` if none).
-pub fn decode_batches(mut data: Bytes, position: i64) -> Result<(Vec<Record>, i64)> {
+pub(super) fn decode_batches(mut data: Bytes, position: i64) -> Result<(Vec<Record>, i64)> {
     let mut records = Vec::new();
     let mut next = position;
     while data.len() >= HEADER_PREFIX {
@@ -70,7 +70,7 @@ pub fn decode_batches(mut data: Bytes, position: i64) -> Result<(Vec<Record>, i6
 }
 
 /// Positions of the partitions of one topic, and their leaders.
-pub struct Fetcher {
+pub(super) struct Fetcher {
     pub topic: String,
     /// partition -> next offset to read
     pub positions: BTreeMap<i32, i64>,
@@ -79,7 +79,7 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
-    pub fn new(topic: &str, leaders: BTreeMap<i32, i32>) -> Fetcher {
+    pub(super) fn new(topic: &str, leaders: BTreeMap<i32, i32>) -> Fetcher {
         Fetcher { topic: topic.to_string(), positions: BTreeMap::new(), leaders }
     }
 
@@ -90,14 +90,14 @@ impl Fetcher {
     }
 
     /// `(partition, leader)` of the given partitions.
-    pub fn leaders_of(&self, parts: impl IntoIterator<Item = i32>) -> Vec<(i32, i32)> {
+    pub(super) fn leaders_of(&self, parts: impl IntoIterator<Item = i32>) -> Vec<(i32, i32)> {
         parts.into_iter().filter_map(|p| self.leaders.get(&p).map(|&l| (p, l))).collect()
     }
 
     /// One round: a Fetch to every leader of a positioned partition, then their answers.
     /// Partitions whose leader moved are looked up again; an offset out of range is reset
     /// to the nearest end of the log (with a note on stderr).
-    pub fn fetch_round(&mut self, cluster: &mut Cluster) -> Result<Vec<Fetched>> {
+    pub(super) fn fetch_round(&mut self, cluster: &mut Cluster) -> Result<Vec<Fetched>> {
         let mut by_leader: BTreeMap<i32, Vec<(i32, i64)>> = BTreeMap::new();
         for (&p, &offset) in &self.positions {
             let Some(&leader) = self.leaders.get(&p) else {

@@ -14,16 +14,16 @@ use crate::protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse}
 use crate::protocol::ErrorCode;
 
 /// ListOffsets timestamp meaning "the log start offset".
-pub const EARLIEST: i64 = -2;
+pub(super) const EARLIEST: i64 = -2;
 /// ListOffsets timestamp meaning "the offset after the last record" (the high watermark).
-pub const LATEST: i64 = -1;
+pub(super) const LATEST: i64 = -1;
 
 /// ListOffsets versions this client builds (v1 is the oldest Kafka 4 serves; v8 and later
 /// add timestamp kinds the CLI does not ask for).
 const LIST_OFFSETS_VERSIONS: (i16, i16) = (1, 7);
 
 #[derive(Debug, Clone)]
-pub struct PartitionInfo {
+pub(super) struct PartitionInfo {
     pub partition: i32,
     pub error_code: i16,
     pub leader: i32,
@@ -34,7 +34,7 @@ pub struct PartitionInfo {
 }
 
 #[derive(Debug, Clone)]
-pub struct Topic {
+pub(super) struct Topic {
     pub name: String,
     pub topic_id: uuid::Uuid,
     pub internal: bool,
@@ -42,7 +42,7 @@ pub struct Topic {
 }
 
 impl Topic {
-    pub fn from_metadata(t: &MetadataResponseTopic) -> Topic {
+    pub(super) fn from_metadata(t: &MetadataResponseTopic) -> Topic {
         let partitions = t
             .partitions
             .iter()
@@ -67,17 +67,17 @@ impl Topic {
         }
     }
 
-    pub fn partition_count(&self) -> i32 {
+    pub(super) fn partition_count(&self) -> i32 {
         self.partitions.len() as i32
     }
 
     /// The replication factor, as Kafka's tools show it: the replica count of a partition.
-    pub fn replication_factor(&self) -> usize {
+    pub(super) fn replication_factor(&self) -> usize {
         self.partitions.values().next().map_or(0, |p| p.replicas.len())
     }
 
     /// `(partition, leader)` of every partition.
-    pub fn leaders(&self) -> Vec<(i32, i32)> {
+    pub(super) fn leaders(&self) -> Vec<(i32, i32)> {
         self.partitions.values().map(|p| (p.partition, p.leader)).collect()
     }
 }
@@ -85,7 +85,7 @@ impl Topic {
 /// The layout of one topic. A topic whose leaders are still being elected (just created, or
 /// auto-created by this very request) is asked again for a few seconds; a missing topic is
 /// UNKNOWN_TOPIC_OR_PARTITION with the command that creates it.
-pub fn topic(cluster: &mut Cluster, name: &str, auto_create: bool) -> Result<Topic> {
+pub(super) fn topic(cluster: &mut Cluster, name: &str, auto_create: bool) -> Result<Topic> {
     let names = [name.to_string()];
     for attempt in 0..50 {
         let md = cluster.metadata(Some(&names), auto_create)?;
@@ -109,7 +109,7 @@ pub fn topic(cluster: &mut Cluster, name: &str, auto_create: bool) -> Result<Top
 }
 
 /// The error for a topic Metadata did not describe, with a hint when it does not exist.
-pub fn missing_topic(code: i16, name: &str) -> anyhow::Error {
+pub(super) fn missing_topic(code: i16, name: &str) -> anyhow::Error {
     let what = if code == ErrorCode::UnknownTopicOrPartition.code() {
         format!("topic '{name}' does not exist (create it with `ringbroker topic create {name}`)")
     } else {
@@ -121,7 +121,7 @@ pub fn missing_topic(code: i16, name: &str) -> anyhow::Error {
 /// The offset each partition answers for `timestamp` (`EARLIEST`, `LATEST`, or a time in ms:
 /// the first offset whose timestamp is at or after it, -1 if there is none). One request per
 /// leader; `parts` are `(partition, leader)`.
-pub fn list_offsets(
+pub(super) fn list_offsets(
     cluster: &mut Cluster,
     topic: &str,
     parts: &[(i32, i32)],

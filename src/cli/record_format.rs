@@ -5,14 +5,14 @@
 use proto_kafka::records::Record;
 
 #[derive(Debug, Clone)]
-pub enum RecordFormat {
+pub(super) enum RecordFormat {
     Text,
     Json,
     Template(Vec<Piece>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
+pub(super) enum Piece {
     Literal(Vec<u8>),
     Topic,
     Partition,
@@ -24,7 +24,7 @@ pub enum Piece {
 }
 
 impl RecordFormat {
-    pub fn parse(s: &str) -> Result<RecordFormat, String> {
+    pub(super) fn parse(s: &str) -> Result<RecordFormat, String> {
         match s {
             "text" => return Ok(RecordFormat::Text),
             "json" => return Ok(RecordFormat::Json),
@@ -89,7 +89,7 @@ impl RecordFormat {
     }
 
     /// The bytes printed for `r` (JSON is rendered by the caller, with serde).
-    pub fn render(&self, topic: &str, partition: i32, r: &Record) -> Vec<u8> {
+    pub(super) fn render(&self, topic: &str, partition: i32, r: &Record) -> Vec<u8> {
         let mut out = Vec::new();
         let bytes_or_null = |out: &mut Vec<u8>, b: &Option<bytes::Bytes>| match b {
             Some(b) => out.extend_from_slice(b),

@@ -12,7 +12,7 @@ use super::{fs::Fs, Finding, Fix};
 
 const DIR: &str = "/sys/devices/system/clocksource/clocksource0";
 
-pub fn check(fs: &dyn Fs) -> Vec<Finding> {
+pub(super) fn check(fs: &dyn Fs) -> Vec<Finding> {
     let setting = "clocksource";
     let current_path = Path::new(DIR).join("current_clocksource");
     let current = match fs.read(&current_path) {

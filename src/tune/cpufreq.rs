@@ -10,7 +10,7 @@ use super::{cpu_list, sys_path, Finding, Fix};
 
 const WANT: &str = "performance";
 
-pub fn check(fs: &dyn Fs, cpus: &[usize]) -> Vec<Finding> {
+pub(super) fn check(fs: &dyn Fs, cpus: &[usize]) -> Vec<Finding> {
     let setting = "scaling_governor";
     let mut fixes = Vec::new();
     let mut off: Vec<String> = Vec::new();

@@ -16,7 +16,7 @@ use super::fs::Fs;
 use super::thp::selected;
 use super::{sys_path, Finding, Fix};
 
-pub fn check(fs: &dyn Fs, data_dir: &Path) -> Vec<Finding> {
+pub(super) fn check(fs: &dyn Fs, data_dir: &Path) -> Vec<Finding> {
     let (major, minor) = match fs.device_of(data_dir) {
         Ok(d) => d,
         Err(e) => return vec![Finding::failed("disk", "device", format!("cannot stat the data directory: {e}"))],
@@ -119,14 +119,14 @@ fn nomerges(fs: &dyn Fs, disk: &Path, name: &str, rotational: bool) -> Finding {
 }
 
 #[cfg(test)]
-pub mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::tune::testing::Tree;
     use crate::tune::Status;
 
     /// Builds `/sys` for an NVMe disk with a partition holding the tree's `/data`, whatever
     /// device the temp dir really lives on.
-    pub fn nvme_tree(t: &Tree, scheduler: &str, nomerges: &str) {
+    pub(crate) fn nvme_tree(t: &Tree, scheduler: &str, nomerges: &str) {
         t.dir("data");
         let (maj, min) = t.fs().device_of(Path::new("/data")).unwrap();
         let disk = "sys/devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1";

@@ -24,7 +24,7 @@ use super::{cpu_list, sys_path, sysctl, Finding, Fix};
 
 /// Parses a kernel CPU mask: hex, most significant first, optionally in comma-separated
 /// 32-bit groups (`00000000,0000000f`).
-pub fn parse_mask(text: &str) -> Result<BTreeSet<usize>, String> {
+pub(super) fn parse_mask(text: &str) -> Result<BTreeSet<usize>, String> {
     let mut cpus = BTreeSet::new();
     let digits: Vec<char> = text.trim().chars().filter(|&c| c != ',').collect();
     for (i, c) in digits.iter().rev().enumerate() {
@@ -35,7 +35,7 @@ pub fn parse_mask(text: &str) -> Result<BTreeSet<usize>, String> {
 }
 
 /// Formats CPUs as a kernel CPU mask in 32-bit groups, as the kernel prints them.
-pub fn format_mask(cpus: &[usize]) -> String {
+pub(super) fn format_mask(cpus: &[usize]) -> String {
     let groups = cpus.iter().max().map_or(1, |m| m / 32 + 1);
     let mut words = vec![0u32; groups];
     for &c in cpus {
@@ -50,7 +50,7 @@ pub fn format_mask(cpus: &[usize]) -> String {
 
 /// The CPUs transmit queue `q` of `queues` serves: shard CPUs dealt out round-robin, so every
 /// shard CPU has a queue and every queue has a CPU.
-pub fn xps_cpus(cpus: &[usize], q: usize, queues: usize) -> Vec<usize> {
+pub(super) fn xps_cpus(cpus: &[usize], q: usize, queues: usize) -> Vec<usize> {
     let mine: Vec<usize> = cpus.iter().enumerate().filter(|(j, _)| j % queues == q).map(|(_, &c)| c).collect();
     if mine.is_empty() {
         vec![cpus[q % cpus.len()]]
@@ -63,7 +63,7 @@ fn nic_dir(nic: &str) -> PathBuf {
     sys_path(&["sys/class/net", nic])
 }
 
-pub fn check(fs: &dyn Fs, cpus: &[usize]) -> Vec<Finding> {
+pub(super) fn check(fs: &dyn Fs, cpus: &[usize]) -> Vec<Finding> {
     let nics = match fs.list(Path::new("/sys/class/net")) {
         Ok(n) => n,
         Err(e) => return vec![Finding::failed("net", "nics", e.to_string())],

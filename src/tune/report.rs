@@ -6,7 +6,7 @@ use super::{Finding, Status};
 
 /// What a run was about, printed with its findings.
 #[derive(Debug, Serialize)]
-pub struct Report<'a> {
+pub(super) struct Report<'a> {
     pub mode: &'static str,
     pub root: String,
     pub cpus: String,
@@ -18,11 +18,11 @@ pub struct Report<'a> {
     pub script: Option<&'a str>,
 }
 
-pub fn json(r: &Report) -> String {
+pub(super) fn json(r: &Report) -> String {
     serde_json::to_string_pretty(r).expect("findings serialize")
 }
 
-pub fn table(findings: &[Finding]) -> String {
+pub(super) fn table(findings: &[Finding]) -> String {
     let head = ("TUNER", "SETTING", "STATUS");
     let w0 = findings.iter().map(|f| f.tuner.len()).chain([head.0.len()]).max().unwrap_or(0);
     let w1 = findings.iter().map(|f| f.setting.len()).chain([head.1.len()]).max().unwrap_or(0);
@@ -35,7 +35,7 @@ pub fn table(findings: &[Finding]) -> String {
 }
 
 /// "5 ok, 2 needs-change, 1 failed"
-pub fn counts(findings: &[Finding]) -> String {
+pub(super) fn counts(findings: &[Finding]) -> String {
     let all = [Status::Ok, Status::NeedsChange, Status::Changed, Status::NeedsReboot, Status::Failed];
     all.iter()
         .map(|s| (s, findings.iter().filter(|f| f.status == *s).count()))

@@ -12,7 +12,7 @@ fn quote(s: &str) -> String {
 }
 
 /// The script fixing `findings`; `about` says what it was rendered for (one line).
-pub fn render(fs: &dyn Fs, findings: &[Finding], about: &str) -> String {
+pub(super) fn render(fs: &dyn Fs, findings: &[Finding], about: &str) -> String {
     let mut s = String::new();
     s.push_str("#!/bin/sh\n");
     s.push_str("# Ringbroker OS tuning, rendered by `ringbroker tune render`. Review it, then run it as root.\n");

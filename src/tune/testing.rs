@@ -6,52 +6,52 @@ use std::path::{Path, PathBuf};
 
 use super::fs::{Fs, RootFs};
 
-pub struct Tree {
+pub(super) struct Tree {
     dir: tempfile::TempDir,
 }
 
 impl Tree {
-    pub fn new() -> Tree {
+    pub(super) fn new() -> Tree {
         Tree { dir: tempfile::tempdir().unwrap() }
     }
 
-    pub fn root(&self) -> PathBuf {
+    pub(super) fn root(&self) -> PathBuf {
         self.dir.path().canonicalize().unwrap()
     }
 
-    pub fn fs(&self) -> RootFs {
+    pub(super) fn fs(&self) -> RootFs {
         RootFs::new(self.dir.path()).unwrap()
     }
 
     /// Creates (or overwrites) `rel` with `text` plus a newline, as the kernel shows values.
-    pub fn file(&self, rel: &str, text: &str) {
+    pub(super) fn file(&self, rel: &str, text: &str) {
         let p = self.dir.path().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, format!("{text}\n")).unwrap();
     }
 
-    pub fn dir(&self, rel: &str) {
+    pub(super) fn dir(&self, rel: &str) {
         std::fs::create_dir_all(self.dir.path().join(rel)).unwrap();
     }
 
     /// `rel` as a symlink to `target` (relative, so it resolves inside the tree).
-    pub fn link(&self, target: &str, rel: &str) {
+    pub(super) fn link(&self, target: &str, rel: &str) {
         let p = self.dir.path().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(target, p).unwrap();
     }
 
-    pub fn read(&self, rel: &str) -> String {
+    pub(super) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.dir.path().join(rel)).unwrap().trim_end().to_string()
     }
 
     /// Where `rel` is on this machine, as error messages name it.
-    pub fn shown(&self, rel: &str) -> String {
+    pub(super) fn shown(&self, rel: &str) -> String {
         self.root().join(rel).display().to_string()
     }
 
     /// Every file under the tree with its content, to prove a mode changed nothing.
-    pub fn snapshot(&self) -> Vec<(PathBuf, String)> {
+    pub(super) fn snapshot(&self) -> Vec<(PathBuf, String)> {
         fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
             for e in std::fs::read_dir(dir).unwrap() {
                 let p = e.unwrap().path();
@@ -72,7 +72,7 @@ impl Tree {
 
 /// A [`Fs`] over a [`Tree`] whose writes to chosen files fail (as a read-only or
 /// kernel-refused file would) or vanish (as a sysfs file that accepts and ignores a value).
-pub struct Faulty {
+pub(super) struct Faulty {
     pub inner: RootFs,
     pub refuse: Vec<PathBuf>,
     pub ignore: Vec<PathBuf>,

@@ -16,7 +16,7 @@ const ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 
 /// The bracketed choice and all choices of a sysfs selector like `always [madvise] never`.
 /// A lone word is the choice: the kernel shows a queue with no scheduler to pick as `none`.
-pub fn selected(text: &str) -> (Option<&str>, Vec<&str>) {
+pub(super) fn selected(text: &str) -> (Option<&str>, Vec<&str>) {
     let mut current = None;
     let mut all = Vec::new();
     for word in text.split_whitespace() {
@@ -32,7 +32,7 @@ pub fn selected(text: &str) -> (Option<&str>, Vec<&str>) {
     (current, all)
 }
 
-pub fn check(fs: &dyn Fs) -> Vec<Finding> {
+pub(super) fn check(fs: &dyn Fs) -> Vec<Finding> {
     let path = Path::new(ENABLED);
     let setting = "transparent_hugepage";
     let text = match fs.read(path) {

@@ -15,19 +15,19 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 /// The CLI with the broker given by the environment variable (`-b` is tested on its own).
-pub fn cli(broker: SocketAddr) -> Command {
+pub(crate) fn cli(broker: SocketAddr) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ringbroker"));
     c.env("RINGBROKER_BROKERS", broker.to_string());
     c
 }
 
 /// Runs the CLI with `args` and nothing on stdin.
-pub fn run(broker: SocketAddr, args: &[&str]) -> Output {
+pub(crate) fn run(broker: SocketAddr, args: &[&str]) -> Output {
     cli(broker).args(args).stdin(Stdio::null()).output().expect("run ringbroker")
 }
 
 /// Runs the CLI with `args` and `input` on stdin.
-pub fn run_with_input(broker: SocketAddr, args: &[&str], input: &[u8]) -> Output {
+pub(crate) fn run_with_input(broker: SocketAddr, args: &[&str], input: &[u8]) -> Output {
     let mut child = cli(broker)
         .args(args)
         .stdin(Stdio::piped())
@@ -40,7 +40,7 @@ pub fn run_with_input(broker: SocketAddr, args: &[&str], input: &[u8]) -> Output
 }
 
 /// The stdout of a run that must have succeeded; `what` names the run if it did not.
-pub fn stdout_of(out: &Output, what: &str) -> String {
+pub(crate) fn stdout_of(out: &Output, what: &str) -> String {
     assert!(
         out.status.success(),
         "{what} failed ({}): stdout:\n{}\nstderr:\n{}",
@@ -52,13 +52,13 @@ pub fn stdout_of(out: &Output, what: &str) -> String {
 }
 
 /// The stdout of a run that must have succeeded, parsed as one JSON document.
-pub fn json_of(out: &Output, what: &str) -> Value {
+pub(crate) fn json_of(out: &Output, what: &str) -> Value {
     let text = stdout_of(out, what);
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {text}"))
 }
 
 /// The stderr of a run that must have exited with `code`.
-pub fn failure(out: &Output, code: i32) -> String {
+pub(crate) fn failure(out: &Output, code: i32) -> String {
     assert_eq!(
         out.status.code(),
         Some(code),

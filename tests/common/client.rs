@@ -28,15 +28,15 @@ use ringbroker::protocol::messages::{
 use ringbroker::protocol::{Decodable, Encodable, StrBytes};
 
 /// Versions the helpers use (all flexible, names rather than topic ids unless stated).
-pub const API_VERSIONS_V: i16 = 3;
-pub const METADATA_V: i16 = 12;
-pub const PRODUCE_V: i16 = 9;
-pub const FETCH_V: i16 = 12;
-pub const LIST_OFFSETS_V: i16 = 7;
-pub const CREATE_TOPICS_V: i16 = 7;
+pub(crate) const API_VERSIONS_V: i16 = 3;
+pub(crate) const METADATA_V: i16 = 12;
+pub(crate) const PRODUCE_V: i16 = 9;
+pub(crate) const FETCH_V: i16 = 12;
+pub(crate) const LIST_OFFSETS_V: i16 = 7;
+pub(crate) const CREATE_TOPICS_V: i16 = 7;
 
 /// How long any single read may block before the test fails instead of hanging.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A request sent and not yet answered.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +48,7 @@ struct Sent {
 
 /// A response frame with its header stripped.
 #[derive(Debug)]
-pub struct Response {
+pub(crate) struct Response {
     pub correlation_id: i32,
     pub api: ApiKey,
     pub version: i16,
@@ -56,34 +56,34 @@ pub struct Response {
 }
 
 impl Response {
-    pub fn decode<T: Decodable>(&self) -> T {
+    pub(crate) fn decode<T: Decodable>(&self) -> T {
         let mut body = self.body.clone();
         T::decode(&mut body, self.version)
             .unwrap_or_else(|e| panic!("cannot decode the {:?} v{} response: {e}", self.api, self.version))
     }
 }
 
-pub struct Client {
+pub(crate) struct Client {
     stream: TcpStream,
     next_correlation: i32,
     in_flight: VecDeque<Sent>,
 }
 
 /// `s` as the codec's string type.
-pub fn sb(s: &str) -> StrBytes {
+pub(crate) fn sb(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
-pub fn topic_name(s: &str) -> TopicName {
+pub(crate) fn topic_name(s: &str) -> TopicName {
     TopicName(sb(s))
 }
 
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_millis() as i64
 }
 
 /// Polls `cond` every 50 ms until it holds or `limit` passes; returns whether it held.
-pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
     loop {
         if cond() {
@@ -97,7 +97,7 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 impl Client {
-    pub fn connect(addr: SocketAddr) -> Client {
+    pub(crate) fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
             .unwrap_or_else(|e| panic!("cannot connect to the broker at {addr}: {e}"));
         stream.set_read_timeout(Some(IO_TIMEOUT)).expect("read timeout");
@@ -106,12 +106,12 @@ impl Client {
         Client { stream, next_correlation: 1, in_flight: VecDeque::new() }
     }
 
-    pub fn stream(&self) -> &TcpStream {
+    pub(crate) fn stream(&self) -> &TcpStream {
         &self.stream
     }
 
     /// Encodes a whole request frame (size prefix, header, body).
-    pub fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, req: &R) -> Vec<u8> {
+    pub(crate) fn frame<R: Encodable>(api: ApiKey, version: i16, correlation_id: i32, req: &R) -> Vec<u8> {
         let mut header = RequestHeader::default();
         header.request_api_key = api as i16;
         header.request_api_version = version;
@@ -128,7 +128,13 @@ impl Client {
 
     /// A request frame built by hand: a request header of `header_version` (1 or 2) with
     /// these fields, then `body` as is. For versions and bodies the codec would refuse.
-    pub fn raw_frame(api_key: i16, version: i16, correlation_id: i32, header_version: i16, body: &[u8]) -> Vec<u8> {
+    pub(crate) fn raw_frame(
+        api_key: i16,
+        version: i16,
+        correlation_id: i32,
+        header_version: i16,
+        body: &[u8],
+    ) -> Vec<u8> {
         let mut header = RequestHeader::default();
         header.request_api_key = api_key;
         header.request_api_version = version;
@@ -144,14 +150,14 @@ impl Client {
     }
 
     /// Sends a request without waiting for its response; returns its correlation id.
-    pub fn send<R: Encodable>(&mut self, api: ApiKey, version: i16, req: &R) -> i32 {
+    pub(crate) fn send<R: Encodable>(&mut self, api: ApiKey, version: i16, req: &R) -> i32 {
         let id = self.next_correlation;
         self.send_with_id(api, version, id, req);
         id
     }
 
     /// Sends a request with a chosen correlation id.
-    pub fn send_with_id<R: Encodable>(&mut self, api: ApiKey, version: i16, correlation_id: i32, req: &R) {
+    pub(crate) fn send_with_id<R: Encodable>(&mut self, api: ApiKey, version: i16, correlation_id: i32, req: &R) {
         let frame = Client::frame(api, version, correlation_id, req);
         self.stream.write_all(&frame).unwrap_or_else(|e| panic!("sending {api:?} v{version}: {e}"));
         self.next_correlation = self.next_correlation.max(correlation_id) + 1;
@@ -159,7 +165,7 @@ impl Client {
     }
 
     /// Sends a request that gets no response (acks=0 produce): not tracked.
-    pub fn send_no_response<R: Encodable>(&mut self, api: ApiKey, version: i16, req: &R) -> i32 {
+    pub(crate) fn send_no_response<R: Encodable>(&mut self, api: ApiKey, version: i16, req: &R) -> i32 {
         let id = self.next_correlation;
         let frame = Client::frame(api, version, id, req);
         self.stream.write_all(&frame).unwrap_or_else(|e| panic!("sending {api:?} v{version}: {e}"));
@@ -169,18 +175,18 @@ impl Client {
 
     /// Writes raw bytes (hostile-input tests). Errors are returned: the broker may already
     /// have closed the connection.
-    pub fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes)?;
         self.stream.flush()
     }
 
     /// Stops sending: the broker reads end-of-stream after what was sent.
-    pub fn shutdown_write(&self) {
+    pub(crate) fn shutdown_write(&self) {
         let _ = self.stream.shutdown(Shutdown::Write);
     }
 
     /// Reads one response frame: `None` when the broker closed the connection first.
-    pub fn read_frame(&mut self) -> io::Result<Option<Vec<u8>>> {
+    pub(crate) fn read_frame(&mut self) -> io::Result<Option<Vec<u8>>> {
         let mut size = [0u8; 4];
         if !read_exact_or_eof(&mut self.stream, &mut size)? {
             return Ok(None);
@@ -195,7 +201,7 @@ impl Client {
     }
 
     /// Reads the next response, whichever request it answers, and strips its header.
-    pub fn recv_any(&mut self) -> Response {
+    pub(crate) fn recv_any(&mut self) -> Response {
         let frame = match self.read_frame() {
             Ok(Some(f)) => f,
             Ok(None) => panic!("the broker closed the connection; awaiting {:?}", self.in_flight),
@@ -219,7 +225,7 @@ impl Client {
     }
 
     /// Reads the response to the oldest request in flight, checking it comes next.
-    pub fn recv<T: Decodable>(&mut self) -> T {
+    pub(crate) fn recv<T: Decodable>(&mut self) -> T {
         let expected = self.in_flight.front().copied().expect("a request in flight");
         let r = self.recv_any();
         assert_eq!(
@@ -230,7 +236,7 @@ impl Client {
     }
 
     /// Sends a request and reads its response.
-    pub fn call<Req: Encodable, Resp: Decodable>(&mut self, api: ApiKey, version: i16, req: &Req) -> Resp {
+    pub(crate) fn call<Req: Encodable, Resp: Decodable>(&mut self, api: ApiKey, version: i16, req: &Req) -> Resp {
         assert!(self.in_flight.is_empty(), "call() with requests still in flight");
         self.send(api, version, req);
         self.recv()
@@ -238,7 +244,7 @@ impl Client {
 
     /// Waits until the broker closes the connection, discarding anything it sends first.
     /// `true` when it closed (EOF or reset), `false` if it was still open after `limit`.
-    pub fn wait_closed(&mut self, limit: Duration) -> bool {
+    pub(crate) fn wait_closed(&mut self, limit: Duration) -> bool {
         let end = Instant::now() + limit;
         let mut buf = [0u8; 4096];
         loop {
@@ -259,16 +265,16 @@ impl Client {
 
     // ---- typed helpers -------------------------------------------------------------
 
-    pub fn api_versions(&mut self) -> ApiVersionsResponse {
+    pub(crate) fn api_versions(&mut self) -> ApiVersionsResponse {
         self.call(ApiKey::ApiVersions, API_VERSIONS_V, &api_versions_request())
     }
 
     /// Metadata v12 for the named topics (`None`: all topics).
-    pub fn metadata(&mut self, topics: Option<&[&str]>, allow_auto_create: bool) -> MetadataResponse {
+    pub(crate) fn metadata(&mut self, topics: Option<&[&str]>, allow_auto_create: bool) -> MetadataResponse {
         self.call(ApiKey::Metadata, METADATA_V, &metadata_request(topics, allow_auto_create))
     }
 
-    pub fn create_topics(&mut self, topics: Vec<CreatableTopic>, validate_only: bool) -> CreateTopicsResponse {
+    pub(crate) fn create_topics(&mut self, topics: Vec<CreatableTopic>, validate_only: bool) -> CreateTopicsResponse {
         let mut req = CreateTopicsRequest::default();
         req.topics = topics;
         req.timeout_ms = 30_000;
@@ -277,7 +283,12 @@ impl Client {
     }
 
     /// Creates one topic and checks it worked.
-    pub fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) -> CreatableTopicResult {
+    pub(crate) fn create_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        configs: &[(&str, &str)],
+    ) -> CreatableTopicResult {
         let mut r = self.create_topics(vec![new_topic(name, partitions, 1, configs)], false);
         assert_eq!(r.topics.len(), 1);
         let t = r.topics.remove(0);
@@ -287,11 +298,11 @@ impl Client {
     }
 
     /// Produces one batch with acks=-1 and returns the partition's answer.
-    pub fn produce(&mut self, topic: &str, partition: i32, records: Vec<u8>) -> PartitionProduceResponse {
+    pub(crate) fn produce(&mut self, topic: &str, partition: i32, records: Vec<u8>) -> PartitionProduceResponse {
         self.produce_acks(topic, partition, records, -1)
     }
 
-    pub fn produce_acks(
+    pub(crate) fn produce_acks(
         &mut self,
         topic: &str,
         partition: i32,
@@ -304,21 +315,27 @@ impl Client {
     }
 
     /// Produces one batch and checks it was accepted; returns its base offset.
-    pub fn produce_ok(&mut self, topic: &str, partition: i32, records: Vec<u8>) -> i64 {
+    pub(crate) fn produce_ok(&mut self, topic: &str, partition: i32, records: Vec<u8>) -> i64 {
         let p = self.produce(topic, partition, records);
         assert_eq!(p.error_code, 0, "producing to {topic}-{partition}");
         p.base_offset
     }
 
     /// Fetch v12 (by name) of one partition, no waiting.
-    pub fn fetch(&mut self, topic: &str, partition: i32, offset: i64, partition_max_bytes: i32) -> PartitionData {
+    pub(crate) fn fetch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        partition_max_bytes: i32,
+    ) -> PartitionData {
         let resp: FetchResponse =
             self.call(ApiKey::Fetch, FETCH_V, &fetch_request(topic, partition, offset, partition_max_bytes));
         single_fetch(resp)
     }
 
     /// Reads a whole partition from `from` up to its high watermark, batch by batch.
-    pub fn fetch_all(&mut self, topic: &str, partition: i32, from: i64) -> Vec<Record> {
+    pub(crate) fn fetch_all(&mut self, topic: &str, partition: i32, from: i64) -> Vec<Record> {
         let mut out = Vec::new();
         let mut offset = from;
         loop {
@@ -337,7 +354,7 @@ impl Client {
         }
     }
 
-    pub fn list_offsets(&mut self, topic: &str, partition: i32, timestamp: i64) -> ListOffsetsPartitionResponse {
+    pub(crate) fn list_offsets(&mut self, topic: &str, partition: i32, timestamp: i64) -> ListOffsetsPartitionResponse {
         let resp: ListOffsetsResponse =
             self.call(ApiKey::ListOffsets, LIST_OFFSETS_V, &list_offsets_request(topic, partition, timestamp));
         assert_eq!(resp.topics.len(), 1);
@@ -347,13 +364,13 @@ impl Client {
     }
 
     /// ListOffsets latest (the high watermark), checked for errors.
-    pub fn latest(&mut self, topic: &str, partition: i32) -> i64 {
+    pub(crate) fn latest(&mut self, topic: &str, partition: i32) -> i64 {
         let p = self.list_offsets(topic, partition, -1);
         assert_eq!(p.error_code, 0, "ListOffsets latest {topic}-{partition}");
         p.offset
     }
 
-    pub fn earliest(&mut self, topic: &str, partition: i32) -> i64 {
+    pub(crate) fn earliest(&mut self, topic: &str, partition: i32) -> i64 {
         let p = self.list_offsets(topic, partition, -2);
         assert_eq!(p.error_code, 0, "ListOffsets earliest {topic}-{partition}");
         p.offset
@@ -398,14 +415,14 @@ fn skip_tagged_fields(b: &mut Bytes) {
 
 // ---- request builders --------------------------------------------------------------
 
-pub fn api_versions_request() -> ApiVersionsRequest {
+pub(crate) fn api_versions_request() -> ApiVersionsRequest {
     let mut r = ApiVersionsRequest::default();
     r.client_software_name = sb("ringbroker-tests");
     r.client_software_version = sb("0.1.0");
     r
 }
 
-pub fn metadata_request(topics: Option<&[&str]>, allow_auto_create: bool) -> MetadataRequest {
+pub(crate) fn metadata_request(topics: Option<&[&str]>, allow_auto_create: bool) -> MetadataRequest {
     let mut r = MetadataRequest::default();
     r.topics = topics.map(|ts| {
         ts.iter()
@@ -420,7 +437,12 @@ pub fn metadata_request(topics: Option<&[&str]>, allow_auto_create: bool) -> Met
     r
 }
 
-pub fn new_topic(name: &str, partitions: i32, replication_factor: i16, configs: &[(&str, &str)]) -> CreatableTopic {
+pub(crate) fn new_topic(
+    name: &str,
+    partitions: i32,
+    replication_factor: i16,
+    configs: &[(&str, &str)],
+) -> CreatableTopic {
     let mut t = CreatableTopic::default();
     t.name = topic_name(name);
     t.num_partitions = partitions;
@@ -438,7 +460,7 @@ pub fn new_topic(name: &str, partitions: i32, replication_factor: i16, configs: 
 }
 
 /// A Produce request (names, v3-v12) with one batch per listed partition.
-pub fn produce_request(topic: &str, batches: &[(i32, Vec<u8>)], acks: i16) -> ProduceRequest {
+pub(crate) fn produce_request(topic: &str, batches: &[(i32, Vec<u8>)], acks: i16) -> ProduceRequest {
     let mut t = TopicProduceData::default();
     t.name = topic_name(topic);
     t.partition_data = batches
@@ -458,14 +480,14 @@ pub fn produce_request(topic: &str, batches: &[(i32, Vec<u8>)], acks: i16) -> Pr
 }
 
 /// The single partition answer of a one-partition produce.
-pub fn single_produce(resp: ProduceResponse) -> PartitionProduceResponse {
+pub(crate) fn single_produce(resp: ProduceResponse) -> PartitionProduceResponse {
     assert_eq!(resp.responses.len(), 1, "one topic in the produce response");
     let mut t = resp.responses.into_iter().next().expect("one topic");
     assert_eq!(t.partition_responses.len(), 1, "one partition in the produce response");
     t.partition_responses.remove(0)
 }
 
-pub fn fetch_partition(partition: i32, offset: i64, partition_max_bytes: i32) -> FetchPartition {
+pub(crate) fn fetch_partition(partition: i32, offset: i64, partition_max_bytes: i32) -> FetchPartition {
     let mut p = FetchPartition::default();
     p.partition = partition;
     p.fetch_offset = offset;
@@ -474,7 +496,7 @@ pub fn fetch_partition(partition: i32, offset: i64, partition_max_bytes: i32) ->
 }
 
 /// A Fetch request by name (v4-v12) for one partition: no waiting, no session.
-pub fn fetch_request(topic: &str, partition: i32, offset: i64, partition_max_bytes: i32) -> FetchRequest {
+pub(crate) fn fetch_request(topic: &str, partition: i32, offset: i64, partition_max_bytes: i32) -> FetchRequest {
     let mut t = FetchTopic::default();
     t.topic = topic_name(topic);
     t.partitions = vec![fetch_partition(partition, offset, partition_max_bytes)];
@@ -490,7 +512,7 @@ pub fn fetch_request(topic: &str, partition: i32, offset: i64, partition_max_byt
 }
 
 /// A Fetch request by topic id (v13+) for one partition.
-pub fn fetch_request_by_id(
+pub(crate) fn fetch_request_by_id(
     topic_id: uuid::Uuid,
     partition: i32,
     offset: i64,
@@ -503,7 +525,7 @@ pub fn fetch_request_by_id(
 }
 
 /// The single partition of a one-partition fetch response.
-pub fn single_fetch(resp: FetchResponse) -> PartitionData {
+pub(crate) fn single_fetch(resp: FetchResponse) -> PartitionData {
     assert_eq!(resp.error_code, 0, "fetch top-level error");
     assert_eq!(resp.responses.len(), 1, "one topic in the fetch response");
     let mut t = resp.responses.into_iter().next().expect("one topic");
@@ -511,7 +533,7 @@ pub fn single_fetch(resp: FetchResponse) -> PartitionData {
     t.partitions.remove(0)
 }
 
-pub fn list_offsets_request(topic: &str, partition: i32, timestamp: i64) -> ListOffsetsRequest {
+pub(crate) fn list_offsets_request(topic: &str, partition: i32, timestamp: i64) -> ListOffsetsRequest {
     let mut p = ListOffsetsPartition::default();
     p.partition_index = partition;
     p.timestamp = timestamp;
@@ -529,7 +551,7 @@ pub fn list_offsets_request(topic: &str, partition: i32, timestamp: i64) -> List
 
 /// One record of a fetched batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     pub offset: i64,
     pub timestamp: i64,
     pub key: Option<Vec<u8>>,
@@ -538,7 +560,7 @@ pub struct Record {
 
 /// A fetched batch's header fields and where it sits in the record set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BatchInfo {
+pub(crate) struct BatchInfo {
     pub base_offset: i64,
     pub size: usize,
     pub record_count: i32,
@@ -553,7 +575,7 @@ fn be_i64(b: &[u8], at: usize) -> i64 {
 
 /// The whole batches at the front of a record set; a partial trailing batch (allowed at the
 /// end of a fetch response) is left out. Every whole batch must have a valid CRC.
-pub fn decode_batches(mut set: &[u8]) -> Vec<(BatchInfo, &[u8])> {
+pub(crate) fn decode_batches(mut set: &[u8]) -> Vec<(BatchInfo, &[u8])> {
     let mut out = Vec::new();
     while set.len() >= 12 {
         let len = be_i32(set, 8);
@@ -596,7 +618,7 @@ fn get_bytes(b: &[u8], pos: &mut usize) -> Option<Vec<u8>> {
 }
 
 /// Every record of the whole, uncompressed batches in a fetched record set.
-pub fn decode_records(set: &[u8]) -> Vec<Record> {
+pub(crate) fn decode_records(set: &[u8]) -> Vec<Record> {
     let mut out = Vec::new();
     for (info, b) in decode_batches(set) {
         let attributes = i16::from_be_bytes([b[21], b[22]]);
@@ -630,7 +652,7 @@ fn put_varint(out: &mut Vec<u8>, v: i64) {
 
 /// A valid uncompressed batch whose records carry their own timestamps (the first
 /// record's is the base timestamp; the batch's max timestamp is the largest).
-pub fn build_batch_with_timestamps(records: &[(i64, &[u8])]) -> Vec<u8> {
+pub(crate) fn build_batch_with_timestamps(records: &[(i64, &[u8])]) -> Vec<u8> {
     assert!(!records.is_empty());
     let base_ts = records[0].0;
     let max_ts = records.iter().map(|r| r.0).max().expect("a record");
@@ -664,13 +686,13 @@ pub fn build_batch_with_timestamps(records: &[(i64, &[u8])]) -> Vec<u8> {
 }
 
 /// `ringbroker::protocol::batch::build` over owned values.
-pub fn batch(ts: i64, values: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn batch(ts: i64, values: &[Vec<u8>]) -> Vec<u8> {
     let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
     ringbroker::protocol::batch::build(ts, &refs)
 }
 
 /// A deterministic value for record `i` of a test: `<tag>-<i>` padded to `len` bytes.
-pub fn value(tag: &str, i: usize, len: usize) -> Vec<u8> {
+pub(crate) fn value(tag: &str, i: usize, len: usize) -> Vec<u8> {
     let mut v = format!("{tag}-{i}").into_bytes();
     let mut x = i as u32 ^ 0x9e37_79b9;
     while v.len() < len {

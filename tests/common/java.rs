@@ -14,13 +14,13 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 /// The Maven project: `<crate>/tests/java`.
-pub fn project_dir() -> PathBuf {
+pub(crate) fn project_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("java")
 }
 
 /// The harness's runtime classpath (compiled classes + dependencies copied to target/lib by
 /// `mvn package`). `lib/*` is expanded by the `java` launcher itself.
-pub fn classpath() -> String {
+pub(crate) fn classpath() -> String {
     static BUILT: OnceLock<Result<String, String>> = OnceLock::new();
     match BUILT.get_or_init(build) {
         Ok(cp) => cp.clone(),
@@ -30,7 +30,7 @@ pub fn classpath() -> String {
 
 /// `java -cp … ringbroker.interop.Main <args>`, with client logging at WARN.
 /// Builds the harness first if this test binary has not yet.
-pub fn command(args: &[&str]) -> Command {
+pub(crate) fn command(args: &[&str]) -> Command {
     tool("ringbroker.interop.Main", args)
 }
 
@@ -57,7 +57,7 @@ pub fn command(args: &[&str]) -> Command {
 /// bindings. `--add` and `--list` print the bindings on stdout. When the broker rejects a request
 /// the tool exits 1 and prints `Error while executing ACL command: <exception>` and the stack
 /// trace on stdout (not stderr); `--help` also exits 1.
-pub fn tool(class: &str, args: &[&str]) -> Command {
+pub(crate) fn tool(class: &str, args: &[&str]) -> Command {
     let cp = classpath();
     let mut c = Command::new(java_bin());
     c.arg("-Xmx512m")
@@ -73,7 +73,7 @@ pub fn tool(class: &str, args: &[&str]) -> Command {
 
 /// Writes a Java properties file (`--props` of the harness's security subcommands,
 /// `--command-config` of Kafka's tools) and returns its path.
-pub fn write_props<K: AsRef<str>, V: AsRef<str>>(path: &Path, entries: &[(K, V)]) -> PathBuf {
+pub(crate) fn write_props<K: AsRef<str>, V: AsRef<str>>(path: &Path, entries: &[(K, V)]) -> PathBuf {
     let escape = |s: &str, key: bool| {
         let mut out = String::with_capacity(s.len());
         for ch in s.chars() {
@@ -105,14 +105,14 @@ pub fn write_props<K: AsRef<str>, V: AsRef<str>>(path: &Path, entries: &[(K, V)]
 }
 
 /// Runs the command to completion, echoing its stdout/stderr into the test's captured output.
-pub fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     let out = command(args).output().expect("spawn java for the interop harness");
     print_output(args.first().copied().unwrap_or("java"), &out);
     out
 }
 
 /// Prints a finished harness run (captured by the test harness, shown when a test fails).
-pub fn print_output(what: &str, out: &Output) {
+pub(crate) fn print_output(what: &str, out: &Output) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("---- java {what}: {} ----", out.status);
@@ -125,7 +125,7 @@ pub fn print_output(what: &str, out: &Output) {
 }
 
 /// The last `n` lines of a run's stderr and stdout, for assertion messages.
-pub fn tail(out: &Output, n: usize) -> String {
+pub(crate) fn tail(out: &Output, n: usize) -> String {
     let mut s = String::new();
     for (name, bytes) in [("stderr", &out.stderr), ("stdout", &out.stdout)] {
         let text = String::from_utf8_lossy(bytes);

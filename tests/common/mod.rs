@@ -17,7 +17,7 @@ const ADMIN_PREFIX: &str = "ringbroker admin listening on ";
 /// `ringbroker listener NAME (PROTOCOL) on HOST:PORT`.
 const LISTENER_PREFIX: &str = "ringbroker listener ";
 
-pub struct Broker {
+pub(crate) struct Broker {
     child: Option<Child>,
     pub addr: SocketAddr,
     /// The admin listener (`/metrics`), when the broker runs one. Test brokers get a free
@@ -32,12 +32,12 @@ pub struct Broker {
 
 impl Broker {
     /// A broker on an ephemeral port with a fresh data directory and the default shards.
-    pub fn start() -> Broker {
+    pub(crate) fn start() -> Broker {
         Broker::start_args(&[])
     }
 
     /// A broker on an ephemeral port with a fresh data directory and extra flags.
-    pub fn start_args(args: &[&str]) -> Broker {
+    pub(crate) fn start_args(args: &[&str]) -> Broker {
         let tmp = tempfile::tempdir().expect("temp dir");
         let dir = tmp.path().to_path_buf();
         let mut b = Broker::start_in(&dir, "127.0.0.1:0", args);
@@ -46,7 +46,7 @@ impl Broker {
     }
 
     /// A broker on `listen` using `data_dir` (kept by the caller, so a restart sees the data).
-    pub fn start_in(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
+    pub(crate) fn start_in(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
             .arg("--listen")
             .arg(listen)
@@ -102,22 +102,22 @@ impl Broker {
     }
 
     /// The bound address of the listener named `name` (e.g. "SASL_SSL").
-    pub fn listener(&self, name: &str) -> SocketAddr {
+    pub(crate) fn listener(&self, name: &str) -> SocketAddr {
         *self.listeners.get(name).unwrap_or_else(|| panic!("the broker has no listener {name}: {:?}", self.listeners))
     }
 
     /// `host:port` for a client's bootstrap.servers.
-    pub fn bootstrap(&self) -> String {
+    pub(crate) fn bootstrap(&self) -> String {
         self.addr.to_string()
     }
 
     /// The broker's process id (while it runs).
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
     }
 
     /// SIGKILL: no shutdown path runs, as in a power cut of the process.
-    pub fn kill9(&mut self) {
+    pub(crate) fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -125,7 +125,7 @@ impl Broker {
     }
 
     /// SIGTERM and wait for a clean exit; returns the exit status.
-    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn stop(&mut self) -> Option<std::process::ExitStatus> {
         let mut c = self.child.take()?;
         let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
         for _ in 0..300 {
@@ -139,7 +139,7 @@ impl Broker {
     }
 
     /// Keeps the data directory alive past this broker (for restarts in the same dir).
-    pub fn take_tempdir(&mut self) -> Option<tempfile::TempDir> {
+    pub(crate) fn take_tempdir(&mut self) -> Option<tempfile::TempDir> {
         self._tmp.take()
     }
 }
@@ -152,7 +152,7 @@ impl Drop for Broker {
 
 /// Restarts on the same data dir and address, retrying for a few seconds: the port of a
 /// broker that was just stopped may take a moment to be free again.
-pub fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
+pub(crate) fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
     let mut last = None;
     for attempt in 0..10 {
         match std::panic::catch_unwind(|| Broker::start_in(data_dir, listen, args)) {
@@ -169,7 +169,7 @@ pub fn restart(data_dir: &Path, listen: &str, args: &[&str]) -> Broker {
 
 /// Drives a future on this thread: rdkafka's AdminClient completes its futures from its own
 /// polling thread, so no async runtime is needed. `None` on timeout.
-pub fn block_on<F: std::future::Future>(fut: F, timeout: Duration) -> Option<F::Output> {
+pub(crate) fn block_on<F: std::future::Future>(fut: F, timeout: Duration) -> Option<F::Output> {
     use std::sync::Arc;
     use std::task::{Context, Poll, Wake, Waker};
     struct Unpark(std::thread::Thread);
@@ -195,7 +195,7 @@ pub fn block_on<F: std::future::Future>(fut: F, timeout: Duration) -> Option<F::
 }
 
 /// The broker's `/metrics` page (Prometheus text), from its admin listener.
-pub fn scrape(admin: SocketAddr) -> String {
+pub(crate) fn scrape(admin: SocketAddr) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(admin).expect("connect to the admin listener");
     s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
@@ -209,7 +209,7 @@ pub fn scrape(admin: SocketAddr) -> String {
 
 /// The sum over shards (and any other labels) of the samples of metric `name` on a scraped
 /// page, counting only samples whose labels include each of `labels` (e.g. `reason="idle"`).
-pub fn metric_sum(page: &str, name: &str, labels: &[&str]) -> f64 {
+pub(crate) fn metric_sum(page: &str, name: &str, labels: &[&str]) -> f64 {
     page.lines()
         .filter(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' ')))
         .filter(|l| labels.iter().all(|want| l.contains(want)))

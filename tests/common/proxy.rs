@@ -35,7 +35,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Api key of Produce.
-pub const PRODUCE: i16 = 0;
+pub(crate) const PRODUCE: i16 = 0;
 
 /// Responses larger than this are not expected from a test broker: the connection is closed
 /// (and the test fails on its own) rather than allocating without bound.
@@ -45,7 +45,7 @@ const MAX_RESPONSE: usize = 256 << 20;
 /// whose api key is in `api_keys` (all responses when that is empty); eligible responses are
 /// numbered from 0 in the order the proxy sees them, across connections.
 #[derive(Debug, Clone)]
-pub struct DropPolicy {
+pub(crate) struct DropPolicy {
     /// Swallow an eligible response with probability 1/`one_in` (0: never at random).
     pub one_in: u64,
     /// Swallow the eligible responses with these numbers (a deterministic schedule).
@@ -61,19 +61,19 @@ pub struct DropPolicy {
 impl DropPolicy {
     /// Swallows about one Produce response in `n` (and always the 3rd and the 12th), at most
     /// 200 in all.
-    pub fn produce_one_in(n: u64) -> DropPolicy {
+    pub(crate) fn produce_one_in(n: u64) -> DropPolicy {
         DropPolicy { one_in: n, schedule: vec![2, 11], api_keys: vec![PRODUCE], max_drops: 200, seed: 0x5eed_1de5 }
     }
 
     /// Forwards everything.
-    pub fn none() -> DropPolicy {
+    pub(crate) fn none() -> DropPolicy {
         DropPolicy { one_in: 0, schedule: Vec::new(), api_keys: Vec::new(), max_drops: 0, seed: 1 }
     }
 }
 
 /// Counters of what the proxy did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// Client connections accepted.
     pub connections: u64,
     /// Responses passed on to clients.
@@ -101,7 +101,7 @@ struct Shared {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-pub struct Proxy {
+pub(crate) struct Proxy {
     /// Where clients connect (127.0.0.1, an ephemeral port).
     pub addr: SocketAddr,
     shared: Arc<Shared>,
@@ -111,7 +111,7 @@ pub struct Proxy {
 impl Proxy {
     /// Binds 127.0.0.1:0 and starts accepting. Connections accepted before
     /// [`set_target`](Proxy::set_target) wait for it (up to 30 s).
-    pub fn bind(policy: DropPolicy) -> Proxy {
+    pub(crate) fn bind(policy: DropPolicy) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy on 127.0.0.1:0");
         let addr = listener.local_addr().expect("proxy address");
         let seed = policy.seed | 1;
@@ -138,17 +138,17 @@ impl Proxy {
     }
 
     /// Points the proxy at the broker's real address.
-    pub fn set_target(&self, broker: SocketAddr) {
+    pub(crate) fn set_target(&self, broker: SocketAddr) {
         *self.shared.target.lock().unwrap() = Some(broker);
         self.shared.target_set.notify_all();
     }
 
     /// Turns swallowing on or off (on at start); forwarding goes on either way.
-    pub fn set_dropping(&self, on: bool) {
+    pub(crate) fn set_dropping(&self, on: bool) {
         self.shared.dropping.store(on, Ordering::SeqCst);
     }
 
-    pub fn stats(&self) -> Stats {
+    pub(crate) fn stats(&self) -> Stats {
         let s = &self.shared;
         Stats {
             connections: s.connections.load(Ordering::SeqCst),
@@ -159,7 +159,7 @@ impl Proxy {
     }
 
     /// Stops accepting, closes every connection and joins every thread. Idempotent.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         let Some(accept) = self.accept.take() else { return };
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.target_set.notify_all();

@@ -27,7 +27,7 @@ use ringbroker::protocol::StrBytes;
 /// The broker flags for two listeners: PLAINTEXT, whose clients are `User:ANONYMOUS`, a super
 /// user (the admin connection), and SASL_PLAINTEXT, where users log in; the authorizer on or
 /// off as `authorizer` says.
-pub fn secured_args(authorizer: bool) -> [&'static str; 6] {
+pub(crate) fn secured_args(authorizer: bool) -> [&'static str; 6] {
     [
         "--listeners",
         "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
@@ -41,7 +41,7 @@ pub fn secured_args(authorizer: bool) -> [&'static str; 6] {
 /// The broker flags for one listener of each protocol: PLAINTEXT (the admin connection), SSL,
 /// SASL_PLAINTEXT and SASL_SSL, serving the certificate `cert` with its key `key` and
 /// trusting client certificates signed by `ca` (PEM files).
-pub fn every_listener_args<'a>(cert: &'a str, key: &'a str, ca: &'a str) -> Vec<&'a str> {
+pub(crate) fn every_listener_args<'a>(cert: &'a str, key: &'a str, ca: &'a str) -> Vec<&'a str> {
     vec![
         "--listeners",
         "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
@@ -68,7 +68,7 @@ fn sb(s: &str) -> StrBytes {
 /// Sets a SCRAM credential for `user` (4096 iterations) through the admin listener
 /// (AlterUserScramCredentials, as Kafka's admin client sends it: the salted password, never
 /// the password).
-pub fn add_user(admin: SocketAddr, user: &str, password: &str, mechanism: Mechanism) {
+pub(crate) fn add_user(admin: SocketAddr, user: &str, password: &str, mechanism: Mechanism) {
     let salt = scram::random_bytes(24);
     let mut up = ScramCredentialUpsertion::default();
     up.name = sb(user);
@@ -85,7 +85,7 @@ pub fn add_user(admin: SocketAddr, user: &str, password: &str, mechanism: Mechan
 }
 
 /// Creates topics of one partition each through the admin listener (CreateTopics v5).
-pub fn create_topics(admin: SocketAddr, names: &[&str]) {
+pub(crate) fn create_topics(admin: SocketAddr, names: &[&str]) {
     let mut req = CreateTopicsRequest::default();
     for name in names {
         let mut t = CreatableTopic::default();
@@ -103,7 +103,7 @@ pub fn create_topics(admin: SocketAddr, names: &[&str]) {
 
 /// One ACL, for any host: `permission` for `principal` (`User:name`) to do `op` on the
 /// resources of `resource` type that `name` matches under `pattern`.
-pub fn acl(
+pub(crate) fn acl(
     permission: Permission,
     principal: &str,
     resource: ResourceType,
@@ -123,7 +123,7 @@ pub fn acl(
 }
 
 /// CreateAcls v3 through the admin listener: the raw answer, for tests of a refusal.
-pub fn try_create_acls(admin: SocketAddr, acls: Vec<AclCreation>) -> CreateAclsResponse {
+pub(crate) fn try_create_acls(admin: SocketAddr, acls: Vec<AclCreation>) -> CreateAclsResponse {
     let mut req = CreateAclsRequest::default();
     req.creations = acls;
     connect(admin).call(ApiKey::CreateAcls, 3, &req).expect("CreateAcls")
@@ -131,7 +131,7 @@ pub fn try_create_acls(admin: SocketAddr, acls: Vec<AclCreation>) -> CreateAclsR
 
 /// Creates ACLs through the admin listener, checking each was stored (and so is enforced on
 /// every shard).
-pub fn create_acls(admin: SocketAddr, acls: Vec<AclCreation>) {
+pub(crate) fn create_acls(admin: SocketAddr, acls: Vec<AclCreation>) {
     for r in try_create_acls(admin, acls).results {
         assert_eq!(r.error_code, 0, "CreateAcls: {:?}", r.error_message);
     }
@@ -139,19 +139,19 @@ pub fn create_acls(admin: SocketAddr, acls: Vec<AclCreation>) {
 
 /// The one message of SASL PLAIN (RFC 4616): no authorization id, then `user` and `password`,
 /// each after a NUL.
-pub fn plain_token(user: &str, password: &str) -> Vec<u8> {
+pub(crate) fn plain_token(user: &str, password: &str) -> Vec<u8> {
     format!("\0{user}\0{password}").into_bytes()
 }
 
 /// The SaslHandshake request that asks for PLAIN.
-pub fn plain_handshake() -> SaslHandshakeRequest {
+pub(crate) fn plain_handshake() -> SaslHandshakeRequest {
     let mut req = SaslHandshakeRequest::default();
     req.mechanism = sb("PLAIN");
     req
 }
 
 /// The SaslAuthenticate request that logs in as `user` with PLAIN, after [`plain_handshake`].
-pub fn plain_authenticate(user: &str, password: &str) -> SaslAuthenticateRequest {
+pub(crate) fn plain_authenticate(user: &str, password: &str) -> SaslAuthenticateRequest {
     let mut req = SaslAuthenticateRequest::default();
     req.auth_bytes = plain_token(user, password).into();
     req

@@ -53,7 +53,7 @@ const DAYS: &str = "3650";
 
 /// A CA, a server and a client certificate, and an unrelated CA, in a temporary directory that
 /// lives as long as this value.
-pub struct TestPki {
+pub(crate) struct TestPki {
     pub dir: PathBuf,
     pub ca_cert: PathBuf,
     pub ca_key: PathBuf,
@@ -74,7 +74,7 @@ pub struct TestPki {
 }
 
 /// A client certificate made by [`TestPki::issue_client`] or [`TestPki::issue_untrusted_client`].
-pub struct ClientCert {
+pub(crate) struct ClientCert {
     pub cert: PathBuf,
     pub key: PathBuf,
     /// Key, certificate and its CA's certificate in one PEM file (Java's PEM keystore).
@@ -86,7 +86,7 @@ pub struct ClientCert {
 /// Makes a fresh PKI; `client_subject` is the client certificate's subject in openssl's
 /// `-subj` form, e.g. `/CN=alice/OU=test/O=ringbroker` (see [`TestPki::client_principal`] for
 /// the principal name it gives).
-pub fn generate(client_subject: &str) -> TestPki {
+pub(crate) fn generate(client_subject: &str) -> TestPki {
     let tmp = tempfile::Builder::new().prefix("ringbroker-pki-").tempdir().expect("temp dir for test certificates");
     let dir = tmp.path().to_path_buf();
     std::fs::write(dir.join("openssl.cnf"), OPENSSL_CNF).expect("write openssl.cnf");
@@ -115,12 +115,12 @@ pub fn generate(client_subject: &str) -> TestPki {
 impl TestPki {
     /// Another client certificate signed by the CA, in files `<name>.crt`, `<name>.key` and
     /// `<name>-keystore.pem`.
-    pub fn issue_client(&self, name: &str, subject: &str) -> ClientCert {
+    pub(crate) fn issue_client(&self, name: &str, subject: &str) -> ClientCert {
         issue_client_in(&self.dir, name, subject, "ca")
     }
 
     /// A client certificate signed by the other CA, which the broker must not trust.
-    pub fn issue_untrusted_client(&self, name: &str, subject: &str) -> ClientCert {
+    pub(crate) fn issue_untrusted_client(&self, name: &str, subject: &str) -> ClientCert {
         issue_client_in(&self.dir, name, subject, "other-ca")
     }
 
@@ -129,7 +129,7 @@ impl TestPki {
     /// client certificate. `security.protocol` (SSL or SASL_SSL) is the caller's to add. The
     /// server's certificate is checked against `127.0.0.1`/`localhost` (the client's default
     /// `ssl.endpoint.identification.algorithm=https`).
-    pub fn java_ssl_props(&self, keystore: Option<&Path>) -> Vec<(String, String)> {
+    pub(crate) fn java_ssl_props(&self, keystore: Option<&Path>) -> Vec<(String, String)> {
         let mut p = vec![
             ("ssl.truststore.type".to_string(), "PEM".to_string()),
             ("ssl.truststore.location".to_string(), self.ca_cert.display().to_string()),

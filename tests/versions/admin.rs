@@ -36,7 +36,7 @@ fn partitions_of(w: &mut Wire, name: &str) -> Result<Option<usize>, String> {
 
 /// A topic with two partitions and a config is created (and shows in Metadata); the same
 /// name again is TOPIC_ALREADY_EXISTS; validate_only creates nothing.
-pub fn create_topics(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn create_topics(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let name = ctx.name("create", v);
     let config = ("retention.ms", "3600001");
@@ -91,7 +91,7 @@ pub fn create_topics(ctx: &Ctx, v: i16) -> Check {
 
 /// Topics are deleted by name (and by id from v6) and leave Metadata; unknown ones are
 /// UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id).
-pub fn delete_topics(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn delete_topics(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let by_name = ctx.name("delete", v);
     ctx.create_topic(&by_name, 1, &[])?;
@@ -167,7 +167,7 @@ fn describe_request(resources: Vec<(i8, String, Option<Vec<&str>>)>) -> Describe
 
 /// The data topic shows its own setting as a topic config, the broker its configs, and an
 /// unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
-pub fn describe_configs(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn describe_configs(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let req = describe_request(vec![
         (RESOURCE_TOPIC, ctx.data.clone(), None),
@@ -236,7 +236,7 @@ const OP_DELETE: i8 = 1;
 
 /// SET shows in DescribeConfigs as a topic config, DELETE brings the default back; an
 /// unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
-pub fn incremental_alter_configs(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn incremental_alter_configs(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let topic = ctx.name("alter-inc", v);
     ctx.create_topic(&topic, 1, &[])?;
@@ -275,7 +275,7 @@ pub fn incremental_alter_configs(ctx: &Ctx, v: i16) -> Check {
 
 /// The one broker, also the controller, as Metadata shows it; the cluster's authorized
 /// operations when asked for.
-pub fn describe_cluster(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn describe_cluster(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     for with_operations in [false, true] {
         let mut req = DescribeClusterRequest::default();

@@ -56,7 +56,7 @@ fn served(w: &mut Wire) -> Check {
 /// PLAIN is offered and accepted: at v0 the token then goes bare (size-prefixed, answered
 /// the same way), from v1 in SaslAuthenticate. An unknown mechanism is
 /// UNSUPPORTED_SASL_MECHANISM with the enabled list.
-pub fn sasl_handshake(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn sasl_handshake(ctx: &Ctx, v: i16) -> Check {
     let Some(sasl) = &ctx.t.sasl else { return Err(skip("no SASL listener to sweep")) };
     let mut w = Wire::connect(sasl.addr)?;
     let r = handshake(&mut w, v, "PLAIN")?;
@@ -84,7 +84,7 @@ pub fn sasl_handshake(ctx: &Ctx, v: i16) -> Check {
 
 /// PLAIN with the right password authenticates (no session lifetime is configured); a wrong
 /// password is SASL_AUTHENTICATION_FAILED with a message.
-pub fn sasl_authenticate(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn sasl_authenticate(ctx: &Ctx, v: i16) -> Check {
     let Some(sasl) = &ctx.t.sasl else { return Err(skip("no SASL listener to sweep")) };
     let mut w = Wire::connect(sasl.addr)?;
     expect_code("SaslHandshake v1", handshake(&mut w, 1, "PLAIN")?.error_code, NONE)?;
@@ -189,7 +189,7 @@ fn acl_targets(ctx: &Ctx) -> Check {
 
 /// Without an authorizer SECURITY_DISABLED; with one the ACL is stored and shows in
 /// DescribeAcls.
-pub fn create_acls(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn create_acls(ctx: &Ctx, v: i16) -> Check {
     acl_targets(ctx)?;
     let principal = format!("User:{}", ctx.name("acl-create", v));
     let topic = ctx.name("acl-topic", v);
@@ -211,7 +211,7 @@ pub fn create_acls(ctx: &Ctx, v: i16) -> Check {
     expect_code("DeleteAcls v3", delete_acls_at(&mut w, 3, &principal)?.filter_results[0].error_code, NONE)
 }
 
-pub fn describe_acls(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn describe_acls(ctx: &Ctx, v: i16) -> Check {
     acl_targets(ctx)?;
     let principal = format!("User:{}", ctx.name("acl-describe", v));
     let topic = ctx.name("acl-topic", v);
@@ -233,7 +233,7 @@ pub fn describe_acls(ctx: &Ctx, v: i16) -> Check {
 
 /// Without an authorizer SECURITY_DISABLED; with one the filter's ACLs are deleted and
 /// answered.
-pub fn delete_acls(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn delete_acls(ctx: &Ctx, v: i16) -> Check {
     acl_targets(ctx)?;
     let principal = format!("User:{}", ctx.name("acl-delete", v));
     let topic = ctx.name("acl-topic", v);
@@ -339,7 +339,7 @@ fn expect_credential(w: &mut Wire, user: &str, present: bool) -> Check {
 }
 
 /// A credential is stored (and described), then deleted (RESOURCE_NOT_FOUND after).
-pub fn alter_user_scram_credentials(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn alter_user_scram_credentials(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let user = ctx.name("scram-alter", v);
     for (upsert, what) in [(true, "upserting"), (false, "deleting")] {
@@ -353,7 +353,7 @@ pub fn alter_user_scram_credentials(ctx: &Ctx, v: i16) -> Check {
 
 /// A stored credential is described by name and among all users; an unknown user is
 /// RESOURCE_NOT_FOUND.
-pub fn describe_user_scram_credentials(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn describe_user_scram_credentials(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let user = ctx.name("scram-describe", v);
     let unknown = ctx.name("scram-unknown", v);

@@ -27,7 +27,7 @@ const LEADER_NOT_AVAILABLE: i16 = ErrorCode::LeaderNotAvailable.code();
 // ---- ApiVersions -------------------------------------------------------------------------
 
 /// The table at every version, the same as the one the sweep read at v3.
-pub fn api_versions(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn api_versions(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let mut req = ApiVersionsRequest::default();
     if v >= 3 {
@@ -46,7 +46,7 @@ pub fn api_versions(ctx: &Ctx, v: i16) -> Check {
 
 // ---- Metadata ----------------------------------------------------------------------------
 
-pub fn metadata(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn metadata(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let named = |name: &str| {
         let mut t = MetadataRequestTopic::default();
@@ -214,7 +214,7 @@ fn check_data_topic(
 // ---- Produce -----------------------------------------------------------------------------
 
 /// A batch is appended and can be read back; an unknown topic is refused.
-pub fn produce(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn produce(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let value = format!("produced-v{v}-{}", ctx.tag);
     let request = |name: &str, id: uuid::Uuid, records: Vec<u8>| {
@@ -269,7 +269,7 @@ pub fn produce(ctx: &Ctx, v: i16) -> Check {
 /// that librdkafka before 2.11.1 keeps compression): a request with a legacy message set
 /// (magic 0 at v0, 1 at v1-v2) closes the connection without an answer, and the broker
 /// keeps serving others.
-pub fn produce_unserved(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn produce_unserved(ctx: &Ctx, v: i16) -> Check {
     let magic = if v == 0 { 0 } else { 1 };
     let set = legacy_message_set(magic, client::now_ms(), b"legacy");
     // The v0-v2 body is the v3 one without its leading (null) transactional id.
@@ -344,7 +344,7 @@ fn fetch_request(v: i16, topic: &str, id: uuid::Uuid, offset: i64, wait_ms: i32)
 
 /// The data topic's records come back whole; the log end answers no records; past it,
 /// OFFSET_OUT_OF_RANGE; an unknown topic UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id).
-pub fn fetch(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn fetch(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let one = |w: &mut Wire, topic: &str, id: uuid::Uuid, offset: i64, wait_ms: i32| {
         let r: FetchResponse = w.call(ApiKey::Fetch, v, &fetch_request(v, topic, id, offset, wait_ms))?;
@@ -398,8 +398,8 @@ pub fn fetch(ctx: &Ctx, v: i16) -> Check {
 
 // ---- ListOffsets -------------------------------------------------------------------------
 
-pub const LATEST: i64 = -1;
-pub const EARLIEST: i64 = -2;
+pub(crate) const LATEST: i64 = -1;
+pub(crate) const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
@@ -424,7 +424,7 @@ fn list_offsets_at(w: &mut Wire, v: i16, topic: &str, timestamp: i64) -> Result<
 }
 
 /// Every special timestamp the version knows, and real timestamps, on the data topic.
-pub fn list_offsets(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn list_offsets(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let t0 = ctx.t0;
     // (what, timestamp, offset, timestamp answered)
@@ -463,7 +463,7 @@ pub fn list_offsets(ctx: &Ctx, v: i16) -> Check {
 // ---- OffsetForLeaderEpoch ----------------------------------------------------------------
 
 /// The end offset of epoch 0 is the log end of the data topic.
-pub fn offset_for_leader_epoch(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn offset_for_leader_epoch(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let ask = |w: &mut Wire, topic: &str| {
         let mut p = OffsetForLeaderPartition::default();
@@ -497,7 +497,7 @@ pub fn offset_for_leader_epoch(ctx: &Ctx, v: i16) -> Check {
 // ---- InitProducerId ----------------------------------------------------------------------
 
 /// An idempotent producer gets an id and epoch 0, and its first batch is accepted.
-pub fn init_producer_id(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn init_producer_id(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let mut req = InitProducerIdRequest::default();
     req.transactional_id = None;

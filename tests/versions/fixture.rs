@@ -37,20 +37,20 @@ use crate::common::Broker;
 use crate::wire::{expect_code, expect_code_msg, Check, Wire};
 use crate::{client, security};
 
-pub const NONE: i16 = 0;
-pub const MEMBER_ID_REQUIRED: i16 = ringbroker::protocol::ErrorCode::MemberIdRequired.code();
+pub(crate) const NONE: i16 = 0;
+pub(crate) const MEMBER_ID_REQUIRED: i16 = ringbroker::protocol::ErrorCode::MemberIdRequired.code();
 
 /// Kafka's ConfigResource types and ConfigSource values.
-pub const RESOURCE_TOPIC: i8 = 2;
-pub const RESOURCE_BROKER: i8 = 4;
-pub const SOURCE_TOPIC: i8 = 1;
+pub(crate) const RESOURCE_TOPIC: i8 = 2;
+pub(crate) const RESOURCE_BROKER: i8 = 4;
+pub(crate) const SOURCE_TOPIC: i8 = 1;
 
 /// "Authorized operations were not requested."
-pub const AUTH_OPS_OMITTED: i32 = i32::MIN;
+pub(crate) const AUTH_OPS_OMITTED: i32 = i32::MIN;
 
 /// The authorized-operations bits Kafka reports for a principal allowed everything (no
 /// authorizer): one bit per operation it defines for the resource type.
-pub fn all_operations(resource: ringbroker::auth::acl::ResourceType) -> i32 {
+pub(crate) fn all_operations(resource: ringbroker::auth::acl::ResourceType) -> i32 {
     use ringbroker::auth::acl::Operation::*;
     use ringbroker::auth::acl::ResourceType;
     let ops: &[ringbroker::auth::acl::Operation] = match resource {
@@ -66,14 +66,14 @@ pub fn all_operations(resource: ringbroker::auth::acl::ResourceType) -> i32 {
 
 /// The SASL user the sweep logs in as (`SWEEP_SASL_USER` / `SWEEP_SASL_PASSWORD` for
 /// another broker, whose PLAIN users are its own configuration).
-pub struct SaslUser {
+pub(crate) struct SaslUser {
     pub addr: SocketAddr,
     pub user: String,
     pub password: String,
 }
 
 /// The brokers a sweep runs against.
-pub struct Targets {
+pub(crate) struct Targets {
     /// A PLAINTEXT listener: every case but the SASL ones.
     pub plain: SocketAddr,
     /// Whether `plain`'s broker enforces ACLs (then the ACL APIs do not answer
@@ -97,7 +97,7 @@ impl Targets {
     /// authorizer, one with an authorizer whose PLAINTEXT clients are super users. Or, with
     /// `SWEEP_BROKER=HOST:PORT` (and optionally `SWEEP_SASL_BROKER`, `SWEEP_AUTHZ_BROKER`),
     /// the brokers named there.
-    pub fn start() -> Targets {
+    pub(crate) fn start() -> Targets {
         let addr = |var: &str| {
             std::env::var(var).ok().map(|v| v.parse::<SocketAddr>().unwrap_or_else(|e| panic!("{var}={v}: {e}")))
         };
@@ -141,10 +141,10 @@ impl Targets {
 
 /// The timestamps of the data topic's records: 0 at `t0`, 1 at `t0 + 2000`, 2 at
 /// `t0 + 1000` (so the largest timestamp is not the last offset).
-pub const DATA_TS: [i64; 3] = [0, 2000, 1000];
-pub const DATA_VALUES: [&[u8]; 3] = [b"sweep-0", b"sweep-1", b"sweep-2"];
+pub(crate) const DATA_TS: [i64; 3] = [0, 2000, 1000];
+pub(crate) const DATA_VALUES: [&[u8]; 3] = [b"sweep-0", b"sweep-1", b"sweep-2"];
 
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub t: Targets,
     /// Makes every name of this run new, so that sweeping one broker twice works.
     pub tag: String,
@@ -164,10 +164,10 @@ pub struct Ctx {
 }
 
 /// The data topic's own setting, as DescribeConfigs must show it.
-pub const DATA_CONFIG: (&str, &str) = ("max.message.bytes", "1000012");
+pub(crate) const DATA_CONFIG: (&str, &str) = ("max.message.bytes", "1000012");
 
 impl Ctx {
-    pub fn new(t: Targets) -> Result<Ctx, String> {
+    pub(crate) fn new(t: Targets) -> Result<Ctx, String> {
         let tag = format!("{:x}", client::now_ms());
         let mut w = Wire::connect(t.plain)?;
         let m: MetadataResponse = w.call(ApiKey::Metadata, 12, &MetadataRequest::default())?;
@@ -232,18 +232,18 @@ impl Ctx {
     }
 
     /// A name no other case of this run uses: `sweep-<kind>-v<version>-<n>-<tag>`.
-    pub fn name(&self, kind: &str, version: i16) -> String {
+    pub(crate) fn name(&self, kind: &str, version: i16) -> String {
         let n = self.serial.get();
         self.serial.set(n + 1);
         format!("sweep-{kind}-v{version}-{n}-{}", self.tag)
     }
 
-    pub fn plain(&self) -> Result<Wire, String> {
+    pub(crate) fn plain(&self) -> Result<Wire, String> {
         Wire::connect(self.t.plain)
     }
 
     /// Retries `check` until it passes or `settle` has gone by; the last failure otherwise.
-    pub fn eventually(&self, mut check: impl FnMut() -> Check) -> Check {
+    pub(crate) fn eventually(&self, mut check: impl FnMut() -> Check) -> Check {
         let end = Instant::now() + self.t.settle;
         loop {
             match check() {
@@ -256,7 +256,12 @@ impl Ctx {
 
     /// CreateTopics v7 (replication factor 1), then waits until Metadata shows the topic with
     /// a leader for every partition; returns its id.
-    pub fn create_topic(&self, name: &str, partitions: i32, configs: &[(&str, &str)]) -> Result<uuid::Uuid, String> {
+    pub(crate) fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: &[(&str, &str)],
+    ) -> Result<uuid::Uuid, String> {
         let mut w = self.plain()?;
         let mut req = CreateTopicsRequest::default();
         req.topics = vec![new_topic(name, partitions, configs)];
@@ -279,11 +284,11 @@ impl Ctx {
     }
 }
 
-pub fn sbs(s: &str) -> StrBytes {
+pub(crate) fn sbs(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
 
-pub fn new_topic(name: &str, partitions: i32, configs: &[(&str, &str)]) -> CreatableTopic {
+pub(crate) fn new_topic(name: &str, partitions: i32, configs: &[(&str, &str)]) -> CreatableTopic {
     let mut t = CreatableTopic::default();
     t.name = TopicName(sbs(name));
     t.num_partitions = partitions;
@@ -301,7 +306,7 @@ pub fn new_topic(name: &str, partitions: i32, configs: &[(&str, &str)]) -> Creat
 }
 
 /// Metadata v12 of one topic, without creating it.
-pub fn topic_metadata(w: &mut Wire, name: &str) -> Result<MetadataResponseTopic, String> {
+pub(crate) fn topic_metadata(w: &mut Wire, name: &str) -> Result<MetadataResponseTopic, String> {
     let mut t = MetadataRequestTopic::default();
     t.name = Some(TopicName(sbs(name)));
     let mut req = MetadataRequest::default();
@@ -312,7 +317,7 @@ pub fn topic_metadata(w: &mut Wire, name: &str) -> Result<MetadataResponseTopic,
 }
 
 /// Produce v9, acks=-1, to partition 0; returns the base offset.
-pub fn produce(w: &mut Wire, topic: &str, batch: Vec<u8>) -> Result<i64, String> {
+pub(crate) fn produce(w: &mut Wire, topic: &str, batch: Vec<u8>) -> Result<i64, String> {
     let mut p = PartitionProduceData::default();
     p.index = 0;
     p.records = Some(Bytes::from(batch));
@@ -330,7 +335,7 @@ pub fn produce(w: &mut Wire, topic: &str, batch: Vec<u8>) -> Result<i64, String>
 }
 
 /// The records of partition 0 from `offset` (Fetch v12, one read).
-pub fn fetch_records(w: &mut Wire, topic: &str, offset: i64) -> Result<Vec<client::Record>, String> {
+pub(crate) fn fetch_records(w: &mut Wire, topic: &str, offset: i64) -> Result<Vec<client::Record>, String> {
     let mut p = FetchPartition::default();
     p.partition = 0;
     p.fetch_offset = offset;
@@ -349,7 +354,7 @@ pub fn fetch_records(w: &mut Wire, topic: &str, offset: i64) -> Result<Vec<clien
 }
 
 /// ListOffsets v7 of partition 0: (offset, timestamp).
-pub fn list_offset(w: &mut Wire, topic: &str, timestamp: i64) -> Result<(i64, i64), String> {
+pub(crate) fn list_offset(w: &mut Wire, topic: &str, timestamp: i64) -> Result<(i64, i64), String> {
     let mut p = ListOffsetsPartition::default();
     p.partition_index = 0;
     p.timestamp = timestamp;
@@ -366,7 +371,7 @@ pub fn list_offset(w: &mut Wire, topic: &str, timestamp: i64) -> Result<(i64, i6
 }
 
 /// A topic's configs by DescribeConfigs v4: name → (value, source).
-pub fn topic_configs(w: &mut Wire, topic: &str) -> Result<BTreeMap<String, (Option<String>, i8)>, String> {
+pub(crate) fn topic_configs(w: &mut Wire, topic: &str) -> Result<BTreeMap<String, (Option<String>, i8)>, String> {
     let mut res = DescribeConfigsResource::default();
     res.resource_type = RESOURCE_TOPIC;
     res.resource_name = sbs(topic);
@@ -384,7 +389,7 @@ pub fn topic_configs(w: &mut Wire, topic: &str) -> Result<BTreeMap<String, (Opti
 }
 
 /// InitProducerId v4 for an idempotent producer: (id, epoch).
-pub fn init_producer_id(w: &mut Wire) -> Result<(i64, i16), String> {
+pub(crate) fn init_producer_id(w: &mut Wire) -> Result<(i64, i16), String> {
     let mut req = InitProducerIdRequest::default();
     req.transactional_id = None;
     req.transaction_timeout_ms = 60_000;
@@ -394,7 +399,7 @@ pub fn init_producer_id(w: &mut Wire) -> Result<(i64, i16), String> {
 }
 
 /// A batch of `values` (all at `ts`) from an idempotent producer, starting at `sequence`.
-pub fn idempotent_batch(producer_id: i64, epoch: i16, sequence: i32, ts: i64, values: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn idempotent_batch(producer_id: i64, epoch: i16, sequence: i32, ts: i64, values: &[&[u8]]) -> Vec<u8> {
     let mut b = ringbroker::protocol::batch::build(ts, values);
     b[43..51].copy_from_slice(&producer_id.to_be_bytes());
     b[51..53].copy_from_slice(&epoch.to_be_bytes());
@@ -406,9 +411,9 @@ pub fn idempotent_batch(producer_id: i64, epoch: i16, sequence: i32, ts: i64, va
 
 // ---- consumer groups -------------------------------------------------------------------
 
-pub const PROTOCOL_TYPE: &str = "consumer";
-pub const PROTOCOL: &str = "range";
-pub const SESSION_TIMEOUT_MS: i32 = 30_000;
+pub(crate) const PROTOCOL_TYPE: &str = "consumer";
+pub(crate) const PROTOCOL: &str = "range";
+pub(crate) const SESSION_TIMEOUT_MS: i32 = 30_000;
 
 fn put_str(b: &mut Vec<u8>, s: &str) {
     b.put_i16(s.len() as i16);
@@ -416,7 +421,7 @@ fn put_str(b: &mut Vec<u8>, s: &str) {
 }
 
 /// A ConsumerProtocolSubscription v0 for `topics`.
-pub fn subscription(topics: &[&str]) -> Bytes {
+pub(crate) fn subscription(topics: &[&str]) -> Bytes {
     let mut b = Vec::new();
     b.put_i16(0);
     b.put_i32(topics.len() as i32);
@@ -428,7 +433,7 @@ pub fn subscription(topics: &[&str]) -> Bytes {
 }
 
 /// A ConsumerProtocolAssignment v0 giving partition 0 of each topic.
-pub fn assignment(topics: &[&str]) -> Bytes {
+pub(crate) fn assignment(topics: &[&str]) -> Bytes {
     let mut b = Vec::new();
     b.put_i16(0);
     b.put_i32(topics.len() as i32);
@@ -441,7 +446,7 @@ pub fn assignment(topics: &[&str]) -> Bytes {
     Bytes::from(b)
 }
 
-pub fn join_request(group: &str, member_id: &str, topics: &[&str]) -> JoinGroupRequest {
+pub(crate) fn join_request(group: &str, member_id: &str, topics: &[&str]) -> JoinGroupRequest {
     let mut p = JoinGroupRequestProtocol::default();
     p.name = sbs(PROTOCOL);
     p.metadata = subscription(topics);
@@ -456,7 +461,7 @@ pub fn join_request(group: &str, member_id: &str, topics: &[&str]) -> JoinGroupR
 }
 
 /// The only member of a group, on its own connection.
-pub struct Member {
+pub(crate) struct Member {
     pub w: Wire,
     pub group: String,
     pub id: String,
@@ -470,7 +475,7 @@ impl Member {
     }
 
     /// SyncGroup v5 as the leader, assigning itself partition 0 of its topics.
-    pub fn sync(&mut self) -> Check {
+    pub(crate) fn sync(&mut self) -> Check {
         let mut a = SyncGroupRequestAssignment::default();
         a.member_id = sbs(&self.id);
         a.assignment = assignment(&self.topic_refs());
@@ -486,7 +491,7 @@ impl Member {
     }
 
     /// LeaveGroup v5.
-    pub fn leave(&mut self) -> Check {
+    pub(crate) fn leave(&mut self) -> Check {
         let mut m = MemberIdentity::default();
         m.member_id = sbs(&self.id);
         let mut req = LeaveGroupRequest::default();
@@ -499,7 +504,7 @@ impl Member {
 }
 
 /// FindCoordinator v4 of one group: it must be the broker itself.
-pub fn find_coordinator(w: &mut Wire, ctx: &Ctx, group: &str) -> Check {
+pub(crate) fn find_coordinator(w: &mut Wire, ctx: &Ctx, group: &str) -> Check {
     let mut req = FindCoordinatorRequest::default();
     req.coordinator_keys = vec![sbs(group)];
     let r: FindCoordinatorResponse = w.call(ApiKey::FindCoordinator, 4, &req)?;
@@ -511,7 +516,7 @@ pub fn find_coordinator(w: &mut Wire, ctx: &Ctx, group: &str) -> Check {
 
 /// FindCoordinator, then JoinGroup v9 as a new member (asked for a member id first, then
 /// joining with it), subscribed to `topics`.
-pub fn join(ctx: &Ctx, group: &str, topics: &[&str]) -> Result<Member, String> {
+pub(crate) fn join(ctx: &Ctx, group: &str, topics: &[&str]) -> Result<Member, String> {
     let mut w = ctx.plain()?;
     find_coordinator(&mut w, ctx, group)?;
     let first: JoinGroupResponse = w.call(ApiKey::JoinGroup, 9, &join_request(group, "", topics))?;
@@ -528,7 +533,7 @@ pub fn join(ctx: &Ctx, group: &str, topics: &[&str]) -> Result<Member, String> {
 }
 
 /// A group whose one member has joined and synced (Stable), subscribed to the data topic.
-pub fn stable_member(ctx: &Ctx, group: &str) -> Result<Member, String> {
+pub(crate) fn stable_member(ctx: &Ctx, group: &str) -> Result<Member, String> {
     let mut m = join(ctx, group, &[&ctx.data])?;
     m.sync()?;
     Ok(m)
@@ -536,7 +541,7 @@ pub fn stable_member(ctx: &Ctx, group: &str) -> Result<Member, String> {
 
 /// OffsetCommit v8 of `offsets` (topic, partition, offset) with metadata "sweep": as a
 /// member, or with generation -1 and no member id for a group without members.
-pub fn commit(w: &mut Wire, group: &str, member: Option<(&str, i32)>, offsets: &[(&str, i64)]) -> Check {
+pub(crate) fn commit(w: &mut Wire, group: &str, member: Option<(&str, i32)>, offsets: &[(&str, i64)]) -> Check {
     let mut req = OffsetCommitRequest::default();
     req.group_id = GroupId(sbs(group));
     let (id, generation) = member.unwrap_or(("", -1));
@@ -570,7 +575,7 @@ pub fn commit(w: &mut Wire, group: &str, member: Option<(&str, i32)>, offsets: &
 }
 
 /// The committed offset of partition 0 of `topic` for `group` (OffsetFetch v8; -1: none).
-pub fn committed(w: &mut Wire, group: &str, topic: &str) -> Result<i64, String> {
+pub(crate) fn committed(w: &mut Wire, group: &str, topic: &str) -> Result<i64, String> {
     let mut t = OffsetFetchRequestTopics::default();
     t.name = TopicName(sbs(topic));
     t.partition_indexes = vec![0];
@@ -588,7 +593,7 @@ pub fn committed(w: &mut Wire, group: &str, topic: &str) -> Result<i64, String> 
 }
 
 /// A group's state by DescribeGroups v5.
-pub fn group_state(w: &mut Wire, group: &str) -> Result<String, String> {
+pub(crate) fn group_state(w: &mut Wire, group: &str) -> Result<String, String> {
     let mut req = DescribeGroupsRequest::default();
     req.groups = vec![GroupId(sbs(group))];
     let r: DescribeGroupsResponse = w.call(ApiKey::DescribeGroups, 5, &req)?;

@@ -37,7 +37,7 @@ const GROUP_SUBSCRIBED_TO_TOPIC: i16 = ErrorCode::GroupSubscribedToTopic.code();
 // ---- FindCoordinator ---------------------------------------------------------------------
 
 /// This broker coordinates every group: one key before v4, a batch of keys from v4.
-pub fn find_coordinator(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn find_coordinator(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let keys = [ctx.name("coordinated", v), ctx.name("coordinated", v)];
     let mut req = FindCoordinatorRequest::default();
@@ -79,7 +79,7 @@ pub fn find_coordinator(ctx: &Ctx, v: i16) -> Check {
 // ---- JoinGroup ---------------------------------------------------------------------------
 
 /// A new member joins (v4+: after MEMBER_ID_REQUIRED hands it its id) and leads the group.
-pub fn join_group(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn join_group(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("join", v);
     let mut w = ctx.plain()?;
     fixture::find_coordinator(&mut w, ctx, &group)?;
@@ -122,7 +122,7 @@ pub fn join_group(ctx: &Ctx, v: i16) -> Check {
 // ---- SyncGroup ---------------------------------------------------------------------------
 
 /// The leader's assignment comes back to it; a stale generation is ILLEGAL_GENERATION.
-pub fn sync_group(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn sync_group(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("sync", v);
     let mut m = join(ctx, &group, &[&ctx.data])?;
     let mine = assignment(&[&ctx.data]);
@@ -163,7 +163,7 @@ pub fn sync_group(ctx: &Ctx, v: i16) -> Check {
 
 /// A stable member's heartbeat is NONE; an unknown member's UNKNOWN_MEMBER_ID; a wrong
 /// generation's ILLEGAL_GENERATION.
-pub fn heartbeat(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn heartbeat(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("heartbeat", v);
     let mut m = stable_member(ctx, &group)?;
     let request = |member: &str, generation: i32| {
@@ -188,7 +188,7 @@ pub fn heartbeat(ctx: &Ctx, v: i16) -> Check {
 
 /// The member leaves (the group is then Empty); an unknown member is UNKNOWN_MEMBER_ID (per
 /// member from v3).
-pub fn leave_group(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn leave_group(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("leave", v);
     let mut m = stable_member(ctx, &group)?;
     let request = |member: &str| {
@@ -255,7 +255,7 @@ fn commit_answer(r: &OffsetCommitResponse, topic: &str) -> Result<i16, String> {
 
 /// A member's commit and a commit to a group without members (generation -1) are both
 /// fetched back; a commit for an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
-pub fn offset_commit(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn offset_commit(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("commit", v);
     let mut m = stable_member(ctx, &group)?;
     let req = commit_request(v, &group, &m.id, m.generation, &ctx.data, 2);
@@ -360,7 +360,7 @@ fn offset_fetch_at(ctx: &Ctx, v: i16, group: &str, topics: Option<&[&str]>) -> R
 
 /// A committed offset is fetched by name (and in an all-topics fetch from v2); a group
 /// without offsets answers -1.
-pub fn offset_fetch(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn offset_fetch(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("fetch-offsets", v);
     let mut w = ctx.plain()?;
     commit(&mut w, &group, None, &[(&ctx.data, 2)])?;
@@ -399,7 +399,7 @@ pub fn offset_fetch(ctx: &Ctx, v: i16) -> Check {
 
 /// A stable group is listed (with its state from v4, its type from v5); a state filter
 /// leaves out groups in other states.
-pub fn list_groups(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn list_groups(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("list", v);
     let mut m = stable_member(ctx, &group)?;
     let list = |states: &[&str]| {
@@ -429,7 +429,7 @@ pub fn list_groups(ctx: &Ctx, v: i16) -> Check {
 // ---- DescribeGroups ----------------------------------------------------------------------
 
 /// A stable group with its member; an unknown group is Dead (GROUP_ID_NOT_FOUND from v6).
-pub fn describe_groups(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn describe_groups(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("describe", v);
     let unknown = ctx.name("describe-unknown", v);
     let mut m = stable_member(ctx, &group)?;
@@ -494,7 +494,7 @@ pub fn describe_groups(ctx: &Ctx, v: i16) -> Check {
 
 /// A group without members is deleted with its offsets; one with a member is
 /// NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND.
-pub fn delete_groups(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn delete_groups(ctx: &Ctx, v: i16) -> Check {
     let (empty, busy, unknown) = (ctx.name("delete-group", v), ctx.name("delete-busy", v), ctx.name("delete-none", v));
     let mut w = ctx.plain()?;
     commit(&mut w, &empty, None, &[(&ctx.data, 2)])?;
@@ -521,7 +521,7 @@ pub fn delete_groups(ctx: &Ctx, v: i16) -> Check {
 
 /// Offsets of a topic the group does not subscribe to are deleted; those of a subscribed
 /// topic are GROUP_SUBSCRIBED_TO_TOPIC; an unknown group is GROUP_ID_NOT_FOUND.
-pub fn offset_delete(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn offset_delete(ctx: &Ctx, v: i16) -> Check {
     let group = ctx.name("offset-delete", v);
     let mut m = stable_member(ctx, &group)?;
     commit(&mut m.w, &group, Some((&m.id.clone(), m.generation)), &[(&ctx.data, 2), (&ctx.scratch, 1)])?;

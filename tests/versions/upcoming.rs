@@ -30,7 +30,7 @@ const OFFSET_OUT_OF_RANGE: i16 = ErrorCode::OffsetOutOfRange.code();
 
 /// A topic grows from 1 to 3 partitions and Metadata shows them; shrinking is
 /// INVALID_PARTITIONS; an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
-pub fn create_partitions(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn create_partitions(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let topic = ctx.name("grow", v);
     ctx.create_topic(&topic, 1, &[])?;
@@ -65,7 +65,7 @@ pub fn create_partitions(ctx: &Ctx, v: i16) -> Check {
 /// Deleting below offset 3 of 5 moves the log start there (ListOffsets earliest and Fetch
 /// agree); past the high watermark is OFFSET_OUT_OF_RANGE; an unknown topic
 /// UNKNOWN_TOPIC_OR_PARTITION.
-pub fn delete_records(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn delete_records(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let topic = ctx.name("trim", v);
     ctx.create_topic(&topic, 1, &[])?;
@@ -105,7 +105,7 @@ pub fn delete_records(ctx: &Ctx, v: i16) -> Check {
 // ---- DescribeLogDirs ---------------------------------------------------------------------
 
 /// The data directory is listed with the data topic's partition in it (and its size).
-pub fn describe_log_dirs(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn describe_log_dirs(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     for named in [true, false] {
         let mut req = DescribeLogDirsRequest::default();
@@ -152,7 +152,7 @@ pub fn describe_log_dirs(ctx: &Ctx, v: i16) -> Check {
 
 /// The legacy AlterConfigs replaces a topic's whole set of configs: the given ones show as
 /// topic configs, one set before and not given is back to its default.
-pub fn alter_configs(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn alter_configs(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let topic = ctx.name("alter", v);
     ctx.create_topic(&topic, 1, &[("max.message.bytes", "500000")])?;
@@ -252,7 +252,7 @@ fn quotas_of(w: &mut Wire, v: i16, client_id: &str) -> Result<Vec<(String, f64)>
 
 /// A client-id quota set by AlterClientQuotas at `v` shows in DescribeClientQuotas, and
 /// is gone once removed.
-pub fn alter_client_quotas(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn alter_client_quotas(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let client_id = ctx.name("quota-alter", v);
     alter_quota(&mut w, v, &client_id, false)?;
@@ -270,7 +270,7 @@ pub fn alter_client_quotas(ctx: &Ctx, v: i16) -> Check {
 }
 
 /// A client-id quota shows at `v`; a client-id without one shows nothing.
-pub fn describe_client_quotas(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn describe_client_quotas(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let client_id = ctx.name("quota-describe", v);
     alter_quota(&mut w, 1, &client_id, false)?;
@@ -288,7 +288,7 @@ pub fn describe_client_quotas(ctx: &Ctx, v: i16) -> Check {
 
 /// The idempotent producer that wrote a partition is listed with its epoch and last
 /// sequence; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
-pub fn describe_producers(ctx: &Ctx, v: i16) -> Check {
+pub(crate) fn describe_producers(ctx: &Ctx, v: i16) -> Check {
     let mut w = ctx.plain()?;
     let topic = ctx.name("producers", v);
     ctx.create_topic(&topic, 1, &[])?;

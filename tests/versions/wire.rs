@@ -13,10 +13,10 @@ use ringbroker::protocol::messages::{ApiKey, RequestHeader};
 use ringbroker::protocol::{Decodable, Encodable, ErrorCode, StrBytes};
 
 /// What a step of a case found wrong, if anything.
-pub type Check = Result<(), String>;
+pub(crate) type Check = Result<(), String>;
 
 /// The client id every sweep request carries (DescribeGroups shows it for members).
-pub const CLIENT_ID: &str = "ringbroker-tests";
+pub(crate) const CLIENT_ID: &str = "ringbroker-tests";
 
 /// How long a response may take before the case fails.
 const REPLY_LIMIT: Duration = Duration::from_secs(30);
@@ -26,7 +26,7 @@ const CLOSE_LIMIT: Duration = Duration::from_secs(10);
 const MAX_FRAME: i32 = 64 << 20;
 
 /// An error code with its name, for messages.
-pub fn code_name(code: i16) -> String {
+pub(crate) fn code_name(code: i16) -> String {
     match ErrorCode::try_from_code(code) {
         Some(e) if code != 0 => format!("{code} ({e:?})"),
         _ if code == 0 => "0 (NONE)".to_string(),
@@ -35,12 +35,12 @@ pub fn code_name(code: i16) -> String {
 }
 
 /// `got` must be `want`; `what` says where the code was found.
-pub fn expect_code(what: &str, got: i16, want: i16) -> Check {
+pub(crate) fn expect_code(what: &str, got: i16, want: i16) -> Check {
     expect_code_msg(what, got, want, &None)
 }
 
 /// As [`expect_code`], quoting the response's error message when it has one.
-pub fn expect_code_msg(what: &str, got: i16, want: i16, message: &Option<StrBytes>) -> Check {
+pub(crate) fn expect_code_msg(what: &str, got: i16, want: i16, message: &Option<StrBytes>) -> Check {
     if got == want {
         return Ok(());
     }
@@ -48,13 +48,13 @@ pub fn expect_code_msg(what: &str, got: i16, want: i16, message: &Option<StrByte
     Err(format!("{what}: error {}{msg} where {} was expected", code_name(got), code_name(want)))
 }
 
-pub struct Wire {
+pub(crate) struct Wire {
     stream: TcpStream,
     next_id: i32,
 }
 
 impl Wire {
-    pub fn connect(addr: SocketAddr) -> Result<Wire, String> {
+    pub(crate) fn connect(addr: SocketAddr) -> Result<Wire, String> {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
             .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
         stream.set_read_timeout(Some(REPLY_LIMIT)).map_err(|e| e.to_string())?;
@@ -64,7 +64,13 @@ impl Wire {
     }
 
     /// A whole request frame: size, a request header of `header_version`, then `body`.
-    pub fn frame_of(api: ApiKey, version: i16, correlation_id: i32, header_version: i16, body: &[u8]) -> Vec<u8> {
+    pub(crate) fn frame_of(
+        api: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        header_version: i16,
+        body: &[u8],
+    ) -> Vec<u8> {
         let mut header = RequestHeader::default();
         header.request_api_key = api as i16;
         header.request_api_version = version;
@@ -80,7 +86,7 @@ impl Wire {
     }
 
     /// The body of `req` at `version`, as the codec encodes it.
-    pub fn body<R: Encodable>(api: ApiKey, version: i16, req: &R) -> Result<Vec<u8>, String> {
+    pub(crate) fn body<R: Encodable>(api: ApiKey, version: i16, req: &R) -> Result<Vec<u8>, String> {
         let mut body = BytesMut::new();
         req.encode(&mut body, version).map_err(|e| format!("cannot encode the {api:?} v{version} request: {e}"))?;
         Ok(body.to_vec())
@@ -92,12 +98,12 @@ impl Wire {
         id
     }
 
-    pub fn write_raw(&mut self, bytes: &[u8]) -> Check {
+    pub(crate) fn write_raw(&mut self, bytes: &[u8]) -> Check {
         self.stream.write_all(bytes).map_err(|e| format!("sending a request: {e}"))
     }
 
     /// Sends a request without waiting; returns its correlation id.
-    pub fn send<R: Encodable>(&mut self, api: ApiKey, version: i16, req: &R) -> Result<i32, String> {
+    pub(crate) fn send<R: Encodable>(&mut self, api: ApiKey, version: i16, req: &R) -> Result<i32, String> {
         let body = Wire::body(api, version, req)?;
         let id = self.next_id();
         self.write_raw(&Wire::frame_of(api, version, id, api.request_header_version(version), &body))?;
@@ -105,7 +111,7 @@ impl Wire {
     }
 
     /// Sends a frame built by hand (header version and body as given); returns its id.
-    pub fn send_raw_body(
+    pub(crate) fn send_raw_body(
         &mut self,
         api: ApiKey,
         version: i16,
@@ -118,7 +124,7 @@ impl Wire {
     }
 
     /// The next size-prefixed frame, or `None` when the broker closed the connection first.
-    pub fn read_frame(&mut self) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) fn read_frame(&mut self) -> Result<Option<Vec<u8>>, String> {
         let mut size = [0u8; 4];
         if !read_full(&mut self.stream, &mut size)? {
             return Ok(None);
@@ -135,7 +141,12 @@ impl Wire {
     }
 
     /// Reads the response to request `id` (`api` at `version`) and decodes it strictly.
-    pub fn recv<T: Decodable + std::fmt::Debug>(&mut self, api: ApiKey, version: i16, id: i32) -> Result<T, String> {
+    pub(crate) fn recv<T: Decodable + std::fmt::Debug>(
+        &mut self,
+        api: ApiKey,
+        version: i16,
+        id: i32,
+    ) -> Result<T, String> {
         let frame = self
             .read_frame()?
             .ok_or_else(|| format!("the broker closed the connection instead of answering {api:?} v{version}"))?;
@@ -161,7 +172,7 @@ impl Wire {
         Ok(resp)
     }
 
-    pub fn call<Req: Encodable, Resp: Decodable + std::fmt::Debug>(
+    pub(crate) fn call<Req: Encodable, Resp: Decodable + std::fmt::Debug>(
         &mut self,
         api: ApiKey,
         version: i16,
@@ -172,7 +183,7 @@ impl Wire {
     }
 
     /// The broker must close the connection without answering.
-    pub fn expect_closed(&mut self, what: &str) -> Check {
+    pub(crate) fn expect_closed(&mut self, what: &str) -> Check {
         self.stream.set_read_timeout(Some(CLOSE_LIMIT)).map_err(|e| e.to_string())?;
         match self.read_frame() {
             Ok(None) => Ok(()),
