@@ -2,14 +2,13 @@
 //! by `RINGBROKER_*` environment variables and command-line flags (clap merges those two, a
 //! flag winning over its variable). `validate` refuses a bad setting with its name and the fix.
 //!
-//! This module does no I/O except reading the config file and, for CPU resolution, the
-//! process's allowed CPU set and `/sys` NUMA topology.
+//! This module does no I/O except reading the config file; which CPUs the shards get is
+//! `placement`'s.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
 use serde::Deserialize;
 
 use crate::listener::ListenerSpec;
@@ -254,18 +253,10 @@ impl Default for Config {
     }
 }
 
-/// Command-line flags; each can also come from the environment variable named beside it.
-#[derive(Debug, Parser)]
-#[command(
-    name = "ringbroker",
-    version,
-    about = "Kafka-compatible broker, thread-per-core on io_uring",
-    args_conflicts_with_subcommands = true
-)]
-pub struct Cli {
-    /// Without a subcommand, ringbroker runs the broker.
-    #[command(subcommand)]
-    pub command: Option<crate::cli::Command>,
+/// The broker's command-line flags (the binary's parser, `cli::Cli`, takes them beside its
+/// subcommands); each can also come from the environment variable named beside it.
+#[derive(Debug, Default, clap::Args)]
+pub struct Flags {
     /// TOML file with settings (keys as in the README's table).
     #[arg(long, env = "RINGBROKER_CONFIG")]
     pub config: Option<PathBuf>,
@@ -433,13 +424,13 @@ pub struct ConfigError {
     pub problem: String,
 }
 
-fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
+pub(crate) fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
     ConfigError { setting, problem: problem.into() }
 }
 
 impl Config {
     /// Defaults, then the file named by `--config`, then environment and flags.
-    pub fn load(cli: &Cli) -> Result<Config, ConfigError> {
+    pub fn load(cli: &Flags) -> Result<Config, ConfigError> {
         let mut cfg = match &cli.config {
             Some(path) => Config::from_file(path)?,
             None => Config::default(),
@@ -459,7 +450,7 @@ impl Config {
         toml::from_str(text).map_err(|e| bad("config", format!("not valid TOML for ringbroker: {e}")))
     }
 
-    fn overlay(&mut self, cli: &Cli) {
+    fn overlay(&mut self, cli: &Flags) {
         macro_rules! set {
             ($($field:ident),*) => { $( if let Some(v) = &cli.$field { self.$field = v.clone(); } )* };
         }
@@ -800,95 +791,6 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
     out
 }
 
-/// The CPUs the kernel reports online (`<sys>/devices/system/cpu/online`); `None` when it
-/// does not say (no sysfs, as in some sandboxes).
-pub fn online_cpus(sys_root: &Path) -> Option<Vec<usize>> {
-    let text = std::fs::read_to_string(sys_root.join("devices/system/cpu/online")).ok()?;
-    parse_cpu_list(text.trim()).ok()
-}
-
-/// CPU → NUMA node, from `<sys>/devices/system/node/nodeN/cpulist`. Empty when the machine
-/// (or the kernel build) exposes no NUMA topology.
-pub fn numa_nodes(sys_root: &Path) -> std::collections::BTreeMap<usize, u32> {
-    let mut map = std::collections::BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir(sys_root.join("devices/system/node")) else { return map };
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(node) = name.to_str().and_then(|n| n.strip_prefix("node")).and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(text) = std::fs::read_to_string(entry.path().join("cpulist")) else { continue };
-        // A node without CPUs (memory only) has an empty list.
-        for cpu in parse_cpu_list(text.trim()).unwrap_or_default() {
-            map.insert(cpu, node);
-        }
-    }
-    map
-}
-
-/// The CPUs the shards run on: `cpus`, or `numa_node`'s CPUs, or all CPUs the process may use.
-/// Always checked against the CPUs the kernel has online and the process's allowed set
-/// (cgroup cpuset / sched_setaffinity): a CPU named in `cpus` that is offline or not allowed
-/// is an error naming it; `numa_node` and the default quietly use the usable part.
-pub fn resolve_cpus(cfg: &Config, allowed: &[usize], sys_root: &Path) -> Result<Vec<usize>, ConfigError> {
-    if allowed.is_empty() {
-        return Err(bad("cpus", "the process is allowed no CPU (check its cpuset/affinity)"));
-    }
-    let online = online_cpus(sys_root);
-    let is_online = |c: &usize| online.as_ref().is_none_or(|o| o.contains(c));
-    let wanted = if let Some(list) = &cfg.cpus {
-        let cpus = parse_cpu_list(list).map_err(|p| bad("cpus", p))?;
-        let offline: Vec<usize> = cpus.iter().copied().filter(|c| !is_online(c)).collect();
-        if !offline.is_empty() {
-            let online = online.as_deref().map_or_else(String::new, format_cpu_list);
-            return Err(bad(
-                "cpus",
-                format!(
-                    "CPU {} is not online (online: {online}): leave it out of `cpus`, or bring it online with \
-                     `echo 1 > /sys/devices/system/cpu/cpuN/online`",
-                    format_cpu_list(&offline)
-                ),
-            ));
-        }
-        cpus
-    } else if let Some(node) = cfg.numa_node {
-        let path = sys_root.join(format!("devices/system/node/node{node}/cpulist"));
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| bad("numa_node", format!("NUMA node {node} not found ({}: {e})", path.display())))?;
-        let node_cpus = parse_cpu_list(text.trim()).map_err(|p| bad("numa_node", p))?;
-        let usable: Vec<usize> = node_cpus.into_iter().filter(|c| is_online(c) && allowed.contains(c)).collect();
-        if usable.is_empty() {
-            return Err(bad(
-                "numa_node",
-                format!(
-                    "none of node {node}'s CPUs is online and in this process's allowed set {}",
-                    format_cpu_list(allowed)
-                ),
-            ));
-        }
-        usable
-    } else {
-        let usable: Vec<usize> = allowed.iter().copied().filter(is_online).collect();
-        if usable.is_empty() {
-            return Err(bad("cpus", "none of the CPUs this process may use is online"));
-        }
-        usable
-    };
-    let refused: Vec<usize> = wanted.iter().copied().filter(|c| !allowed.contains(c)).collect();
-    if !refused.is_empty() {
-        return Err(bad(
-            "cpus",
-            format!(
-                "CPU {} is not in this process's allowed set {} (cgroup cpuset or taskset): \
-                 choose CPUs from that set",
-                format_cpu_list(&refused),
-                format_cpu_list(allowed)
-            ),
-        ));
-    }
-    Ok(wanted)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -900,6 +802,13 @@ mod tests {
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("x").is_err());
         assert!(parse_cpu_list("").is_err());
+    }
+
+    #[test]
+    fn cpu_lists_format_as_ranges() {
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+        assert_eq!(format_cpu_list(&[5]), "5");
+        assert_eq!(format_cpu_list(&[]), "");
     }
 
     #[test]
@@ -923,98 +832,6 @@ mod tests {
         assert_eq!(c.validate().unwrap_err().setting, "listen");
         let c = Config { segment_bytes: 10, ..Config::default() };
         assert_eq!(c.validate().unwrap_err().setting, "segment_bytes");
-    }
-
-    #[test]
-    fn cpus_outside_the_allowed_set_are_refused() {
-        let c = Config { cpus: Some("0-3".into()), ..Config::default() };
-        let e = resolve_cpus(&c, &[0, 1], Path::new("/nonexistent")).unwrap_err();
-        assert!(e.problem.contains("CPU 2"), "{e}");
-        assert_eq!(resolve_cpus(&Config::default(), &[0, 1], Path::new("/x")).unwrap(), vec![0, 1]);
-    }
-
-    #[test]
-    fn numa_node_uses_its_allowed_cpus() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = dir.path().join("devices/system/node/node1");
-        std::fs::create_dir_all(&node).unwrap();
-        std::fs::write(node.join("cpulist"), "2-5\n").unwrap();
-        let c = Config { numa_node: Some(1), ..Config::default() };
-        assert_eq!(resolve_cpus(&c, &[0, 1, 2, 3], dir.path()).unwrap(), vec![2, 3]);
-        assert!(resolve_cpus(&c, &[0, 1], dir.path()).is_err());
-        let c = Config { numa_node: Some(7), ..Config::default() };
-        assert_eq!(resolve_cpus(&c, &[0], dir.path()).unwrap_err().setting, "numa_node");
-    }
-
-    /// A fake sysfs: node 0 has CPUs 0-3, node 1 CPUs 4-7, CPUs 3 and 6 are offline.
-    fn two_node_sysfs() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (node, cpus) in [(0, "0-3"), (1, "4-7")] {
-            let d = dir.path().join(format!("devices/system/node/node{node}"));
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::write(d.join("cpulist"), format!("{cpus}\n")).unwrap();
-        }
-        // A memory-only node lists no CPUs.
-        let d = dir.path().join("devices/system/node/node2");
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("cpulist"), "\n").unwrap();
-        let d = dir.path().join("devices/system/cpu");
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("online"), "0-2,4-5,7\n").unwrap();
-        dir
-    }
-
-    #[test]
-    fn offline_cpus_named_in_cpus_are_refused_by_number() {
-        let sys = two_node_sysfs();
-        let allowed: Vec<usize> = (0..8).collect();
-        let c = Config { cpus: Some("2-6".into()), ..Config::default() };
-        let e = resolve_cpus(&c, &allowed, sys.path()).unwrap_err();
-        assert_eq!(e.setting, "cpus");
-        assert!(e.problem.contains("CPU 3,6 is not online"), "{e}");
-        assert!(e.problem.contains("online: 0-2,4-5,7"), "{e}");
-        let c = Config { cpus: Some("4,5".into()), ..Config::default() };
-        assert_eq!(resolve_cpus(&c, &allowed, sys.path()).unwrap(), vec![4, 5]);
-    }
-
-    #[test]
-    fn numa_node_and_the_default_skip_offline_and_disallowed_cpus() {
-        let sys = two_node_sysfs();
-        // A cpuset that allows 1-5 only (CPU 3 is also offline).
-        let allowed = [1, 2, 3, 4, 5];
-        let node0 = Config { numa_node: Some(0), ..Config::default() };
-        assert_eq!(resolve_cpus(&node0, &allowed, sys.path()).unwrap(), vec![1, 2]);
-        let node1 = Config { numa_node: Some(1), ..Config::default() };
-        assert_eq!(resolve_cpus(&node1, &allowed, sys.path()).unwrap(), vec![4, 5]);
-        assert_eq!(resolve_cpus(&Config::default(), &allowed, sys.path()).unwrap(), vec![1, 2, 4, 5]);
-        // Node 1's only allowed CPUs are 6 (offline) and 7: 7 remains.
-        assert_eq!(resolve_cpus(&node1, &[6, 7], sys.path()).unwrap(), vec![7]);
-        let e = resolve_cpus(&node1, &[0, 1, 6], sys.path()).unwrap_err();
-        assert_eq!(e.setting, "numa_node");
-        let memory_only = Config { numa_node: Some(2), ..Config::default() };
-        assert!(resolve_cpus(&memory_only, &allowed, sys.path()).is_err());
-        // Allowed but outside the cpuset: named, with the set to choose from.
-        let c = Config { cpus: Some("0-2".into()), ..Config::default() };
-        let e = resolve_cpus(&c, &allowed, sys.path()).unwrap_err();
-        assert!(e.problem.contains("CPU 0 is not in this process's allowed set 1-5"), "{e}");
-    }
-
-    #[test]
-    fn numa_topology_maps_each_cpu_to_its_node() {
-        let sys = two_node_sysfs();
-        let nodes = numa_nodes(sys.path());
-        assert_eq!(nodes.get(&0), Some(&0));
-        assert_eq!(nodes.get(&6), Some(&1));
-        assert_eq!(nodes.len(), 8);
-        assert!(numa_nodes(Path::new("/nonexistent")).is_empty());
-        assert_eq!(online_cpus(sys.path()), Some(vec![0, 1, 2, 4, 5, 7]));
-    }
-
-    #[test]
-    fn cpu_lists_format_as_ranges() {
-        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
-        assert_eq!(format_cpu_list(&[5]), "5");
-        assert_eq!(format_cpu_list(&[]), "");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod log;
 pub mod metadata;
 pub mod metrics;
 pub mod net;
+pub mod placement;
 pub mod producer;
 pub mod protocol;
 pub mod quota;

@@ -1,5 +1,6 @@
 use clap::Parser;
-use ringbroker::config::{Cli, Config, LogFormat};
+use ringbroker::cli::Cli;
+use ringbroker::config::{Config, LogFormat};
 
 fn main() {
     let mut cli = Cli::parse();
@@ -8,7 +9,7 @@ fn main() {
     }
     // Settings first: they choose the log format and level. Their errors go to stderr as
     // plain text either way.
-    let cfg = match Config::load(&cli) {
+    let cfg = match Config::load(&cli.flags) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("ringbroker: {e}");

@@ -51,21 +51,13 @@ use crate::net::admission::{Admission, RefusalLog};
 use crate::net::connection::{self, Handled, Limits};
 use crate::net::creation_rate::CreationRate;
 use crate::net::memory::Budget;
+use crate::placement::{IO_MEMORY, PREEMPT};
 use crate::protocol::header;
 use crate::quota::Kind;
 use crate::quota::Quotas;
 use crate::shard::{Msg, Shard, ShardId};
 use crate::{api, sys};
 
-/// Memory each executor registers for io_uring; it pins 3× this. glommio's default (10 MiB)
-/// trips the usual 8 MiB RLIMIT_MEMLOCK; below 512 KiB executors fail to start.
-pub(crate) const IO_MEMORY: usize = 512 * 1024;
-/// Preemption: glommio's 100 ms default lets background work stall the network, but at
-/// 1–2 ms glommio 0.9 sometimes loses a wake-up and an executor sleeps in io_uring_enter with
-/// work pending forever (a known bug, fixed only in an unreleased fork). Measured here with
-/// 4 brokers starting in parallel: 2 ms hung 3 of 400 starts, 5 ms 1 of 400, 10 ms and
-/// 20 ms none of 600. 10 ms keeps a background task from holding the CPU for long.
-const PREEMPT: Duration = Duration::from_millis(10);
 const MESH_CAPACITY: usize = 1024;
 /// The longest a shard sleeps without looking at its shared channels (see `shard_main`).
 const WAKE_BOUND: Duration = Duration::from_millis(20);
@@ -167,9 +159,9 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     raise_soft_limits();
     let allowed =
         sys::allowed_cpus().map_err(|e| BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: e.to_string() })?;
-    let cpus = crate::config::resolve_cpus(&cfg, &allowed, Path::new("/sys"))?;
+    let cpus = crate::placement::resolve_cpus(&cfg, &allowed, Path::new("/sys"))?;
     let n = cpus.len();
-    let nodes = crate::config::numa_nodes(Path::new("/sys"));
+    let nodes = crate::placement::numa_nodes(Path::new("/sys"));
     let placement: Vec<(usize, Option<u32>)> = cpus.iter().map(|&cpu| (cpu, nodes.get(&cpu).copied())).collect();
     for (shard, (cpu, node)) in placement.iter().enumerate() {
         let node = node.map_or_else(|| "-".to_string(), |n| n.to_string());
@@ -481,14 +473,25 @@ async fn accept_loop(
         };
         let probe = shard.probe.clone();
         let owner = shard.clone();
-        let serve = connection::serve(stream, peer, listener.clone(), tls.clone(), limits.clone(), probe, move |sec| {
-            move |frame| handle_frame(owner.clone(), frame, sec.clone())
-        });
+        let on = listener.clone();
+        let serve =
+            connection::serve(stream, peer, listener.clone(), tls.clone(), limits.clone(), probe, move |principal| {
+                let sec = Rc::new(ConnSecurity::new(on, peer, principal));
+                let session = sec.clone();
+                (session, move |frame| handle_frame(owner.clone(), frame, sec.clone()))
+            });
         glommio::spawn_local(async move {
             serve.await;
             drop(ticket); // the connection's place is free again
         })
         .detach();
+    }
+}
+
+/// The connection's view of its SASL state.
+impl connection::Session for ConnSecurity {
+    fn authenticated(&self) -> bool {
+        ConnSecurity::authenticated(self)
     }
 }
 

@@ -18,7 +18,23 @@ mod record_format;
 pub mod topic;
 pub mod user;
 
-use clap::Subcommand;
+use clap::{Parser, Subcommand};
+
+/// The `ringbroker` binary's command line: a subcommand, or the broker's flags.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ringbroker",
+    version,
+    about = "Kafka-compatible broker, thread-per-core on io_uring",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// Without a subcommand, ringbroker runs the broker.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub flags: crate::config::Flags,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

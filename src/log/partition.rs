@@ -248,7 +248,7 @@ impl Partition {
         }
         let _ = crate::storage::remove_file(&marker);
         let next = segments.last().map_or(0, |s| s.next_offset.get());
-        let producers = snapshot::recover(&dir, &segments, next).map_err(|e| storage(&dir, e))?;
+        let producers = snapshot::recover(&dir, &segments, next, now_ms()).map_err(|e| storage(&dir, e))?;
         // DeleteRecords may have moved the log start into the first segment.
         let log_start = read_log_start(&dir)?.unwrap_or(0).clamp(segments[0].base_offset, next);
         let active_path = segments.last().expect("one segment").path.clone();

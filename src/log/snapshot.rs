@@ -37,7 +37,7 @@ pub fn write(dir: &Path, offset: i64, state: &ProducerState) -> io::Result<()> {
 
 /// The producer state at `log_end`: the newest snapshot not past the log end (a snapshot
 /// beyond it belongs to data a crash took back), then every batch after it.
-pub fn recover(dir: &Path, segments: &[Segment], log_end: i64) -> io::Result<ProducerState> {
+pub fn recover(dir: &Path, segments: &[Segment], log_end: i64, now_ms: i64) -> io::Result<ProducerState> {
     let log_start = segments.first().map_or(0, |s| s.base_offset);
     let mut start = (log_start, ProducerState::default());
     for (off, path) in list(dir)? {
@@ -54,7 +54,7 @@ pub fn recover(dir: &Path, segments: &[Segment], log_end: i64) -> io::Result<Pro
         }
     }
     let (from, mut state) = start;
-    let now = super::partition::unix_now_ms();
+    let now = now_ms;
     for seg in segments.iter().filter(|s| s.next_offset.get() > from) {
         let mut pos = match seg.find(from.max(seg.base_offset))? {
             Some((pos, _)) => pos,

@@ -32,9 +32,9 @@ pub mod request;
 
 use std::sync::{Arc, OnceLock};
 
-pub use probe::{ApiSlot, Closed, ConnectionLimit, ErrorKind, Phase, Probe, ShardMetrics};
+pub use probe::{ApiSlot, Closed, ConnectionLimit, ErrorKind, HandlerTiming, Phase, Probe, ShardMetrics};
 pub use render::Exposition;
-pub use request::{inherit, remote, throttle, HandlerTiming, RequestScope};
+pub use request::{inherit, remote, throttle, RequestScope};
 
 /// Every shard's metrics, as the scrape sees them.
 #[derive(Debug)]

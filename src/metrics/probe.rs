@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::histogram::{Counter, Gauge, Histogram};
-use super::request::HandlerTiming;
 
 /// The phases of a request's latency (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,6 +244,16 @@ impl ShardMetrics {
 /// An API's place in a shard's table, found once per request from its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ApiSlot(u8);
+
+/// What the net layer needs to know about a request's handler, returned with its response.
+#[derive(Debug, Clone, Copy)]
+pub struct HandlerTiming {
+    pub api: ApiSlot,
+    pub started: Instant,
+    pub finished: Instant,
+    /// Time the handler spent waiting on remote work (never more than `finished - started`).
+    pub remote: Duration,
+}
 
 /// A shard's handle for recording. It cannot leave the thread it was made on (`Rc` marker),
 /// which is what makes the shard the single writer of its `ShardMetrics`.

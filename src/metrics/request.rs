@@ -25,18 +25,6 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use super::probe::ApiSlot;
-
-/// What the net layer needs to know about a request's handler, returned with its response.
-#[derive(Debug, Clone, Copy)]
-pub struct HandlerTiming {
-    pub api: ApiSlot,
-    pub started: Instant,
-    pub finished: Instant,
-    /// Time the handler spent waiting on remote work (never more than `finished - started`).
-    pub remote: Duration,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ScopeId {
     index: u32,

@@ -61,7 +61,6 @@ use glommio::Task;
 
 use super::memory::{Budget, Held};
 use super::sendfile::{copy_region, send_region};
-use crate::auth::sasl::ConnSecurity;
 use crate::listener::Listener;
 use crate::metrics::{Closed, HandlerTiming, Probe};
 use crate::protocol::frame::{self, Framing};
@@ -149,10 +148,17 @@ const READ_MAX: usize = 1 << 20;
 /// How often a connection waiting for memory budget looks again.
 const MEMORY_RETRY: Duration = Duration::from_millis(5);
 
+/// What a connection knows of its security state, which the layer above keeps (SASL and
+/// its authorizations): only whether the client has authenticated, which decides the frame
+/// cap and whether garbage is answered after the failed-authentication delay.
+pub trait Session {
+    fn authenticated(&self) -> bool;
+}
+
 /// Serves one accepted connection of `listener` until it closes. `tls` is set on SSL and
-/// SASL_SSL listeners; `make_dispatch` makes the request handler once the connection's
-/// security state is known (after the TLS handshake, which may name a client certificate).
-pub async fn serve<M, F, Fut>(
+/// SASL_SSL listeners; `make_dispatch` makes the connection's session and request handler
+/// once its client certificate's principal (if any) is known, after the TLS handshake.
+pub async fn serve<S, M, F, Fut>(
     stream: TcpStream,
     peer: SocketAddr,
     listener: Rc<Listener>,
@@ -161,7 +167,8 @@ pub async fn serve<M, F, Fut>(
     probe: Probe,
     make_dispatch: M,
 ) where
-    M: FnOnce(Rc<ConnSecurity>) -> F,
+    S: Session + 'static,
+    M: FnOnce(Option<String>) -> (Rc<S>, F),
     F: Fn(Bytes) -> Fut + 'static,
     Fut: Future<Output = Handled> + 'static,
 {
@@ -174,8 +181,7 @@ pub async fn serve<M, F, Fut>(
     }
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = tls else {
-        let sec = Rc::new(ConnSecurity::new(listener, peer, None));
-        let dispatch = make_dispatch(sec.clone());
+        let (sec, dispatch) = make_dispatch(None);
         return run(stream, fd, peer, limits, probe, sec, dispatch).await;
     };
     // The fallible form hands the socket back on failure, so it stays open for the delay.
@@ -202,23 +208,23 @@ pub async fn serve<M, F, Fut>(
         .peer_certificates()
         .and_then(|certs| certs.first())
         .and_then(super::tls::certificate_principal);
-    let sec = Rc::new(ConnSecurity::new(listener, peer, principal));
-    let dispatch = make_dispatch(sec.clone());
+    let (sec, dispatch) = make_dispatch(principal);
     // sendfile would bypass the encryption.
     let limits = Limits { zero_copy: false, ..limits };
     run(stream, fd, peer, limits, probe, sec, dispatch).await
 }
 
-async fn run<S, F, Fut>(
+async fn run<S, Z, F, Fut>(
     stream: S,
     fd: RawFd,
     peer: SocketAddr,
     limits: Limits,
     probe: Probe,
-    sec: Rc<ConnSecurity>,
+    sec: Rc<Z>,
     dispatch: F,
 ) where
     S: AsyncRead + AsyncWrite + Unpin + 'static,
+    Z: Session,
     F: Fn(Bytes) -> Fut + 'static,
     Fut: Future<Output = Handled> + 'static,
 {
@@ -234,7 +240,7 @@ async fn run<S, F, Fut>(
     let (reader, writer) = futures_lite::io::split(stream);
     let (tx, rx) = local_channel::new_bounded(limits.max_in_flight);
     let writer = glommio::spawn_local(write_loop(writer, fd, peer, limits.zero_copy, probe.clone(), rx, live.clone()));
-    let read = read_loop(reader, &limits, &probe, &dispatch, &tx, &live, &sec).await;
+    let read = read_loop(reader, &limits, &probe, &dispatch, &tx, &live, &*sec).await;
     if read.is_err() && !sec.authenticated() {
         // Kafka's failed-authentication delay: garbage before authentication (a bad frame,
         // an oversized one) closes the connection only after it.
@@ -294,7 +300,7 @@ async fn read_loop<S, F, Fut>(
     dispatch: &F,
     tx: &local_channel::LocalSender<InFlight>,
     live: &Liveness,
-    sec: &ConnSecurity,
+    sec: &dyn Session,
 ) -> Result<(), String>
 where
     S: AsyncRead + AsyncWrite + Unpin,

@@ -7,7 +7,8 @@ use super::fs::RootFs;
 use super::limits::ProcessRlimits;
 use super::report::{self, Report};
 use super::{apply, check, cpu_list, is_live_root, script, Finding, Machine, Plan, Status, Tuner};
-use crate::config::{parse_cpu_list, resolve_cpus, Config};
+use crate::config::{parse_cpu_list, Config};
+use crate::placement::resolve_cpus;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {

@@ -17,7 +17,7 @@ pub const UNLIMITED: u64 = u64::MAX;
 
 /// Bytes glommio registers per executor for io_uring buffers; each executor pins 3× this
 /// (one per ring).
-const IO_MEMORY_PER_EXECUTOR: u64 = crate::server::IO_MEMORY as u64;
+const IO_MEMORY_PER_EXECUTOR: u64 = crate::placement::IO_MEMORY as u64;
 
 /// Room for the rings themselves (submission and completion arrays of 3 rings), which
 /// kernels before 5.12 charge to RLIMIT_MEMLOCK too; they take well under this.
