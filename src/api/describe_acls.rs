@@ -14,7 +14,7 @@ use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeAcls, 1, 3);
 
-pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: DescribeAclsRequest = req.decode()?;
     let mut resp = DescribeAclsResponse::default();
     let filter = AclFilter::from_wire(

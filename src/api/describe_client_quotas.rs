@@ -79,7 +79,7 @@ fn entity_data(kind: &str, name: &EntityName) -> EntityData {
     d
 }
 
-pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: DescribeClientQuotasRequest = req.decode()?;
     let mut resp = DescribeClientQuotasResponse::default();
     let refuse = |resp: &mut DescribeClientQuotasResponse, code: ErrorCode, msg: String| {

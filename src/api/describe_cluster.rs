@@ -13,7 +13,7 @@ use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeCluster, 0, 2);
 
-pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: DescribeClusterRequest = req.decode()?;
     let mut resp = DescribeClusterResponse::default();
     resp.endpoint_type = if req.version >= 1 { r.endpoint_type } else { 1 };

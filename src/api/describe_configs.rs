@@ -193,7 +193,7 @@ fn resource_configs(
     }
 }
 
-pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: DescribeConfigsRequest = req.decode()?;
     let catalog = shard.catalog();
     let mut resp = DescribeConfigsResponse::default();

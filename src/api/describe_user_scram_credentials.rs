@@ -34,7 +34,7 @@ fn described(user: &str, creds: &[ScramCredential]) -> DescribeUserScramCredenti
     r
 }
 
-pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: DescribeUserScramCredentialsRequest = req.decode()?;
     let mut resp = DescribeUserScramCredentialsResponse::default();
     if !authz::cluster(shard, &req, Operation::Describe) {

@@ -50,7 +50,7 @@ fn coordinator(shard: &Shard, req: &Request, key: proto_kafka::protocol::StrByte
     c
 }
 
-pub fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: FindCoordinatorRequest = req.decode()?;
     let mut resp = FindCoordinatorResponse::default();
     if req.version >= 4 {

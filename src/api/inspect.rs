@@ -7,75 +7,18 @@
 
 use bytes::Bytes;
 use proto_kafka::messages::*;
-use proto_kafka::protocol::Decodable;
 
-use super::{admit, Fault};
+use super::{admit, decode_as, Fault};
 use crate::protocol::{batch, frame, header};
-
-fn decode<T: Decodable>(api: ApiKey, version: i16, body: &Bytes) -> Result<T, Fault> {
-    T::decode(&mut body.clone(), version).map_err(|e| Fault::Decode { api, version, reason: e.to_string() })
-}
 
 /// Decodes the body of a request this broker serves; Produce's record sets are returned for
 /// validation.
 fn decode_body(api: ApiKey, v: i16, body: &Bytes) -> Result<Vec<Bytes>, Fault> {
-    macro_rules! plain {
-        ($($key:ident => $req:ty),* $(,)?) => {
-            match api {
-                ApiKey::Produce => {
-                    let r: ProduceRequest = decode(api, v, body)?;
-                    return Ok(r
-                        .topic_data
-                        .into_iter()
-                        .flat_map(|t| t.partition_data)
-                        .filter_map(|p| p.records)
-                        .collect());
-                }
-                $(ApiKey::$key => {
-                    decode::<$req>(api, v, body)?;
-                })*
-                _ => return Err(Fault::UnknownApi(api as i16)),
-            }
-        };
+    if api == ApiKey::Produce {
+        let r: ProduceRequest = decode_as(api, v, body)?;
+        return Ok(r.topic_data.into_iter().flat_map(|t| t.partition_data).filter_map(|p| p.records).collect());
     }
-    plain! {
-        Fetch => FetchRequest,
-        ListOffsets => ListOffsetsRequest,
-        Metadata => MetadataRequest,
-        OffsetForLeaderEpoch => OffsetForLeaderEpochRequest,
-        ApiVersions => ApiVersionsRequest,
-        CreateTopics => CreateTopicsRequest,
-        DeleteTopics => DeleteTopicsRequest,
-        CreatePartitions => CreatePartitionsRequest,
-        DeleteRecords => DeleteRecordsRequest,
-        DescribeLogDirs => DescribeLogDirsRequest,
-        DescribeConfigs => DescribeConfigsRequest,
-        IncrementalAlterConfigs => IncrementalAlterConfigsRequest,
-        AlterConfigs => AlterConfigsRequest,
-        DescribeCluster => DescribeClusterRequest,
-        FindCoordinator => FindCoordinatorRequest,
-        JoinGroup => JoinGroupRequest,
-        SyncGroup => SyncGroupRequest,
-        Heartbeat => HeartbeatRequest,
-        LeaveGroup => LeaveGroupRequest,
-        OffsetCommit => OffsetCommitRequest,
-        OffsetFetch => OffsetFetchRequest,
-        ListGroups => ListGroupsRequest,
-        DescribeGroups => DescribeGroupsRequest,
-        DeleteGroups => DeleteGroupsRequest,
-        OffsetDelete => OffsetDeleteRequest,
-        InitProducerId => InitProducerIdRequest,
-        DescribeProducers => DescribeProducersRequest,
-        SaslHandshake => SaslHandshakeRequest,
-        SaslAuthenticate => SaslAuthenticateRequest,
-        CreateAcls => CreateAclsRequest,
-        DescribeAcls => DescribeAclsRequest,
-        DeleteAcls => DeleteAclsRequest,
-        DescribeUserScramCredentials => DescribeUserScramCredentialsRequest,
-        AlterUserScramCredentials => AlterUserScramCredentialsRequest,
-        DescribeClientQuotas => DescribeClientQuotasRequest,
-        AlterClientQuotas => AlterClientQuotasRequest,
-    }
+    super::decode_body(api, v, body)?;
     Ok(Vec::new())
 }
 

@@ -1,5 +1,6 @@
 //! Kafka API dispatch: one module per API, each declaring the versions it serves in a
-//! `SPEC`; the ApiVersions response is built from `APIS`, never from a second list. A
+//! `SPEC` and handling requests with one signature; the table below (`api_table!`) is the
+//! only list of them, and ApiVersions, dispatch and the inspector come from it. A
 //! request that cannot be served (unknown key, unsupported version, undecodable body) is
 //! a `Fault`: the connection is closed with the reason logged, as Kafka does. Kafka error
 //! codes, by contrast, are data inside responses.
@@ -77,45 +78,86 @@ impl ApiSpec {
     }
 }
 
-pub const APIS: &[ApiSpec] = &[
-    produce::SPEC,
-    fetch::SPEC,
-    list_offsets::SPEC,
-    metadata::SPEC,
-    offset_for_leader_epoch::SPEC,
-    api_versions::SPEC,
-    create_topics::SPEC,
-    delete_topics::SPEC,
-    create_partitions::SPEC,
-    delete_records::SPEC,
-    describe_log_dirs::SPEC,
-    describe_configs::SPEC,
-    incremental_alter_configs::SPEC,
-    alter_configs::SPEC,
-    describe_cluster::SPEC,
-    find_coordinator::SPEC,
-    join_group::SPEC,
-    sync_group::SPEC,
-    heartbeat::SPEC,
-    leave_group::SPEC,
-    offset_commit::SPEC,
-    offset_fetch::SPEC,
-    list_groups::SPEC,
-    describe_groups::SPEC,
-    delete_groups::SPEC,
-    offset_delete::SPEC,
-    init_producer_id::SPEC,
-    describe_producers::SPEC,
-    sasl_handshake::SPEC,
-    sasl_authenticate::SPEC,
-    create_acls::SPEC,
-    describe_acls::SPEC,
-    delete_acls::SPEC,
-    describe_user_scram_credentials::SPEC,
-    alter_user_scram_credentials::SPEC,
-    describe_client_quotas::SPEC,
-    alter_client_quotas::SPEC,
-];
+/// The one table of the APIs this broker serves: each row is Kafka's API key, the module
+/// that handles it (its `SPEC` of versions, and `handle`), and the request body it decodes.
+/// The ApiVersions list (`APIS`), dispatch (`route`) and the fuzzing inspector's decoder
+/// (`decode_body`) are all generated from it; nothing else lists the APIs.
+macro_rules! api_table {
+    ($($key:ident => $module:ident, $request:ident;)*) => {
+        /// Every API served, in the order ApiVersions lists them.
+        pub const APIS: &[ApiSpec] = &[$($module::SPEC,)*];
+
+        /// Runs the handler of `req.api`.
+        async fn route(shard: &Rc<Shard>, req: Request) -> Outcome {
+            match req.api {
+                $(ApiKey::$key => $module::handle(shard, req).await,)*
+                other => Err(Fault::UnknownApi(other as i16)),
+            }
+        }
+
+        /// Decodes a request body with its API's generated decoder, as its handler would.
+        pub(crate) fn decode_body(api: ApiKey, version: i16, body: &Bytes) -> Result<(), Fault> {
+            match api {
+                $(ApiKey::$key => decode_as::<proto_kafka::messages::$request>(api, version, body).map(drop),)*
+                other => Err(Fault::UnknownApi(other as i16)),
+            }
+        }
+
+        #[cfg(test)]
+        mod table {
+            use super::*;
+
+            #[test]
+            fn every_row_is_its_own_modules_api() {
+                $(assert_eq!($module::SPEC.key, ApiKey::$key, stringify!($module));)*
+            }
+        }
+    };
+}
+
+api_table! {
+    Produce => produce, ProduceRequest;
+    Fetch => fetch, FetchRequest;
+    ListOffsets => list_offsets, ListOffsetsRequest;
+    Metadata => metadata, MetadataRequest;
+    OffsetForLeaderEpoch => offset_for_leader_epoch, OffsetForLeaderEpochRequest;
+    ApiVersions => api_versions, ApiVersionsRequest;
+    CreateTopics => create_topics, CreateTopicsRequest;
+    DeleteTopics => delete_topics, DeleteTopicsRequest;
+    CreatePartitions => create_partitions, CreatePartitionsRequest;
+    DeleteRecords => delete_records, DeleteRecordsRequest;
+    DescribeLogDirs => describe_log_dirs, DescribeLogDirsRequest;
+    DescribeConfigs => describe_configs, DescribeConfigsRequest;
+    IncrementalAlterConfigs => incremental_alter_configs, IncrementalAlterConfigsRequest;
+    AlterConfigs => alter_configs, AlterConfigsRequest;
+    DescribeCluster => describe_cluster, DescribeClusterRequest;
+    FindCoordinator => find_coordinator, FindCoordinatorRequest;
+    JoinGroup => join_group, JoinGroupRequest;
+    SyncGroup => sync_group, SyncGroupRequest;
+    Heartbeat => heartbeat, HeartbeatRequest;
+    LeaveGroup => leave_group, LeaveGroupRequest;
+    OffsetCommit => offset_commit, OffsetCommitRequest;
+    OffsetFetch => offset_fetch, OffsetFetchRequest;
+    ListGroups => list_groups, ListGroupsRequest;
+    DescribeGroups => describe_groups, DescribeGroupsRequest;
+    DeleteGroups => delete_groups, DeleteGroupsRequest;
+    OffsetDelete => offset_delete, OffsetDeleteRequest;
+    InitProducerId => init_producer_id, InitProducerIdRequest;
+    DescribeProducers => describe_producers, DescribeProducersRequest;
+    SaslHandshake => sasl_handshake, SaslHandshakeRequest;
+    SaslAuthenticate => sasl_authenticate, SaslAuthenticateRequest;
+    CreateAcls => create_acls, CreateAclsRequest;
+    DescribeAcls => describe_acls, DescribeAclsRequest;
+    DeleteAcls => delete_acls, DeleteAclsRequest;
+    DescribeUserScramCredentials => describe_user_scram_credentials, DescribeUserScramCredentialsRequest;
+    AlterUserScramCredentials => alter_user_scram_credentials, AlterUserScramCredentialsRequest;
+    DescribeClientQuotas => describe_client_quotas, DescribeClientQuotasRequest;
+    AlterClientQuotas => alter_client_quotas, AlterClientQuotasRequest;
+}
+
+fn decode_as<T: Decodable>(api: ApiKey, version: i16, body: &Bytes) -> Result<T, Fault> {
+    T::decode(&mut body.clone(), version).map_err(|e| Fault::Decode { api, version, reason: e.to_string() })
+}
 
 pub fn spec(key: ApiKey) -> Option<&'static ApiSpec> {
     APIS.iter().find(|s| s.key == key)
@@ -173,12 +215,7 @@ impl Fault {
 
 impl Request {
     pub fn decode<T: Decodable>(&self) -> Result<T, Fault> {
-        let mut body = self.body.clone();
-        T::decode(&mut body, self.version).map_err(|e| Fault::Decode {
-            api: self.api,
-            version: self.version,
-            reason: e.to_string(),
-        })
+        decode_as(self.api, self.version, &self.body)
     }
 
     /// The response frame of `msg`, fitted to the request's version.
@@ -234,46 +271,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) 
         session: conn.session(),
         conn: conn.clone(),
     };
-    match api {
-        ApiKey::Produce => produce::handle(shard, req).await,
-        ApiKey::Fetch => fetch::handle(shard, req).await,
-        ApiKey::ListOffsets => list_offsets::handle(shard, req).await,
-        ApiKey::Metadata => metadata::handle(shard, req).await,
-        ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(shard, req).await,
-        ApiKey::ApiVersions => api_versions::handle(&req),
-        ApiKey::CreateTopics => create_topics::handle(shard, req).await,
-        ApiKey::DeleteTopics => delete_topics::handle(shard, req).await,
-        ApiKey::CreatePartitions => create_partitions::handle(shard, req).await,
-        ApiKey::DeleteRecords => delete_records::handle(shard, req).await,
-        ApiKey::DescribeLogDirs => describe_log_dirs::handle(shard, req).await,
-        ApiKey::DescribeConfigs => describe_configs::handle(shard, req),
-        ApiKey::IncrementalAlterConfigs => incremental_alter_configs::handle(shard, req).await,
-        ApiKey::AlterConfigs => alter_configs::handle(shard, req).await,
-        ApiKey::DescribeCluster => describe_cluster::handle(shard, req),
-        ApiKey::FindCoordinator => find_coordinator::handle(shard, req),
-        ApiKey::JoinGroup => join_group::handle(shard, req).await,
-        ApiKey::SyncGroup => sync_group::handle(shard, req).await,
-        ApiKey::Heartbeat => heartbeat::handle(shard, req).await,
-        ApiKey::LeaveGroup => leave_group::handle(shard, req).await,
-        ApiKey::OffsetCommit => offset_commit::handle(shard, req).await,
-        ApiKey::OffsetFetch => offset_fetch::handle(shard, req).await,
-        ApiKey::ListGroups => list_groups::handle(shard, req).await,
-        ApiKey::DescribeGroups => describe_groups::handle(shard, req).await,
-        ApiKey::DeleteGroups => delete_groups::handle(shard, req).await,
-        ApiKey::OffsetDelete => offset_delete::handle(shard, req).await,
-        ApiKey::InitProducerId => init_producer_id::handle(shard, req).await,
-        ApiKey::DescribeProducers => describe_producers::handle(shard, req).await,
-        ApiKey::SaslHandshake => sasl_handshake::handle(shard, &req),
-        ApiKey::SaslAuthenticate => sasl_authenticate::handle(shard, &req).await,
-        ApiKey::CreateAcls => create_acls::handle(shard, req).await,
-        ApiKey::DescribeAcls => describe_acls::handle(shard, req),
-        ApiKey::DeleteAcls => delete_acls::handle(shard, req).await,
-        ApiKey::DescribeUserScramCredentials => describe_user_scram_credentials::handle(shard, req),
-        ApiKey::AlterUserScramCredentials => alter_user_scram_credentials::handle(shard, req).await,
-        ApiKey::DescribeClientQuotas => describe_client_quotas::handle(shard, req),
-        ApiKey::AlterClientQuotas => alter_client_quotas::handle(shard, req).await,
-        _ => Err(Fault::UnknownApi(pre.api_key)),
-    }
+    route(shard, req).await
 }
 
 /// A string for a response field.

@@ -38,7 +38,7 @@ async fn step(shard: &Shard, conn: &ConnSecurity, token: &[u8]) -> Result<Step, 
     outcome
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: &Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: SaslAuthenticateRequest = req.decode()?;
     let mut resp = SaslAuthenticateResponse::default();
     match step(shard, &req.conn, &r.auth_bytes).await {

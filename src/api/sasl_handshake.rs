@@ -12,7 +12,7 @@ use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::SaslHandshake, 0, 1);
 
-pub fn handle(shard: &Rc<Shard>, req: &Request) -> Outcome {
+pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: SaslHandshakeRequest = req.decode()?;
     let mut resp = SaslHandshakeResponse::default();
     resp.mechanisms = shard.sasl_mechanisms.iter().map(|m| str_bytes(m.clone())).collect();
