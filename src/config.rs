@@ -58,362 +58,209 @@ pub enum ClientAuth {
     Required,
 }
 
-/// The broker's settings after every source has been merged.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Config {
+/// How a setting is given on the command line: the flag's value type, and how a flag's
+/// value overrides the setting (an optional setting becomes set).
+pub trait Setting {
+    type Flag: Clone;
+    fn set(&mut self, v: &Self::Flag);
+}
+
+macro_rules! plain_settings {
+    ($($t:ty),*) => {$(
+        impl Setting for $t {
+            type Flag = $t;
+            fn set(&mut self, v: &$t) {
+                *self = v.clone();
+            }
+        }
+    )*};
+}
+plain_settings!(String, PathBuf, bool, u32, u64, i32, i64, usize, FlushPolicy, LogFormat, ClientAuth);
+
+macro_rules! optional_settings {
+    ($($t:ty),*) => {$(
+        impl Setting for Option<$t> {
+            type Flag = $t;
+            fn set(&mut self, v: &$t) {
+                *self = Some(v.clone());
+            }
+        }
+    )*};
+}
+optional_settings!(String, PathBuf, u32);
+
+/// The one declaration of every broker setting: its doc, type and default, its environment
+/// variable, and its flag's help (`--name-with-dashes`). The `Config` fields and defaults,
+/// the `Flags` clap reads, the overlay of flags on the file, and `Config::NAMES` (against
+/// which a test checks the README's tables) are all generated from it.
+macro_rules! settings {
+    ($($(#[$meta:meta])* $name:ident : $ty:ty = $default:expr, $env:literal, $help:literal $(, $arg:ident)* ;)*) => {
+        /// The broker's settings after every source has been merged.
+        #[derive(Debug, Clone, Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct Config {
+            $($(#[$meta])* pub $name: $ty,)*
+        }
+
+        impl Default for Config {
+            fn default() -> Self {
+                Config { $($name: $default,)* }
+            }
+        }
+
+        /// The broker's command-line flags (the binary's parser, `cli::Cli`, takes them beside
+        /// its subcommands); each can also come from the environment variable named beside it.
+        #[derive(Debug, Default, clap::Args)]
+        pub struct Flags {
+            /// TOML file with settings (keys as in the README's table).
+            #[arg(long, env = "RINGBROKER_CONFIG")]
+            pub config: Option<PathBuf>,
+            $(
+                #[doc = $help]
+                #[arg(long, env = $env $(, $arg = true)*)]
+                pub $name: Option<<$ty as Setting>::Flag>,
+            )*
+        }
+
+        impl Config {
+            /// Every setting's name (its TOML key), in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+
+            fn overlay(&mut self, flags: &Flags) {
+                $(if let Some(v) = &flags.$name {
+                    Setting::set(&mut self.$name, v);
+                })*
+            }
+        }
+    };
+}
+
+settings! {
     /// Address every shard's listener binds (SO_REUSEPORT spreads connections).
-    pub listen: String,
+    listen: String = "127.0.0.1:9092".into(), "RINGBROKER_LISTEN", "Address to listen on, HOST:PORT (port 0 picks a free port) [default: 127.0.0.1:9092]";
     /// Address given to clients in Metadata; defaults to the bound listen address.
-    pub advertise: Option<String>,
+    advertise: Option<String> = None, "RINGBROKER_ADVERTISE", "Address advertised to clients in Metadata, HOST:PORT [default: the listen address]";
     /// Named listeners, `NAME://HOST:PORT` separated by commas (see `listener`); when set, it
     /// replaces `listen` and `advertise`.
-    pub listeners: String,
+    listeners: String = String::new(), "RINGBROKER_LISTENERS", "Named listeners, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093 (replaces --listen) [default: none]";
     /// `NAME://HOST:PORT` for listeners whose clients must be told another address.
-    pub advertised_listeners: String,
+    advertised_listeners: String = String::new(), "RINGBROKER_ADVERTISED_LISTENERS", "Addresses told to clients per listener, e.g. SASL_SSL://broker.example:9093 [default: the bound ones]";
     /// `NAME:PROTOCOL` for listeners not named after their protocol.
-    pub listener_security_protocol_map: String,
+    listener_security_protocol_map: String = String::new(), "RINGBROKER_LISTENER_SECURITY_PROTOCOL_MAP", "NAME:PROTOCOL for listeners not named after their protocol, e.g. INTERNAL:PLAINTEXT [default: none]";
     /// Certificate chain (PEM) of SSL and SASL_SSL listeners.
-    pub ssl_certificate_file: Option<PathBuf>,
+    ssl_certificate_file: Option<PathBuf> = None, "RINGBROKER_SSL_CERTIFICATE_FILE", "TLS certificate chain, PEM, for SSL and SASL_SSL listeners";
     /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1).
-    pub ssl_key_file: Option<PathBuf>,
+    ssl_key_file: Option<PathBuf> = None, "RINGBROKER_SSL_KEY_FILE", "TLS private key, PEM";
     /// CA certificates (PEM) that client certificates must chain to.
-    pub ssl_ca_file: Option<PathBuf>,
+    ssl_ca_file: Option<PathBuf> = None, "RINGBROKER_SSL_CA_FILE", "CA certificates, PEM, that client certificates must chain to";
     /// `ssl.client.auth`: none, requested or required.
-    pub ssl_client_auth: ClientAuth,
+    ssl_client_auth: ClientAuth = ClientAuth::None, "RINGBROKER_SSL_CLIENT_AUTH", "Client certificates on TLS listeners: none, requested, required [default: none]";
     /// SASL mechanisms offered on SASL listeners (`sasl.enabled.mechanisms`).
-    pub sasl_enabled_mechanisms: String,
+    sasl_enabled_mechanisms: String = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512".into(), "RINGBROKER_SASL_ENABLED_MECHANISMS", "SASL mechanisms offered [default: PLAIN,SCRAM-SHA-256,SCRAM-SHA-512]";
     /// `sasl.server.max.receive.size`: the largest frame read before a client authenticates.
-    pub sasl_server_max_receive_size: u32,
+    sasl_server_max_receive_size: u32 = 524_288, "RINGBROKER_SASL_SERVER_MAX_RECEIVE_SIZE", "Largest frame accepted before a client authenticates, bytes [default: 524288]";
     /// `connection.failed.authentication.delay.ms`: how long a failed authentication waits
     /// before the connection closes (slows password guessing).
-    pub connection_failed_authentication_delay_ms: u64,
+    connection_failed_authentication_delay_ms: u64 = 100, "RINGBROKER_CONNECTION_FAILED_AUTHENTICATION_DELAY_MS", "Delay before closing a connection whose authentication failed, ms [default: 100]";
     /// `connections.max.reauth.ms`: SASL sessions last this long, then the client must
     /// re-authenticate on the same connection or be disconnected; 0 = forever.
-    pub connections_max_reauth_ms: u64,
+    connections_max_reauth_ms: u64 = 0, "RINGBROKER_CONNECTIONS_MAX_REAUTH_MS", "SASL session lifetime; clients re-authenticate before it ends, 0 = forever, ms [default: 0]";
     /// Enforce ACLs on every request (Kafka's `authorizer.class.name` set).
-    pub authorizer_enabled: bool,
+    authorizer_enabled: bool = false, "RINGBROKER_AUTHORIZER_ENABLED", "Enforce ACLs on every request [default: false]";
     /// `super.users`: principals allowed everything, separated by `;` (`User:admin;User:ops`).
-    pub super_users: String,
+    super_users: String = String::new(), "RINGBROKER_SUPER_USERS", "Principals allowed everything, e.g. \"User:admin;User:ops\" [default: none]";
     /// `allow.everyone.if.no.acl.found`
-    pub allow_everyone_if_no_acl_found: bool,
-    pub data_dir: PathBuf,
+    allow_everyone_if_no_acl_found: bool = false, "RINGBROKER_ALLOW_EVERYONE_IF_NO_ACL_FOUND", "Allow an action on a resource no ACL names [default: false]";
+    data_dir: PathBuf = PathBuf::from("./ringbroker-data"), "RINGBROKER_DATA_DIR", "Data directory [default: ./ringbroker-data]";
     /// CPU list such as "0-3,6"; one shard per CPU. Default: every CPU the process may use.
-    pub cpus: Option<String>,
+    cpus: Option<String> = None, "RINGBROKER_CPUS", "CPUs to run shards on, e.g. 0-3,6 [default: all CPUs the process may use]";
     /// Use the CPUs of this NUMA node (those the process may use).
-    pub numa_node: Option<u32>,
-    pub node_id: i32,
-    pub flush: FlushPolicy,
-    pub flush_interval_ms: u64,
-    pub flush_interval_bytes: u64,
+    numa_node: Option<u32> = None, "RINGBROKER_NUMA_NODE", "Run shards on the CPUs of this NUMA node";
+    node_id: i32 = 0, "RINGBROKER_NODE_ID", "This broker's node id [default: 0]";
+    flush: FlushPolicy = FlushPolicy::Always, "RINGBROKER_FLUSH", "Durability: always (fdatasync before ack), interval, os (never fsync) [default: always]";
+    flush_interval_ms: u64 = 1000, "RINGBROKER_FLUSH_INTERVAL_MS", "With --flush interval: longest time between two fdatasyncs, ms [default: 1000]";
+    flush_interval_bytes: u64 = 64 * 1024 * 1024, "RINGBROKER_FLUSH_INTERVAL_BYTES", "With --flush interval: most bytes written before an fdatasync [default: 64 MiB]";
     /// `log.segment.bytes`
-    pub segment_bytes: u64,
+    segment_bytes: u64 = 1 << 30, "RINGBROKER_SEGMENT_BYTES", "Roll a segment once it holds this many bytes [default: 1 GiB]";
     /// `log.roll.ms`
-    pub segment_ms: u64,
+    segment_ms: u64 = 7 * 24 * 3600 * 1000, "RINGBROKER_SEGMENT_MS", "Roll a segment once its first record is this old, ms [default: 7 days]";
     /// `log.retention.bytes`; -1 keeps everything.
-    pub retention_bytes: i64,
+    retention_bytes: i64 = -1, "RINGBROKER_RETENTION_BYTES", "Delete old segments past this many bytes per partition, -1 = no limit [default: -1]", allow_hyphen_values;
     /// `log.retention.ms`; -1 keeps everything.
-    pub retention_ms: i64,
+    retention_ms: i64 = 7 * 24 * 3600 * 1000, "RINGBROKER_RETENTION_MS", "Delete segments whose newest record is older than this, ms, -1 = forever [default: 7 days]", allow_hyphen_values;
     /// `log.retention.check.interval.ms`
-    pub retention_check_interval_ms: u64,
+    retention_check_interval_ms: u64 = 300_000, "RINGBROKER_RETENTION_CHECK_INTERVAL_MS", "How often retention runs, ms [default: 300000]";
     /// `log.index.interval.bytes`: bytes of log between two sparse index entries.
-    pub index_interval_bytes: u32,
+    index_interval_bytes: u32 = 4096, "RINGBROKER_INDEX_INTERVAL_BYTES", "Log bytes between two sparse index entries [default: 4096]";
     /// `socket.request.max.bytes`: largest request frame accepted.
-    pub max_request_bytes: u32,
+    max_request_bytes: u32 = 100 * 1024 * 1024, "RINGBROKER_MAX_REQUEST_BYTES", "Largest request frame accepted, bytes [default: 104857600]";
     /// `message.max.bytes`: largest record batch accepted.
-    pub message_max_bytes: u32,
+    message_max_bytes: u32 = 1_048_588, "RINGBROKER_MESSAGE_MAX_BYTES", "Largest record batch accepted, bytes [default: 1048588]";
     /// `auto.create.topics.enable`
-    pub auto_create_topics: bool,
+    auto_create_topics: bool = true, "RINGBROKER_AUTO_CREATE_TOPICS", "Create unknown topics on Metadata/Produce [default: true]";
     /// `num.partitions`: partitions of an auto-created topic.
-    pub default_partitions: u32,
+    default_partitions: u32 = 1, "RINGBROKER_DEFAULT_PARTITIONS", "Partitions of an auto-created topic [default: 1]";
     /// Requests one connection may have in flight before the broker stops reading it.
-    pub max_in_flight_per_connection: usize,
+    max_in_flight_per_connection: usize = 64, "RINGBROKER_MAX_IN_FLIGHT_PER_CONNECTION", "Pipelined requests one connection may have in flight before its reading pauses [default: 64]";
     /// `max.connections`: client connections open at once, broker-wide (all shards together).
-    pub max_connections: u32,
+    max_connections: u32 = i32::MAX as u32, "RINGBROKER_MAX_CONNECTIONS", "Client connections open at once, all shards together [default: 2147483647]";
     /// `max.connections.per.ip`: client connections open at once from one IP address,
     /// broker-wide. 0 refuses every IP not named in the overrides.
-    pub max_connections_per_ip: u32,
+    max_connections_per_ip: u32 = i32::MAX as u32, "RINGBROKER_MAX_CONNECTIONS_PER_IP", "Client connections open at once from one IP address [default: 2147483647]";
     /// `max.connections.per.ip.overrides`: `IP:COUNT,IP:COUNT` caps replacing
     /// `max_connections_per_ip` for those addresses (IP addresses only, no host names).
-    pub max_connections_per_ip_overrides: String,
+    max_connections_per_ip_overrides: String = String::new(), "RINGBROKER_MAX_CONNECTIONS_PER_IP_OVERRIDES", "Per-IP caps replacing --max-connections-per-ip, e.g. 10.0.0.5:100,::1:20 [default: none]";
     /// `connections.max.idle.ms`: a connection that completes no request (and has none in
     /// flight) for this long is closed. Bytes that never make up a whole request do not count.
-    pub connections_max_idle_ms: u64,
+    connections_max_idle_ms: u64 = 600_000, "RINGBROKER_CONNECTIONS_MAX_IDLE_MS", "Close a connection that completes no request for this long, ms [default: 600000]";
     /// `max.connection.creation.rate`: new connections a second, broker-wide; faster ones wait.
-    pub max_connection_creation_rate: u64,
+    max_connection_creation_rate: u64 = i32::MAX as u64, "RINGBROKER_MAX_CONNECTION_CREATION_RATE", "New connections a second, all shards together; faster ones wait [default: 2147483647]";
     /// `request_percentage` (Kafka's default client quota): percent of one shard's time
     /// that one client-id's requests may keep handlers busy, over all its connections.
-    pub quota_request_percentage: u64,
+    quota_request_percentage: u64 = crate::quota::UNLIMITED, "RINGBROKER_QUOTA_REQUEST_PERCENTAGE", "Percent of one shard's time a client-id's requests may take, all its connections (request_percentage) [default: unlimited]";
+    // Kafka leaves this unbounded (-1); a bound is the point here. Room for five
+    // requests of the largest size at once.
     /// `queued.max.request.bytes`: request bytes read and not yet answered, all connections
     /// together; past it connections stop reading (see `net::memory`).
-    pub queued_max_request_bytes: u64,
+    queued_max_request_bytes: u64 = 512 << 20, "RINGBROKER_QUEUED_MAX_REQUEST_BYTES", "Request bytes read and not yet answered, all connections together (queued.max.request.bytes) [default: 536870912]";
     /// Request bytes one connection may hold read and not yet answered.
-    pub connection_max_request_bytes: u64,
+    connection_max_request_bytes: u64 = 128 << 20, "RINGBROKER_CONNECTION_MAX_REQUEST_BYTES", "Request bytes one connection may hold read and not yet answered [default: 134217728]";
     /// `producer_byte_rate` (Kafka's default client quota): record bytes per second that
     /// one client-id may produce, over all its connections; 9223372036854775807 means none.
-    pub quota_producer_byte_rate: u64,
+    quota_producer_byte_rate: u64 = crate::quota::UNLIMITED, "RINGBROKER_QUOTA_PRODUCER_BYTE_RATE", "Record bytes/s one client-id may produce, broker-wide [default: 9223372036854775807 = no quota]";
     /// `consumer_byte_rate`: record bytes per second that one client-id may fetch, likewise.
-    pub quota_consumer_byte_rate: u64,
+    quota_consumer_byte_rate: u64 = crate::quota::UNLIMITED, "RINGBROKER_QUOTA_CONSUMER_BYTE_RATE", "Record bytes/s one client-id may fetch, broker-wide [default: 9223372036854775807 = no quota]";
     /// Per-client-id quotas replacing the two above: `CLIENT_ID:producer=BYTES` or
     /// `CLIENT_ID:consumer=BYTES`, separated by commas (a client-id may appear twice).
-    pub quota_client_overrides: String,
+    quota_client_overrides: String = String::new(), "RINGBROKER_QUOTA_CLIENT_OVERRIDES", "Per-client quotas, e.g. client-a:producer=1048576,client-b:consumer=2097152 [default: none]";
     /// Per-user quotas (KIP-55): `USER:producer=BYTES`, `USER:consumer=BYTES` or
     /// `USER:request=PERCENT`, separated by commas; they take precedence over client-id quotas.
-    pub quota_user_overrides: String,
+    quota_user_overrides: String = String::new(), "RINGBROKER_QUOTA_USER_OVERRIDES", "Per-user quotas (KIP-55), e.g. alice:producer=1048576,bob:request=50 [default: none]";
     /// Send fetched records file→socket with sendfile. `false` reads them into memory and
     /// writes them, as a broker without zero-copy would (kept for measuring the difference).
-    pub zero_copy_fetch: bool,
+    zero_copy_fetch: bool = true, "RINGBROKER_ZERO_COPY_FETCH", "Send fetched records with sendfile (false: read and write them, for comparison) [default: true]";
     /// `group.min.session.timeout.ms`
-    pub group_min_session_timeout_ms: u64,
+    group_min_session_timeout_ms: u64 = 6_000, "RINGBROKER_GROUP_MIN_SESSION_TIMEOUT_MS", "Smallest session timeout a group member may ask for, ms [default: 6000]";
     /// `group.max.session.timeout.ms`
-    pub group_max_session_timeout_ms: u64,
+    group_max_session_timeout_ms: u64 = 1_800_000, "RINGBROKER_GROUP_MAX_SESSION_TIMEOUT_MS", "Largest session timeout a group member may ask for, ms [default: 1800000]";
     /// `group.initial.rebalance.delay.ms`: how long the first rebalance of an empty group
     /// waits for more members.
-    pub group_initial_rebalance_delay_ms: u64,
+    group_initial_rebalance_delay_ms: u64 = 3_000, "RINGBROKER_GROUP_INITIAL_REBALANCE_DELAY_MS", "How long the first rebalance of a new group waits for more members, ms [default: 3000]";
     /// `group.max.size`
-    pub group_max_size: u32,
+    group_max_size: u32 = i32::MAX as u32, "RINGBROKER_GROUP_MAX_SIZE", "Most members one consumer group may have [default: 2147483647]";
     /// `offsets.retention.minutes`: committed offsets of an empty group are kept this long.
-    pub offsets_retention_minutes: u64,
+    offsets_retention_minutes: u64 = 7 * 24 * 60, "RINGBROKER_OFFSETS_RETENTION_MINUTES", "Keep committed offsets of an empty group this long, minutes [default: 10080]";
     /// `offsets.retention.check.interval.ms`
-    pub offsets_retention_check_interval_ms: u64,
+    offsets_retention_check_interval_ms: u64 = 600_000, "RINGBROKER_OFFSETS_RETENTION_CHECK_INTERVAL_MS", "How often expired committed offsets are removed, ms [default: 600000]";
     /// `producer.id.expiration.ms`: idempotence state of a producer idle this long is dropped.
-    pub producer_id_expiration_ms: i64,
+    producer_id_expiration_ms: i64 = 86_400_000, "RINGBROKER_PRODUCER_ID_EXPIRATION_MS", "Forget the idempotence state of a producer idle this long, ms [default: 86400000]";
     /// Admin HTTP listener serving Prometheus metrics at `/metrics`, HOST:PORT; "" or "off"
     /// disables it (Redpanda's admin API uses the same default port).
-    pub admin_listen: String,
+    admin_listen: String = "127.0.0.1:9644".into(), "RINGBROKER_ADMIN_LISTEN", "Admin HTTP listener for Prometheus metrics at /metrics, HOST:PORT (port 0 picks a free port), or \"off\" [default: 127.0.0.1:9644]";
     /// Log line format on stderr.
-    pub log_format: LogFormat,
+    log_format: LogFormat = LogFormat::Text, "RINGBROKER_LOG_FORMAT", "Log format on stderr: text or json [default: text]";
     /// Log filter directives, e.g. `info,ringbroker::net=debug`; `RUST_LOG` wins when set.
-    pub log_level: String,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            listen: "127.0.0.1:9092".into(),
-            advertise: None,
-            listeners: String::new(),
-            advertised_listeners: String::new(),
-            listener_security_protocol_map: String::new(),
-            ssl_certificate_file: None,
-            ssl_key_file: None,
-            ssl_ca_file: None,
-            ssl_client_auth: ClientAuth::None,
-            sasl_enabled_mechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512".into(),
-            sasl_server_max_receive_size: 524_288,
-            connection_failed_authentication_delay_ms: 100,
-            connections_max_reauth_ms: 0,
-            authorizer_enabled: false,
-            super_users: String::new(),
-            allow_everyone_if_no_acl_found: false,
-            data_dir: PathBuf::from("./ringbroker-data"),
-            cpus: None,
-            numa_node: None,
-            node_id: 0,
-            flush: FlushPolicy::Always,
-            flush_interval_ms: 1000,
-            flush_interval_bytes: 64 * 1024 * 1024,
-            segment_bytes: 1 << 30,
-            segment_ms: 7 * 24 * 3600 * 1000,
-            retention_bytes: -1,
-            retention_ms: 7 * 24 * 3600 * 1000,
-            retention_check_interval_ms: 300_000,
-            index_interval_bytes: 4096,
-            max_request_bytes: 100 * 1024 * 1024,
-            message_max_bytes: 1_048_588,
-            auto_create_topics: true,
-            default_partitions: 1,
-            max_in_flight_per_connection: 64,
-            max_connections: i32::MAX as u32,
-            max_connections_per_ip: i32::MAX as u32,
-            max_connections_per_ip_overrides: String::new(),
-            connections_max_idle_ms: 600_000,
-            max_connection_creation_rate: i32::MAX as u64,
-            quota_request_percentage: crate::quota::UNLIMITED,
-            // Kafka leaves this unbounded (-1); a bound is the point here. Room for five
-            // requests of the largest size at once.
-            queued_max_request_bytes: 512 << 20,
-            connection_max_request_bytes: 128 << 20,
-            quota_producer_byte_rate: crate::quota::UNLIMITED,
-            quota_consumer_byte_rate: crate::quota::UNLIMITED,
-            quota_client_overrides: String::new(),
-            quota_user_overrides: String::new(),
-            zero_copy_fetch: true,
-            group_min_session_timeout_ms: 6_000,
-            group_max_session_timeout_ms: 1_800_000,
-            group_initial_rebalance_delay_ms: 3_000,
-            group_max_size: i32::MAX as u32,
-            offsets_retention_minutes: 7 * 24 * 60,
-            offsets_retention_check_interval_ms: 600_000,
-            producer_id_expiration_ms: 86_400_000,
-            admin_listen: "127.0.0.1:9644".into(),
-            log_format: LogFormat::Text,
-            log_level: "info".into(),
-        }
-    }
-}
-
-/// The broker's command-line flags (the binary's parser, `cli::Cli`, takes them beside its
-/// subcommands); each can also come from the environment variable named beside it.
-#[derive(Debug, Default, clap::Args)]
-pub struct Flags {
-    /// TOML file with settings (keys as in the README's table).
-    #[arg(long, env = "RINGBROKER_CONFIG")]
-    pub config: Option<PathBuf>,
-    /// Address to listen on, HOST:PORT (port 0 picks a free port) [default: 127.0.0.1:9092]
-    #[arg(long, env = "RINGBROKER_LISTEN")]
-    pub listen: Option<String>,
-    /// Address advertised to clients in Metadata, HOST:PORT [default: the listen address]
-    #[arg(long, env = "RINGBROKER_ADVERTISE")]
-    pub advertise: Option<String>,
-    /// Named listeners, e.g. PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093 (replaces --listen) [default: none]
-    #[arg(long, env = "RINGBROKER_LISTENERS")]
-    pub listeners: Option<String>,
-    /// Addresses told to clients per listener, e.g. SASL_SSL://broker.example:9093 [default: the bound ones]
-    #[arg(long, env = "RINGBROKER_ADVERTISED_LISTENERS")]
-    pub advertised_listeners: Option<String>,
-    /// NAME:PROTOCOL for listeners not named after their protocol, e.g. INTERNAL:PLAINTEXT [default: none]
-    #[arg(long, env = "RINGBROKER_LISTENER_SECURITY_PROTOCOL_MAP")]
-    pub listener_security_protocol_map: Option<String>,
-    /// TLS certificate chain, PEM, for SSL and SASL_SSL listeners
-    #[arg(long, env = "RINGBROKER_SSL_CERTIFICATE_FILE")]
-    pub ssl_certificate_file: Option<PathBuf>,
-    /// TLS private key, PEM
-    #[arg(long, env = "RINGBROKER_SSL_KEY_FILE")]
-    pub ssl_key_file: Option<PathBuf>,
-    /// CA certificates, PEM, that client certificates must chain to
-    #[arg(long, env = "RINGBROKER_SSL_CA_FILE")]
-    pub ssl_ca_file: Option<PathBuf>,
-    /// Client certificates on TLS listeners: none, requested, required [default: none]
-    #[arg(long, env = "RINGBROKER_SSL_CLIENT_AUTH")]
-    pub ssl_client_auth: Option<ClientAuth>,
-    /// SASL mechanisms offered [default: PLAIN,SCRAM-SHA-256,SCRAM-SHA-512]
-    #[arg(long, env = "RINGBROKER_SASL_ENABLED_MECHANISMS")]
-    pub sasl_enabled_mechanisms: Option<String>,
-    /// Largest frame accepted before a client authenticates, bytes [default: 524288]
-    #[arg(long, env = "RINGBROKER_SASL_SERVER_MAX_RECEIVE_SIZE")]
-    pub sasl_server_max_receive_size: Option<u32>,
-    /// Delay before closing a connection whose authentication failed, ms [default: 100]
-    #[arg(long, env = "RINGBROKER_CONNECTION_FAILED_AUTHENTICATION_DELAY_MS")]
-    pub connection_failed_authentication_delay_ms: Option<u64>,
-    /// SASL session lifetime; clients re-authenticate before it ends, 0 = forever, ms [default: 0]
-    #[arg(long, env = "RINGBROKER_CONNECTIONS_MAX_REAUTH_MS")]
-    pub connections_max_reauth_ms: Option<u64>,
-    /// Enforce ACLs on every request [default: false]
-    #[arg(long, env = "RINGBROKER_AUTHORIZER_ENABLED")]
-    pub authorizer_enabled: Option<bool>,
-    /// Principals allowed everything, e.g. "User:admin;User:ops" [default: none]
-    #[arg(long, env = "RINGBROKER_SUPER_USERS")]
-    pub super_users: Option<String>,
-    /// Allow an action on a resource no ACL names [default: false]
-    #[arg(long, env = "RINGBROKER_ALLOW_EVERYONE_IF_NO_ACL_FOUND")]
-    pub allow_everyone_if_no_acl_found: Option<bool>,
-    /// Data directory [default: ./ringbroker-data]
-    #[arg(long, env = "RINGBROKER_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// CPUs to run shards on, e.g. 0-3,6 [default: all CPUs the process may use]
-    #[arg(long, env = "RINGBROKER_CPUS")]
-    pub cpus: Option<String>,
-    /// Run shards on the CPUs of this NUMA node
-    #[arg(long, env = "RINGBROKER_NUMA_NODE")]
-    pub numa_node: Option<u32>,
-    /// Durability: always (fdatasync before ack), interval, os (never fsync) [default: always]
-    #[arg(long, env = "RINGBROKER_FLUSH")]
-    pub flush: Option<FlushPolicy>,
-    /// With --flush interval: longest time between two fdatasyncs, ms [default: 1000]
-    #[arg(long, env = "RINGBROKER_FLUSH_INTERVAL_MS")]
-    pub flush_interval_ms: Option<u64>,
-    /// Roll a segment once it holds this many bytes [default: 1 GiB]
-    #[arg(long, env = "RINGBROKER_SEGMENT_BYTES")]
-    pub segment_bytes: Option<u64>,
-    /// Roll a segment once its first record is this old, ms [default: 7 days]
-    #[arg(long, env = "RINGBROKER_SEGMENT_MS")]
-    pub segment_ms: Option<u64>,
-    /// Delete old segments past this many bytes per partition, -1 = no limit [default: -1]
-    #[arg(long, env = "RINGBROKER_RETENTION_BYTES", allow_hyphen_values = true)]
-    pub retention_bytes: Option<i64>,
-    /// Delete segments whose newest record is older than this, ms, -1 = forever [default: 7 days]
-    #[arg(long, env = "RINGBROKER_RETENTION_MS", allow_hyphen_values = true)]
-    pub retention_ms: Option<i64>,
-    /// How often retention runs, ms [default: 300000]
-    #[arg(long, env = "RINGBROKER_RETENTION_CHECK_INTERVAL_MS")]
-    pub retention_check_interval_ms: Option<u64>,
-    /// Largest request frame accepted, bytes [default: 104857600]
-    #[arg(long, env = "RINGBROKER_MAX_REQUEST_BYTES")]
-    pub max_request_bytes: Option<u32>,
-    /// Largest record batch accepted, bytes [default: 1048588]
-    #[arg(long, env = "RINGBROKER_MESSAGE_MAX_BYTES")]
-    pub message_max_bytes: Option<u32>,
-    /// Create unknown topics on Metadata/Produce [default: true]
-    #[arg(long, env = "RINGBROKER_AUTO_CREATE_TOPICS")]
-    pub auto_create_topics: Option<bool>,
-    /// Partitions of an auto-created topic [default: 1]
-    #[arg(long, env = "RINGBROKER_DEFAULT_PARTITIONS")]
-    pub default_partitions: Option<u32>,
-    /// Client connections open at once, all shards together [default: 2147483647]
-    #[arg(long, env = "RINGBROKER_MAX_CONNECTIONS")]
-    pub max_connections: Option<u32>,
-    /// Client connections open at once from one IP address [default: 2147483647]
-    #[arg(long, env = "RINGBROKER_MAX_CONNECTIONS_PER_IP")]
-    pub max_connections_per_ip: Option<u32>,
-    /// Per-IP caps replacing --max-connections-per-ip, e.g. 10.0.0.5:100,::1:20 [default: none]
-    #[arg(long, env = "RINGBROKER_MAX_CONNECTIONS_PER_IP_OVERRIDES")]
-    pub max_connections_per_ip_overrides: Option<String>,
-    /// Close a connection that completes no request for this long, ms [default: 600000]
-    #[arg(long, env = "RINGBROKER_CONNECTIONS_MAX_IDLE_MS")]
-    pub connections_max_idle_ms: Option<u64>,
-    /// New connections a second, all shards together; faster ones wait [default: 2147483647]
-    #[arg(long, env = "RINGBROKER_MAX_CONNECTION_CREATION_RATE")]
-    pub max_connection_creation_rate: Option<u64>,
-    /// Percent of one shard's time a client-id's requests may take, all its connections (request_percentage) [default: unlimited]
-    #[arg(long, env = "RINGBROKER_QUOTA_REQUEST_PERCENTAGE")]
-    pub quota_request_percentage: Option<u64>,
-    /// Request bytes read and not yet answered, all connections together (queued.max.request.bytes) [default: 536870912]
-    #[arg(long, env = "RINGBROKER_QUEUED_MAX_REQUEST_BYTES")]
-    pub queued_max_request_bytes: Option<u64>,
-    /// Request bytes one connection may hold read and not yet answered [default: 134217728]
-    #[arg(long, env = "RINGBROKER_CONNECTION_MAX_REQUEST_BYTES")]
-    pub connection_max_request_bytes: Option<u64>,
-    /// Record bytes/s one client-id may produce, broker-wide [default: 9223372036854775807 = no quota]
-    #[arg(long, env = "RINGBROKER_QUOTA_PRODUCER_BYTE_RATE")]
-    pub quota_producer_byte_rate: Option<u64>,
-    /// Record bytes/s one client-id may fetch, broker-wide [default: 9223372036854775807 = no quota]
-    #[arg(long, env = "RINGBROKER_QUOTA_CONSUMER_BYTE_RATE")]
-    pub quota_consumer_byte_rate: Option<u64>,
-    /// Per-client quotas, e.g. client-a:producer=1048576,client-b:consumer=2097152 [default: none]
-    #[arg(long, env = "RINGBROKER_QUOTA_CLIENT_OVERRIDES")]
-    pub quota_client_overrides: Option<String>,
-    /// Per-user quotas (KIP-55), e.g. alice:producer=1048576,bob:request=50 [default: none]
-    #[arg(long, env = "RINGBROKER_QUOTA_USER_OVERRIDES")]
-    pub quota_user_overrides: Option<String>,
-    /// This broker's node id [default: 0]
-    #[arg(long, env = "RINGBROKER_NODE_ID")]
-    pub node_id: Option<i32>,
-    /// Send fetched records with sendfile (false: read and write them, for comparison) [default: true]
-    #[arg(long, env = "RINGBROKER_ZERO_COPY_FETCH")]
-    pub zero_copy_fetch: Option<bool>,
-    /// How long the first rebalance of a new group waits for more members, ms [default: 3000]
-    #[arg(long, env = "RINGBROKER_GROUP_INITIAL_REBALANCE_DELAY_MS")]
-    pub group_initial_rebalance_delay_ms: Option<u64>,
-    /// Smallest session timeout a group member may ask for, ms [default: 6000]
-    #[arg(long, env = "RINGBROKER_GROUP_MIN_SESSION_TIMEOUT_MS")]
-    pub group_min_session_timeout_ms: Option<u64>,
-    /// Keep committed offsets of an empty group this long, minutes [default: 10080]
-    #[arg(long, env = "RINGBROKER_OFFSETS_RETENTION_MINUTES")]
-    pub offsets_retention_minutes: Option<u64>,
-    /// How often expired committed offsets are removed, ms [default: 600000]
-    #[arg(long, env = "RINGBROKER_OFFSETS_RETENTION_CHECK_INTERVAL_MS")]
-    pub offsets_retention_check_interval_ms: Option<u64>,
-    /// Admin HTTP listener for Prometheus metrics at /metrics, HOST:PORT (port 0 picks a free
-    /// port), or "off" [default: 127.0.0.1:9644]
-    #[arg(long, env = "RINGBROKER_ADMIN_LISTEN")]
-    pub admin_listen: Option<String>,
-    /// Log format on stderr: text or json [default: text]
-    #[arg(long, env = "RINGBROKER_LOG_FORMAT")]
-    pub log_format: Option<LogFormat>,
-    /// Log filter, e.g. info,ringbroker::net=debug (RUST_LOG wins when set) [default: info]
-    #[arg(long, env = "RINGBROKER_LOG_LEVEL")]
-    pub log_level: Option<String>,
+    log_level: String = "info".into(), "RINGBROKER_LOG_LEVEL", "Log filter, e.g. info,ringbroker::net=debug (RUST_LOG wins when set) [default: info]";
 }
 
 /// A setting that cannot be used, named as in the config file.
@@ -448,29 +295,6 @@ impl Config {
 
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
         toml::from_str(text).map_err(|e| bad("config", format!("not valid TOML for ringbroker: {e}")))
-    }
-
-    fn overlay(&mut self, cli: &Flags) {
-        macro_rules! set {
-            ($($field:ident),*) => { $( if let Some(v) = &cli.$field { self.$field = v.clone(); } )* };
-        }
-        macro_rules! set_opt {
-            ($($field:ident),*) => { $( if let Some(v) = &cli.$field { self.$field = Some(v.clone()); } )* };
-        }
-        set!(listen, data_dir, flush, flush_interval_ms, segment_bytes, segment_ms, retention_bytes);
-        set!(retention_ms, retention_check_interval_ms, max_request_bytes, message_max_bytes);
-        set!(auto_create_topics, default_partitions, node_id, zero_copy_fetch);
-        set!(group_initial_rebalance_delay_ms, group_min_session_timeout_ms);
-        set!(offsets_retention_minutes, offsets_retention_check_interval_ms);
-        set!(admin_listen, log_format, log_level);
-        set!(max_connections, max_connections_per_ip, max_connections_per_ip_overrides, connections_max_idle_ms);
-        set!(queued_max_request_bytes, connection_max_request_bytes, max_connection_creation_rate);
-        set!(quota_request_percentage);
-        set!(listeners, advertised_listeners, listener_security_protocol_map, ssl_client_auth);
-        set!(sasl_enabled_mechanisms, sasl_server_max_receive_size, connection_failed_authentication_delay_ms);
-        set!(connections_max_reauth_ms, authorizer_enabled, super_users, allow_everyone_if_no_acl_found);
-        set!(quota_producer_byte_rate, quota_consumer_byte_rate, quota_client_overrides, quota_user_overrides);
-        set_opt!(advertise, cpus, numa_node, ssl_certificate_file, ssl_key_file, ssl_ca_file);
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -794,6 +618,31 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// README's settings tables and the declarations agree: every setting is in README, every
+    /// key a table row names is a setting, and a row's flags are the settings' own.
+    #[test]
+    fn the_readme_documents_exactly_the_declared_settings() {
+        let readme = include_str!("../README.md");
+        for name in Config::NAMES {
+            assert!(readme.contains(&format!("`{name}`")), "setting {name} is not in README.md");
+        }
+        for line in readme.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = line.split('|').collect();
+            let keys: Vec<&str> = cells[1].split('`').skip(1).step_by(2).collect();
+            let is_setting = |k: &str| k.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !keys.iter().all(|k| is_setting(k)) {
+                continue; // topic configs, the layout: other tables
+            }
+            for key in &keys {
+                assert!(Config::NAMES.contains(key), "README.md's table names `{key}`, which is not a setting");
+            }
+            let flags: Vec<String> =
+                cells[2].split('`').skip(1).step_by(2).filter(|f| f.starts_with("--")).map(str::to_string).collect();
+            let expected: Vec<String> = keys.iter().map(|k| format!("--{}", k.replace('_', "-"))).collect();
+            assert_eq!(flags, expected, "README.md's flags for {keys:?}");
+        }
+    }
 
     #[test]
     fn cpu_lists_parse_ranges_and_singles() {
