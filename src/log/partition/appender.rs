@@ -1,0 +1,412 @@
+//! The appender: a produced batch is checked and rewritten for its topic (`append`),
+//! given its offsets and queued; one writer task per partition drains the queue with one
+//! write per segment and one fdatasync for all of it (group commit, see the module table of
+//! `partition`), rolls segments, and handles a write that fails: a full disk refuses the
+//! batches and lets later appends try again, any other error takes the partition offline.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+use glommio::channels::local_channel::LocalReceiver;
+
+use super::{now_ms, storage, Appended, Partition, Pending, Queue};
+use crate::error::BrokerError;
+use crate::log::config::{Durability, LogConfig, TimestampType, TopicCompression, NEVER};
+use crate::log::segment::{self, Segment};
+use crate::producer::Verdict;
+use crate::protocol::batch::{self, BatchError, BatchHeader};
+use crate::protocol::ErrorCode;
+
+impl Partition {
+    /// Validates one produced batch, rewrites it where the topic's configs say (recompression
+    /// for `compression.type`, the broker's clock for LogAppendTime) and queues it; resolves
+    /// once the batch is acknowledged under the flush policy (see the module table).
+    /// `min.insync.replicas` asks nothing more here: Kafka 4 waits for at most as many
+    /// in-sync replicas as the partition has (KIP-966), and a partition has one.
+    pub fn append(&self, records: &Bytes) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
+        let cfg = self.cfg.get();
+        let refuse = |e: BatchError| {
+            tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: {e}");
+            e.code()
+        };
+        let header = batch::validate_produce(records, cfg.message_max_bytes as usize).map_err(refuse)?;
+        let now = now_ms();
+        if cfg.timestamp_type == TimestampType::CreateTime {
+            check_timestamps(records, &header, &cfg, now).map_err(refuse)?;
+        }
+        let mut st = self.st.borrow_mut();
+        if st.failed {
+            return Err(ErrorCode::KafkaStorageError);
+        }
+        let (tx, rx) = oneshot::channel();
+        match self.producers.borrow().check(&header)? {
+            Verdict::Append => {}
+            Verdict::Duplicate { first_offset, last_offset, max_timestamp } => {
+                // A retry: answer with the first append's offsets, once those are committed.
+                let log_append_time =
+                    if cfg.timestamp_type == TimestampType::LogAppendTime { max_timestamp } else { -1 };
+                let a = Appended { base_offset: first_offset, log_start_offset: st.log_start, log_append_time };
+                if st.hwm > last_offset {
+                    let _ = tx.send(Ok(a));
+                } else {
+                    self.duplicates.borrow_mut().push((last_offset, a, tx));
+                }
+                return Ok(rx);
+            }
+        }
+        let rewritten = match cfg.compression {
+            TopicCompression::Codec(codec) if codec != header.codec() => {
+                let b = batch::recompress(records, codec, cfg.decompressed_limit()).map_err(refuse)?;
+                if b.len() > cfg.message_max_bytes as usize {
+                    return Err(refuse(BatchError::TooLarge { size: b.len(), max: cfg.message_max_bytes as usize }));
+                }
+                Some(b)
+            }
+            _ => None,
+        };
+        let bytes: &[u8] = rewritten.as_deref().unwrap_or(records);
+        let mut header = BatchHeader { size: bytes.len(), ..batch::read_header(bytes).map_err(refuse)? };
+        let log_append_time = match cfg.timestamp_type {
+            TimestampType::LogAppendTime => {
+                header.max_timestamp = now;
+                now
+            }
+            TimestampType::CreateTime => -1,
+        };
+        let base = st.next_offset;
+        st.next_offset += header.record_count as i64;
+        drop(st);
+        header.base_offset = base;
+        self.producers.borrow_mut().update(&header, now);
+        let mut q = self.queue.borrow_mut();
+        let at = q.buf.len();
+        q.buf.extend_from_slice(bytes);
+        if log_append_time >= 0 {
+            batch::stamp_log_append_time(&mut q.buf[at..], now);
+        }
+        batch::patch(&mut q.buf[at..], base, 0);
+        q.items.push(Pending { header, at, log_append_time, reply: Some(tx) });
+        drop(q);
+        if let Some(w) = self.wake.borrow().as_ref() {
+            let _ = w.try_send(()); // full means a wake-up is already pending
+        }
+        Ok(rx)
+    }
+
+    pub(super) async fn write_loop(self: Rc<Self>, wake: LocalReceiver<()>) {
+        while wake.recv().await.is_some() {
+            loop {
+                let q = std::mem::take(&mut *self.queue.borrow_mut());
+                if q.items.is_empty() {
+                    break;
+                }
+                let Queue { buf, mut items } = q;
+                let (written, result) = self.write_queued(buf, &items).await;
+                if let Err(e) = &result {
+                    self.write_failed(e, items.len() - written);
+                }
+                let log_start = self.st.borrow().log_start;
+                for (i, it) in items.iter_mut().enumerate() {
+                    let r = match i < written {
+                        true => Ok(Appended {
+                            base_offset: it.header.base_offset,
+                            log_start_offset: log_start,
+                            log_append_time: it.log_append_time,
+                        }),
+                        false => Err(ErrorCode::KafkaStorageError),
+                    };
+                    if let Some(tx) = it.reply.take() {
+                        let _ = tx.send(r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a write stopped with `e`, `refused` of the drained batches unwritten. A full
+    /// disk refuses just those batches (and the ones queued meanwhile, whose offsets came
+    /// after them): the part that landed is cut, offsets and idempotence state go back to
+    /// what was written, and the next append tries again, so writes resume once space is
+    /// freed. Any other error (EIO, a failed sync) takes the partition offline: it answers
+    /// KAFKA_STORAGE_ERROR until the broker restarts and recovers it from disk.
+    fn write_failed(&self, e: &BrokerError, refused: usize) {
+        let queued = std::mem::take(&mut *self.queue.borrow_mut()).items;
+        for mut it in queued {
+            if let Some(tx) = it.reply.take() {
+                let _ = tx.send(Err(ErrorCode::KafkaStorageError));
+            }
+        }
+        if e.is_no_space() && !self.st.borrow().failed {
+            let mut st = self.st.borrow_mut();
+            let seg = st.segments.last().expect("active segment");
+            if let Err(cut) = seg.truncate(seg.size.get()) {
+                tracing::warn!(topic = %self.topic, partition = self.index, "cannot cut a failed write's tail (recovery will): {cut}");
+            }
+            st.next_offset = st.written;
+            drop(st);
+            *self.producers.borrow_mut() = self.producers_written.borrow().clone();
+            self.probe.log_write_refused();
+            tracing::warn!(topic = %self.topic, partition = self.index, refused, "append refused, writes resume when the disk has room: {e}");
+            return;
+        }
+        tracing::error!(topic = %self.topic, partition = self.index, "log write failed, the partition is offline until a restart recovers it: {e}");
+        self.st.borrow_mut().failed = true;
+        for (_, _, tx) in self.duplicates.borrow_mut().drain(..) {
+            let _ = tx.send(Err(ErrorCode::KafkaStorageError));
+        }
+    }
+
+    /// Writes the queued batches, segment by segment, then makes what was written durable
+    /// under the flush policy. Returns how many of `items` are written and acknowledged as
+    /// the policy says, and the error that stopped the rest.
+    async fn write_queued(self: &Rc<Self>, mut buf: Vec<u8>, items: &[Pending]) -> (usize, Result<(), BrokerError>) {
+        let mut first = 0;
+        let mut buf_base = 0; // position in the original buffer where `buf` starts
+        let mut stopped = None;
+        while first < items.len() {
+            let need = items[first].header.size as u64;
+            if let Err(e) = self.roll_if_needed(need).await {
+                stopped = Some(e);
+                break;
+            }
+            let (writer, pos, path) = {
+                let st = self.st.borrow();
+                let seg = st.segments.last().expect("active segment");
+                (st.writer.clone().expect("writer"), seg.size.get(), seg.path.clone())
+            };
+            // Take every batch that still fits in this segment.
+            let room = self.cfg.get().segment_bytes.saturating_sub(pos);
+            let mut last = first + 1;
+            while last < items.len() && (items[last].at + items[last].header.size - items[first].at) as u64 <= room {
+                last += 1;
+            }
+            let end = items.get(last).map_or(buf_base + buf.len(), |it| it.at);
+            let rest = buf.split_off(end - buf_base);
+            let chunk = std::mem::replace(&mut buf, rest);
+            buf_base = end;
+            let len = chunk.len();
+            if let Err(e) = crate::storage::append_at(&writer, &path, chunk, pos).await {
+                stopped = Some(storage(&path, e));
+                break;
+            }
+            let mut st = self.st.borrow_mut();
+            let interval = self.cfg.get().index_interval_bytes;
+            let seg = st.segments.last_mut().expect("active segment");
+            let mut at = pos;
+            let mut written = self.producers_written.borrow_mut();
+            let now = now_ms();
+            for it in &items[first..last] {
+                seg.note_batch(&it.header, at, interval);
+                written.update(&it.header, now);
+                at += it.header.size as u64;
+            }
+            drop(written);
+            if seg.first_append.get().is_none() {
+                seg.first_append.set(Some(Instant::now()));
+            }
+            seg.size.set(pos + len as u64);
+            self.probe.log_bytes(len as i64);
+            st.written = items[last - 1].header.last_offset() + 1;
+            st.unsynced_bytes += len as u64;
+            st.unsynced_records += items[first..last].iter().map(|it| it.header.record_count as u64).sum::<u64>();
+            first = last;
+        }
+        if first > 0 {
+            if let Err(e) = self.make_durable().await {
+                return (0, Err(e));
+            }
+        }
+        (first, stopped.map_or(Ok(()), Err))
+    }
+
+    /// What the flush policy asks after a write: sync now, schedule one, or nothing.
+    async fn make_durable(self: &Rc<Self>) -> Result<(), BrokerError> {
+        match self.cfg.get().durability() {
+            Durability::Always => self.sync().await?,
+            Durability::Interval { messages, bytes, ms } => {
+                let due = {
+                    let st = self.st.borrow();
+                    st.unsynced_bytes >= bytes || st.unsynced_records >= messages
+                };
+                if due {
+                    self.sync().await?
+                } else {
+                    self.schedule_sync(ms);
+                }
+            }
+            Durability::Os => self.advance_hwm(),
+        }
+        Ok(())
+    }
+
+    /// Syncs `ms` from now unless a sync is already scheduled: the `flush.ms` bound on how
+    /// long written data stays unsynced (and out of consumers' reach).
+    fn schedule_sync(self: &Rc<Self>, ms: u64) {
+        if self.sync_scheduled.replace(true) {
+            return;
+        }
+        let p = self.clone();
+        glommio::spawn_local(async move {
+            glommio::timer::sleep(Duration::from_millis(ms)).await;
+            p.sync_scheduled.set(false);
+            if let Err(e) = p.sync_if_dirty().await {
+                tracing::error!(topic = %p.topic, partition = p.index, "scheduled flush failed: {e}");
+            }
+        })
+        .detach();
+    }
+
+    /// fdatasync the active segment and advance the high watermark over what it covered. A
+    /// failed sync takes the partition offline: what it covered may be lost from the page
+    /// cache, so nothing after the last good sync is served or acknowledged.
+    pub async fn sync(&self) -> Result<(), BrokerError> {
+        // What this sync covers, captured before it starts: a roll may happen meanwhile.
+        let (writer, written, base, size, unsynced, unsynced_records, path) = {
+            let st = self.st.borrow();
+            let seg = st.segments.last();
+            (
+                st.writer.clone(),
+                st.written,
+                seg.map_or(0, |s| s.base_offset),
+                seg.map_or(0, |s| s.size.get()),
+                st.unsynced_bytes,
+                st.unsynced_records,
+                seg.map_or_else(|| self.dir.clone(), |s| s.path.clone()),
+            )
+        };
+        let Some(writer) = writer else { return Ok(()) };
+        self.syncing.set(true);
+        let started = Instant::now();
+        let r = crate::storage::fdatasync(&writer, &path).await;
+        self.probe.fsync(started.elapsed());
+        self.syncing.set(false);
+        if let Err(e) = r {
+            self.st.borrow_mut().failed = true;
+            tracing::error!(topic = %self.topic, partition = self.index, "fdatasync failed, the partition is offline until a restart recovers it: {e}");
+            return Err(storage(&path, e));
+        }
+        {
+            let mut st = self.st.borrow_mut();
+            if written > st.hwm {
+                st.hwm = written;
+                if let Some(seg) = st.segments.iter().rev().find(|s| s.base_offset == base) {
+                    seg.committed.set(seg.committed.get().max(size));
+                }
+            }
+            st.unsynced_bytes = st.unsynced_bytes.saturating_sub(unsynced);
+            st.unsynced_records = st.unsynced_records.saturating_sub(unsynced_records);
+        }
+        self.wake_waiters();
+        Ok(())
+    }
+
+    /// For the `interval` policy's timer: sync when something was written since the last sync.
+    pub async fn sync_if_dirty(&self) -> Result<(), BrokerError> {
+        let dirty = {
+            let st = self.st.borrow();
+            st.written > st.hwm && !st.failed
+        };
+        if dirty && !self.syncing.get() {
+            self.sync().await?;
+        }
+        Ok(())
+    }
+
+    fn advance_hwm(&self) {
+        {
+            let mut st = self.st.borrow_mut();
+            st.hwm = st.written;
+            if let Some(seg) = st.segments.last() {
+                seg.committed.set(seg.size.get());
+            }
+        }
+        self.wake_waiters();
+    }
+
+    fn wake_waiters(&self) {
+        for w in self.waiters.borrow_mut().drain(..) {
+            let _ = w.send(());
+        }
+        let hwm = self.st.borrow().hwm;
+        let mut dups = self.duplicates.borrow_mut();
+        if !dups.is_empty() {
+            let (ready, waiting): (Vec<_>, Vec<_>) = dups.drain(..).partition(|(last, _, _)| *last < hwm);
+            *dups = waiting;
+            for (_, a, tx) in ready {
+                let _ = tx.send(Ok(a));
+            }
+        }
+    }
+
+    /// Resolves once the high watermark passes `offset` (at once if it already has).
+    pub fn watch(&self, offset: i64, tx: oneshot::Sender<()>) {
+        if self.st.borrow().hwm > offset {
+            let _ = tx.send(());
+            return;
+        }
+        let mut w = self.waiters.borrow_mut();
+        w.retain(|t| !t.is_canceled());
+        w.push(tx);
+    }
+
+    async fn roll_if_needed(&self, need: u64) -> Result<(), BrokerError> {
+        let roll = {
+            let st = self.st.borrow();
+            let seg = st.segments.last().expect("active segment");
+            let size = seg.size.get();
+            size > 0
+                && (size + need > self.cfg.get().segment_bytes
+                    || seg.index.is_full()
+                    || seg
+                        .first_append
+                        .get()
+                        .is_some_and(|t| t.elapsed() >= Duration::from_millis(self.cfg.get().segment_ms)))
+        };
+        if !roll {
+            return Ok(());
+        }
+        // Seal the old segment durably, whatever the policy, so that recovery after a crash
+        // only ever needs to scan the newest segment.
+        self.sync().await?;
+        let (base, path) = {
+            let mut st = self.st.borrow_mut();
+            let base = st.written;
+            let seg = st.segments.last_mut().expect("active segment");
+            seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
+            (base, self.dir.join(segment::file_name(base, "log")))
+        };
+        self.write_producer_snapshot(base)?;
+        let cap = Segment::index_capacity(self.cfg.get().segment_bytes, self.cfg.get().index_interval_bytes);
+        let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
+        let writer = crate::storage::open_appender(&path).await.map_err(|e| storage(&path, e))?;
+        // The new file's directory entry must survive a crash too.
+        crate::storage::sync_dir(&self.dir).map_err(|e| storage(&self.dir, e))?;
+        let mut st = self.st.borrow_mut();
+        st.segments.push(seg);
+        st.writer = Some(Rc::new(writer));
+        tracing::debug!(topic = %self.topic, partition = self.index, base, "rolled segment");
+        Ok(())
+    }
+}
+
+/// Kafka's `message.timestamp.after.max.ms` / `before.max.ms` for a CreateTime batch: its
+/// newest timestamp (maxTimestamp) may not be further ahead of `now`, its oldest record not
+/// further behind (records are only read when a `before` bound is set). Records without a
+/// timestamp (-1) are exempt, as in Kafka.
+fn check_timestamps(records: &[u8], h: &BatchHeader, cfg: &LogConfig, now: i64) -> Result<(), BatchError> {
+    let after = cfg.timestamp_after_max_ms;
+    if after != NEVER && h.max_timestamp != -1 && h.max_timestamp > now.saturating_add(after as i64) {
+        return Err(BatchError::Timestamp { timestamp: h.max_timestamp, now, bound_ms: after, side: "ahead of" });
+    }
+    let before = cfg.timestamp_before_max_ms;
+    if before != NEVER {
+        if let Some(oldest) = batch::min_timestamp(records, cfg.decompressed_limit())? {
+            if oldest < now.saturating_sub(before as i64) {
+                return Err(BatchError::Timestamp { timestamp: oldest, now, bound_ms: before, side: "behind" });
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,372 @@
+//! One partition's log on its home shard: the appender (offset assignment, one writer task
+//! per partition with group commit), the high watermark, reads for fetches and offset
+//! lookups, recovery at open, roll and retention.
+//!
+//! Offsets are assigned when an append is queued, synchronously, so they follow arrival
+//! order. A single writer task drains the queue: every batch that arrived while the previous
+//! write (and fdatasync) was in flight is written with one `write_at` and made durable by one
+//! fdatasync — group commit. The high watermark (what consumers may read) advances only over
+//! data the flush policy has made durable:
+//!
+//! | policy     | producer ack after         | high watermark advances after |
+//! |------------|----------------------------|-------------------------------|
+//! | `always`   | write + fdatasync          | the same fdatasync            |
+//! | `interval` | write (page cache)         | the periodic fdatasync        |
+//! | `os`       | write (page cache)         | the write                     |
+//!
+//! A write the full disk refuses fails its batches and lets later appends try again; any
+//! other failed write, sync or read leaves the partition offline: it answers
+//! KAFKA_STORAGE_ERROR, and the next start recovers the log from disk.
+//!
+//! The parts: this file holds the state, opening (with recovery) and closing; `appender`
+//! the write path; `reader` fetches and lookups; `retention` what moves the log start.
+//!
+//! Metrics (through the home shard's probe): each fdatasync's latency (one per group
+//! commit), and the bytes held in segment files, added as batches are written and
+//! subtracted as retention or topic deletion removes them.
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use futures_channel::oneshot;
+use glommio::channels::local_channel::{self, LocalSender};
+use glommio::io::BufferedFile;
+
+mod appender;
+mod reader;
+mod retention;
+
+use super::config::LogConfig;
+use super::segment::{self, Segment};
+use super::snapshot;
+use crate::error::BrokerError;
+use crate::metrics::Probe;
+use crate::producer::ProducerState;
+use crate::protocol::batch::BatchHeader;
+use crate::protocol::response::FileRegion;
+use crate::protocol::ErrorCode;
+
+/// What a producer is told about its batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub base_offset: i64,
+    pub log_start_offset: i64,
+    /// The broker's clock stamped into the batch (LogAppendTime topics), else -1.
+    pub log_append_time: i64,
+}
+
+/// Offsets of the log at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offsets {
+    pub log_start: i64,
+    pub high_watermark: i64,
+    /// Offset the next appended batch gets.
+    pub log_end: i64,
+    /// Bytes in the log's segment files.
+    pub size: u64,
+}
+
+/// A fetch's view of the log.
+#[derive(Debug, Clone)]
+pub struct ReadOut {
+    pub offsets: Offsets,
+    pub records: Option<FileRegion>,
+    /// Size of the first batch in `records`, which a response must never cut.
+    pub first_batch_len: u32,
+}
+
+/// Where a producer's append result goes.
+type AppendReply = oneshot::Sender<Result<Appended, ErrorCode>>;
+
+const CLEAN_MARKER: &str = ".clean-shutdown";
+/// The log start offset DeleteRecords set, as decimal text (absent: the first segment's base).
+const LOG_START_FILE: &str = "log-start-offset";
+
+fn read_log_start(dir: &Path) -> Result<Option<i64>, BrokerError> {
+    let path = dir.join(LOG_START_FILE);
+    let Some(bytes) = crate::storage::read(&path).map_err(|e| storage(&path, e))? else { return Ok(None) };
+    let text = String::from_utf8_lossy(&bytes);
+    let not_an_offset = || std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not an offset: {text:?}"));
+    text.trim().parse().map(Some).map_err(|_| storage(&path, not_an_offset()))
+}
+
+struct Pending {
+    header: BatchHeader,
+    /// Where this batch starts in the queued buffer.
+    at: usize,
+    /// What the producer is told: the stamped time, or -1.
+    log_append_time: i64,
+    reply: Option<oneshot::Sender<Result<Appended, ErrorCode>>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    buf: Vec<u8>,
+    items: Vec<Pending>,
+}
+
+struct State {
+    segments: Vec<Segment>,
+    writer: Option<Rc<BufferedFile>>,
+    next_offset: i64,
+    written: i64,
+    hwm: i64,
+    log_start: i64,
+    failed: bool,
+    unsynced_bytes: u64,
+    unsynced_records: u64,
+}
+
+impl State {
+    fn offsets(&self) -> Offsets {
+        Offsets {
+            log_start: self.log_start,
+            high_watermark: self.hwm,
+            log_end: self.written,
+            size: self.segments.iter().map(|s| s.size.get()).sum(),
+        }
+    }
+}
+
+pub struct Partition {
+    pub topic: String,
+    pub index: i32,
+    dir: PathBuf,
+    /// Replaced when the topic's configs change (IncrementalAlterConfigs); read per use, so
+    /// a new retention or segment size applies from the next append, roll or retention pass.
+    cfg: Cell<LogConfig>,
+    st: RefCell<State>,
+    queue: RefCell<Queue>,
+    wake: RefCell<Option<LocalSender<()>>>,
+    waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    writer_done: RefCell<Option<oneshot::Receiver<()>>>,
+    syncing: Cell<bool>,
+    /// A sync is scheduled for the `flush.ms` bound (see `schedule_sync`).
+    sync_scheduled: Cell<bool>,
+    /// Idempotence state including queued batches: what new batches are checked against.
+    producers: RefCell<ProducerState>,
+    /// The same state over written batches only: what snapshots save, so a snapshot at
+    /// offset X never holds a batch at X or later (a crash may take those back).
+    producers_written: RefCell<ProducerState>,
+    /// Retried batches answered with their first offsets once those are committed.
+    duplicates: RefCell<Vec<(i64, Appended, AppendReply)>>,
+    probe: Probe,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn storage(path: &Path, source: std::io::Error) -> BrokerError {
+    BrokerError::Storage { path: path.to_path_buf(), source }
+}
+
+impl Partition {
+    pub fn dir_name(topic: &str, index: i32) -> String {
+        format!("{topic}-{index}")
+    }
+
+    /// Opens (or creates) the log in `dir`, recovering it if the last shutdown was not
+    /// clean, and starts its writer task on the current shard.
+    pub async fn open(
+        topic: &str,
+        index: i32,
+        dir: PathBuf,
+        cfg: LogConfig,
+        probe: Probe,
+    ) -> Result<Rc<Partition>, BrokerError> {
+        crate::storage::create_dir_all(&dir).map_err(|e| storage(&dir, e))?;
+        let marker = dir.join(CLEAN_MARKER);
+        let clean = marker.exists();
+        let mut bases: Vec<i64> = crate::storage::list(&dir)
+            .map_err(|e| storage(&dir, e))?
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str().and_then(segment::parse_log_name))
+            .collect();
+        bases.sort_unstable();
+        let fresh = bases.is_empty();
+        if fresh {
+            bases.push(0);
+        }
+        let cap = Segment::index_capacity(cfg.segment_bytes, cfg.index_interval_bytes);
+        let interval = cfg.index_interval_bytes;
+        let mut segments = Vec::with_capacity(bases.len());
+        for (i, &base) in bases.iter().enumerate() {
+            let last = i + 1 == bases.len();
+            let seg = if last && !clean {
+                // The tail may be torn or hold unsynced garbage: verify every batch.
+                if !fresh {
+                    tracing::info!(
+                        topic,
+                        partition = index,
+                        segment = base,
+                        "no clean-shutdown marker: scanning the log tail"
+                    );
+                    probe.log_recovery();
+                }
+                let mut seg = Segment::open(&dir, base, cap, false).map_err(|e| storage(&dir, e))?;
+                let scan = seg.rebuild(0, true, interval).map_err(|e| storage(&seg.path, e))?;
+                let size = seg.file.metadata().map_err(|e| storage(&seg.path, e))?.len();
+                if scan.valid_len < size {
+                    tracing::warn!(
+                        topic,
+                        partition = index,
+                        segment = base,
+                        kept = scan.valid_len,
+                        dropped = size - scan.valid_len,
+                        "truncating torn or corrupt log tail"
+                    );
+                    seg.truncate(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
+                    crate::storage::sync(&seg.file, &seg.path).map_err(|e| storage(&seg.path, e))?;
+                }
+                seg.size.set(scan.valid_len);
+                seg
+            } else {
+                // Sealed segments were synced and their indexes trimmed at roll; the active
+                // one was closed cleanly. Re-derive the tail state from the last index entry.
+                let mut seg = Segment::open(&dir, base, if last { cap } else { 0 }, true)
+                    .or_else(|_| Segment::open(&dir, base, cap, false))
+                    .map_err(|e| storage(&dir, e))?;
+                let from = seg.index.last().map_or(0, |(_, pos)| pos as u64);
+                let size = seg.size.get();
+                let indexed = from > 0 || seg.index.last().is_some();
+                if from > size || (!indexed && size > 0) {
+                    seg = Segment::open(&dir, base, cap, false).map_err(|e| storage(&dir, e))?;
+                    seg.rebuild(0, false, interval).map_err(|e| storage(&seg.path, e))?;
+                } else {
+                    // headers only: the data was verified when it was written or recovered
+                    if let Some((ts, _)) = seg.time_index.last() {
+                        seg.max_timestamp.set(ts);
+                    }
+                    seg.rebuild(from, false, interval).map_err(|e| storage(&seg.path, e))?;
+                }
+                if !last {
+                    seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
+                }
+                seg
+            };
+            seg.committed.set(seg.size.get());
+            if seg.size.get() > 0 {
+                seg.first_append.set(Some(Instant::now()));
+            }
+            segments.push(seg);
+        }
+        let _ = crate::storage::remove_file(&marker);
+        let next = segments.last().map_or(0, |s| s.next_offset.get());
+        let producers = snapshot::recover(&dir, &segments, next, now_ms()).map_err(|e| storage(&dir, e))?;
+        // DeleteRecords may have moved the log start into the first segment.
+        let log_start = read_log_start(&dir)?.unwrap_or(0).clamp(segments[0].base_offset, next);
+        let active_path = segments.last().expect("one segment").path.clone();
+        let writer = crate::storage::open_appender(&active_path).await.map_err(|e| storage(&active_path, e))?;
+        let (tx, rx) = local_channel::new_bounded(1);
+        let (done_tx, done_rx) = oneshot::channel();
+        probe.log_bytes(segments.iter().map(|s| s.size.get() as i64).sum());
+        let p = Rc::new(Partition {
+            topic: topic.to_string(),
+            index,
+            dir,
+            cfg: Cell::new(cfg),
+            st: RefCell::new(State {
+                segments,
+                writer: Some(Rc::new(writer)),
+                next_offset: next,
+                written: next,
+                hwm: next,
+                log_start,
+                failed: false,
+                unsynced_bytes: 0,
+                unsynced_records: 0,
+            }),
+            queue: RefCell::new(Queue::default()),
+            wake: RefCell::new(Some(tx)),
+            waiters: RefCell::new(Vec::new()),
+            writer_done: RefCell::new(Some(done_rx)),
+            syncing: Cell::new(false),
+            sync_scheduled: Cell::new(false),
+            producers_written: RefCell::new(producers.clone()),
+            producers: RefCell::new(producers),
+            duplicates: RefCell::new(Vec::new()),
+            probe,
+        });
+        let writer = p.clone();
+        glommio::spawn_local(async move {
+            writer.write_loop(rx).await;
+            let _ = done_tx.send(());
+        })
+        .detach();
+        Ok(p)
+    }
+
+    pub fn offsets(&self) -> Offsets {
+        let st = self.st.borrow();
+        st.offsets()
+    }
+
+    /// New settings from the topic's configs; they apply from the next append, roll or
+    /// retention pass (an active segment keeps its index, and rolls early if that fills).
+    pub fn set_config(&self, cfg: LogConfig) {
+        self.cfg.set(cfg);
+    }
+
+    /// The idempotent producers with state in this partition (DescribeProducers).
+    pub fn producers(&self) -> Vec<crate::producer::ProducerSummary> {
+        self.producers_written.borrow().summaries()
+    }
+
+    /// Stops the writer after the queued appends, syncs, trims the active indexes and
+    /// leaves the marker that lets the next start skip recovery.
+    pub async fn close(&self) -> Result<(), BrokerError> {
+        self.wake.borrow_mut().take();
+        let done = self.writer_done.borrow_mut().take();
+        if let Some(done) = done {
+            let _ = done.await;
+        }
+        if self.st.borrow().failed {
+            return Ok(()); // leave it to recovery
+        }
+        self.sync().await?;
+        let mut st = self.st.borrow_mut();
+        if let Some(seg) = st.segments.last_mut() {
+            seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
+        }
+        let end = st.written;
+        drop(st);
+        self.write_producer_snapshot(end)?;
+        crate::storage::write_file(&self.dir.join(CLEAN_MARKER), b"").map_err(|e| storage(&self.dir, e))?;
+        Ok(())
+    }
+
+    /// Saves the idempotence state as of `offset` (everything before it is covered), after
+    /// dropping expired producers, so recovery only rescans batches after it.
+    fn write_producer_snapshot(&self, offset: i64) -> Result<(), BrokerError> {
+        let now = now_ms();
+        let expiry = self.cfg.get().producer_id_expiration_ms;
+        let expired = self.producers.borrow_mut().expire(now, expiry);
+        let mut written = self.producers_written.borrow_mut();
+        written.expire(now, expiry);
+        if expired > 0 {
+            tracing::debug!(topic = %self.topic, partition = self.index, expired, "expired idle producer ids");
+        }
+        snapshot::write(&self.dir, offset, &written).map_err(|e| storage(&self.dir, e))
+    }
+
+    /// Removes the partition's files (topic deletion). The caller has closed it.
+    pub fn delete_files(&self) -> std::io::Result<()> {
+        let size: u64 = self.st.borrow().segments.iter().map(|s| s.size.get()).sum();
+        self.probe.log_bytes(-(size as i64));
+        crate::storage::remove_dir_all(&self.dir)
+    }
+
+    pub fn segment_count(&self) -> usize {
+        self.st.borrow().segments.len()
+    }
+}
+
+pub fn unix_now_ms() -> i64 {
+    now_ms()
+}
+
+#[cfg(test)]
+mod tests;

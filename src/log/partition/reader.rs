@@ -1,0 +1,134 @@
+//! Reads: the file region a fetch sends (never past the high watermark, the first batch
+//! whole), offsets by timestamp (the exact record, inside compressed batches too), and whole
+//! batches for replaying internal logs. A failed read takes the partition offline.
+
+use super::{Partition, ReadOut};
+use crate::log::segment::Segment;
+use crate::protocol::batch::{self, BatchHeader};
+use crate::protocol::response::FileRegion;
+use crate::protocol::ErrorCode;
+
+impl Partition {
+    /// The records a fetch at `offset` gets: from the batch containing `offset`, at most
+    /// `max_bytes` (the first batch whole when `min_one`), never past the high watermark.
+    pub fn read(&self, offset: i64, max_bytes: u32, min_one: bool) -> Result<ReadOut, ErrorCode> {
+        let st = self.st.borrow();
+        if st.failed {
+            return Err(ErrorCode::KafkaStorageError);
+        }
+        let offsets = st.offsets();
+        if offset < st.log_start || offset > st.hwm {
+            return Err(ErrorCode::OffsetOutOfRange);
+        }
+        if offset == st.hwm {
+            return Ok(ReadOut { offsets, records: None, first_batch_len: 0 });
+        }
+        let i = st.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        for seg in &st.segments[i..] {
+            match seg.find(offset.max(seg.base_offset)) {
+                Ok(Some((pos, h))) => {
+                    let avail = seg.committed.get() - pos;
+                    let mut len = (max_bytes as u64).min(avail);
+                    if min_one {
+                        len = len.max(h.size as u64);
+                    }
+                    let records = (len > 0).then(|| FileRegion { file: seg.file.clone(), pos, len: len as u32 });
+                    return Ok(ReadOut { offsets, records, first_batch_len: h.size as u32 });
+                }
+                Ok(None) => continue,
+                Err(e) => {
+                    drop(st);
+                    self.read_failed(&e);
+                    return Err(ErrorCode::KafkaStorageError);
+                }
+            }
+        }
+        Ok(ReadOut { offsets, records: None, first_batch_len: 0 })
+    }
+
+    /// A read of the log failed (EIO): the partition goes offline, as after a failed write.
+    fn read_failed(&self, e: &std::io::Error) {
+        tracing::error!(topic = %self.topic, partition = self.index, "log read failed, the partition is offline until a restart recovers it: {e}");
+        self.st.borrow_mut().failed = true;
+    }
+
+    /// ListOffsets: the first record with a timestamp >= `ts`, as (offset, timestamp); `None`
+    /// when no such record is committed. After DeleteRecords moved the log start into a
+    /// batch, a match below the start answers the start.
+    pub fn offset_for_time(&self, ts: i64) -> Result<Option<(i64, i64)>, ErrorCode> {
+        let st = self.st.borrow();
+        for seg in &st.segments {
+            if seg.max_timestamp.get() < ts {
+                continue;
+            }
+            match seg.find_by_time(ts) {
+                Ok(Some(h)) => {
+                    let (offset, found_ts) = first_record_at(seg, &h, ts, self.cfg.get().decompressed_limit())
+                        .unwrap_or((h.base_offset, h.max_timestamp));
+                    return Ok(Some((offset.max(st.log_start), found_ts)).filter(|(o, _)| *o < st.hwm));
+                }
+                Ok(None) => continue,
+                Err(e) => {
+                    drop(st);
+                    self.read_failed(&e);
+                    return Err(ErrorCode::KafkaStorageError);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// ListOffsets MAX_TIMESTAMP: the batch holding the largest timestamp.
+    pub fn max_timestamp_offset(&self) -> Option<(i64, i64)> {
+        let st = self.st.borrow();
+        let seg = st.segments.iter().filter(|s| s.max_timestamp.get() >= 0).max_by_key(|s| s.max_timestamp.get())?;
+        let ts = seg.max_timestamp.get();
+        let h = seg.find_by_time(ts).ok()??;
+        // The first record carrying the maximum, as Kafka answers.
+        let (offset, _) =
+            first_record_at(seg, &h, ts, self.cfg.get().decompressed_limit()).unwrap_or((h.base_offset, ts));
+        Some((offset.max(st.log_start).min(st.hwm - 1), ts))
+    }
+
+    /// Calls `f` with every committed batch, oldest first (replay of internal logs).
+    pub fn scan_batches(&self, mut f: impl FnMut(&[u8])) -> std::io::Result<()> {
+        let st = self.st.borrow();
+        let mut buf = Vec::new();
+        for seg in &st.segments {
+            let end = seg.committed.get();
+            let mut pos = 0;
+            while let Some(h) = seg.header_at(pos, end)? {
+                buf.resize(h.size, 0);
+                seg.read_at(&mut buf, pos)?;
+                f(&buf);
+                pos += h.size as u64;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first record of batch `h` with a timestamp >= `ts`, as (offset, timestamp): every
+/// record of a LogAppendTime batch carries the batch's maxTimestamp; other batches are read,
+/// and decompressed within `limit` bytes when compressed. `None` when the batch cannot be
+/// read (the caller then falls back to the batch's base offset).
+fn first_record_at(seg: &Segment, h: &BatchHeader, ts: i64, limit: usize) -> Option<(i64, i64)> {
+    if h.is_log_append_time() {
+        return Some((h.base_offset, h.max_timestamp));
+    }
+    if h.size > limit {
+        return None;
+    }
+    let (pos, _) = seg.find(h.base_offset).ok()??;
+    let mut buf = vec![0u8; h.size];
+    seg.read_at(&mut buf, pos).ok()?;
+    let records = match batch::record_bytes(&buf, limit) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(offset = h.base_offset, "cannot read a batch's records for a timestamp lookup: {e}");
+            return None;
+        }
+    };
+    let found = batch::parse_records(&records, h.base_timestamp).find(|r| r.timestamp >= ts);
+    found.map(|r| (h.base_offset + r.offset_delta as i64, r.timestamp))
+}

@@ -1,0 +1,78 @@
+//! What moves a log's start: time and size retention (whole old segments, never the active
+//! one, and nothing of a compacted topic), and DeleteRecords (a durable log start offset).
+
+use super::{Partition, LOG_START_FILE};
+use crate::protocol::ErrorCode;
+
+impl Partition {
+    /// DeleteRecords: moves the log start to `offset` (-1: the high watermark), durably, and
+    /// deletes the segments wholly below it (never the active one, as Kafka). Fetches below
+    /// the new start get OFFSET_OUT_OF_RANGE. Returns the log start (the low watermark).
+    pub fn delete_records(&self, offset: i64) -> Result<i64, ErrorCode> {
+        let mut st = self.st.borrow_mut();
+        let target = if offset == -1 { st.hwm } else { offset };
+        if target < 0 || target > st.hwm {
+            return Err(ErrorCode::OffsetOutOfRange);
+        }
+        if target <= st.log_start {
+            return Ok(st.log_start);
+        }
+        let path = self.dir.join(LOG_START_FILE);
+        if let Err(e) = crate::storage::write_atomic(&path, target.to_string().as_bytes(), 0o644) {
+            tracing::error!(topic = %self.topic, partition = self.index, "cannot persist the log start offset: {e}");
+            return Err(ErrorCode::KafkaStorageError);
+        }
+        st.log_start = target;
+        let mut deleted = 0;
+        while st.segments.len() > 1 && st.segments[1].base_offset <= target {
+            let seg = st.segments.remove(0);
+            self.probe.log_bytes(-(seg.size.get() as i64));
+            if let Err(e) = seg.remove_files() {
+                tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
+            }
+            deleted += 1;
+        }
+        tracing::info!(topic = %self.topic, partition = self.index, log_start = target, deleted, "records deleted");
+        Ok(target)
+    }
+
+    /// Deletes whole old segments beyond `retention_bytes` / `retention_ms` (never the
+    /// active one); a topic whose `cleanup.policy` contains `compact` keeps them all. Returns
+    /// how many were deleted.
+    pub fn apply_retention(&self, now_ms: i64) -> usize {
+        if !self.cfg.get().retention_deletes() {
+            return 0; // compacted topics keep every segment until compaction exists
+        }
+        let mut st = self.st.borrow_mut();
+        let total: u64 = st.segments.iter().map(|s| s.size.get()).sum();
+        let mut excess = if self.cfg.get().retention_bytes >= 0 {
+            total.saturating_sub(self.cfg.get().retention_bytes as u64)
+        } else {
+            0
+        };
+        let mut n = 0;
+        while st.segments.len() > 1 {
+            let seg = &st.segments[0];
+            let too_big = excess >= seg.size.get() && excess > 0;
+            let too_old = self.cfg.get().retention_ms >= 0
+                && seg.size.get() > 0
+                && seg.max_timestamp.get() >= 0
+                && now_ms.saturating_sub(seg.max_timestamp.get()) > self.cfg.get().retention_ms;
+            if !(too_big || too_old) {
+                break;
+            }
+            excess = excess.saturating_sub(seg.size.get());
+            let seg = st.segments.remove(0);
+            self.probe.log_bytes(-(seg.size.get() as i64));
+            if let Err(e) = seg.remove_files() {
+                tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
+            }
+            n += 1;
+        }
+        if n > 0 {
+            st.log_start = st.segments[0].base_offset.max(st.log_start);
+            tracing::info!(topic = %self.topic, partition = self.index, deleted = n, log_start = st.log_start, "retention deleted segments");
+        }
+        n
+    }
+}

@@ -1,0 +1,528 @@
+//! The partition log's tests: appends, reads, recovery after clean and unclean stops, torn
+//! tails, retention, idempotence across crashes, the topic configs that rewrite batches, and
+//! storage faults injected through `storage::faults`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::*;
+use crate::config::FlushPolicy;
+use crate::log::config::{TimestampType, TopicCompression};
+use crate::protocol::batch;
+
+fn cfg(flush: FlushPolicy, segment_bytes: u64) -> LogConfig {
+    LogConfig::from_config(&crate::config::Config {
+        flush,
+        segment_bytes,
+        segment_ms: u64::MAX / 2,
+        retention_bytes: -1,
+        retention_ms: -1,
+        index_interval_bytes: 256,
+        flush_interval_bytes: u64::MAX,
+        message_max_bytes: 1 << 20,
+        ..Default::default()
+    })
+}
+
+fn idem(i: usize, pid: i64, epoch: i16, seq: i32) -> Bytes {
+    let mut b = batch(i).to_vec();
+    batch::set_producer(&mut b, pid, epoch, seq);
+    Bytes::from(b)
+}
+
+async fn send(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
+    let rx = p.append(b)?;
+    rx.await.unwrap().map(|a| a.base_offset)
+}
+
+fn run<F: std::future::Future<Output = ()> + 'static>(f: F) {
+    glommio::LocalExecutorBuilder::default().io_memory(512 * 1024).make().unwrap().run(f);
+}
+
+fn batch(i: usize) -> Bytes {
+    let v = format!("value-{i:05}-{}", "x".repeat(i % 50));
+    Bytes::from(batch::build(1_000 + i as i64, &[v.as_bytes(), b"second"]))
+}
+
+async fn append_n(p: &Partition, from: usize, n: usize) -> Vec<i64> {
+    let mut offsets = Vec::new();
+    for i in from..from + n {
+        let rx = p.append(&batch(i)).unwrap();
+        offsets.push(rx.await.unwrap().unwrap().base_offset);
+    }
+    offsets
+}
+
+/// Reads every batch back through `read`, checking offsets are dense from log start.
+fn read_all(p: &Partition) -> Vec<BatchHeader> {
+    use std::os::unix::fs::FileExt;
+    let mut out = Vec::new();
+    let mut next = p.offsets().log_start;
+    while next < p.offsets().high_watermark {
+        let r = p.read(next, 1 << 20, true).unwrap();
+        let region = r.records.expect("records below the high watermark");
+        let mut buf = vec![0; region.len as usize];
+        region.file.read_exact_at(&mut buf, region.pos).unwrap();
+        let mut at = 0;
+        while at + batch::HEADER_LEN <= buf.len() {
+            let Some(Ok(size)) = batch::batch_size(&buf[at..]) else { break };
+            if at + size > buf.len() {
+                break;
+            }
+            let h = batch::check_batch(&buf[at..at + size]).unwrap();
+            if h.last_offset() >= next {
+                assert_eq!(h.base_offset, next, "offsets are dense");
+                next = h.last_offset() + 1;
+                out.push(h);
+            }
+            at += size;
+        }
+    }
+    out
+}
+
+#[test]
+fn appends_roll_segments_and_read_back_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let p = Partition::open("t", 0, path.clone(), cfg(FlushPolicy::Always, 2048), Probe::detached()).await.unwrap();
+        let offsets = append_n(&p, 0, 60).await;
+        assert_eq!(offsets, (0..60).map(|i| i * 2).collect::<Vec<i64>>());
+        assert!(p.segment_count() > 3, "small segments roll: {}", p.segment_count());
+        assert_eq!(p.offsets().high_watermark, 120);
+        assert_eq!(read_all(&p).len(), 60);
+        // a read in the middle of a batch starts at that batch
+        let r = p.read(7, 1, true).unwrap();
+        assert_eq!(r.first_batch_len as usize, batch(3).len());
+        assert_eq!(p.read(121, 1, true).unwrap_err(), ErrorCode::OffsetOutOfRange);
+        assert!(p.read(120, 1, true).unwrap().records.is_none());
+        // by time: batch i has timestamp 1000 + i
+        assert_eq!(p.offset_for_time(1_030).unwrap(), Some((60, 1_030)));
+        assert_eq!(p.offset_for_time(5_000).unwrap(), None);
+        p.close().await.unwrap();
+    });
+}
+
+#[test]
+fn reopening_after_clean_or_unclean_stops_keeps_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let c = cfg(FlushPolicy::Always, 4096);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 40).await;
+        p.close().await.unwrap();
+        assert!(path.join(CLEAN_MARKER).exists());
+
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert!(!path.join(CLEAN_MARKER).exists(), "the marker is consumed at open");
+        assert_eq!(p.offsets().log_end, 80);
+        assert_eq!(read_all(&p).len(), 40);
+        append_n(&p, 40, 10).await;
+        drop(p); // no close: as after kill -9
+
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(p.offsets().log_end, 100);
+        assert_eq!(read_all(&p).len(), 50);
+        assert_eq!(append_n(&p, 50, 1).await, vec![100], "offsets continue, never reused");
+    });
+}
+
+#[test]
+fn a_torn_tail_is_cut_at_the_last_whole_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let c = cfg(FlushPolicy::Always, 1 << 20);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 10).await;
+        drop(p);
+        let log = path.join(segment::file_name(0, "log"));
+        let good_len = std::fs::metadata(&log).unwrap().len();
+        let torn = batch(99);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        std::io::Write::write_all(&mut f, &torn[..torn.len() / 2]).unwrap();
+        drop(f);
+
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), good_len, "torn bytes removed");
+        assert_eq!(p.offsets().log_end, 20);
+        assert_eq!(read_all(&p).len(), 10);
+        assert_eq!(append_n(&p, 10, 1).await, vec![20]);
+    });
+}
+
+#[test]
+fn retention_by_bytes_deletes_whole_old_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let mut c = cfg(FlushPolicy::Os, 2048);
+        c.retention_bytes = 4096;
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 100).await;
+        let before = p.segment_count();
+        let deleted = p.apply_retention(unix_now_ms());
+        assert!(deleted > 0 && p.segment_count() == before - deleted);
+        let start = p.offsets().log_start;
+        assert!(start > 0);
+        assert_eq!(p.read(start - 1, 100, true).unwrap_err(), ErrorCode::OffsetOutOfRange);
+        assert!(p.read(start, 100, true).unwrap().records.is_some());
+        let logs = std::fs::read_dir(&path)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "log"))
+            .count();
+        assert_eq!(logs, p.segment_count());
+    });
+}
+
+#[test]
+fn retried_batches_are_not_appended_twice_even_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let c = cfg(FlushPolicy::Always, 1024);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        // each batch holds 2 records: sequences 0-1, 2-3, ...
+        for i in 0..30 {
+            assert_eq!(send(&p, &idem(i, 7, 0, 2 * i as i32)).await, Ok(2 * i as i64));
+        }
+        assert_eq!(send(&p, &idem(29, 7, 0, 58)).await, Ok(58), "a retry gets its first offsets");
+        assert_eq!(send(&p, &idem(30, 7, 0, 62)).await, Err(ErrorCode::OutOfOrderSequenceNumber));
+        assert_eq!(p.offsets().log_end, 60, "nothing appended twice");
+        drop(p); // as after kill -9: state comes back from the last snapshot plus the log
+
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert!(p.segment_count() > 2, "rolled, so snapshots exist");
+        assert_eq!(send(&p, &idem(28, 7, 0, 56)).await, Ok(56), "retry after restart");
+        assert_eq!(send(&p, &idem(30, 7, 0, 60)).await, Ok(60));
+        p.close().await.unwrap();
+
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(send(&p, &idem(30, 7, 0, 60)).await, Ok(60), "after a clean close too");
+        assert_eq!(send(&p, &idem(31, 7, 1, 0)).await, Ok(62), "an epoch bump starts over at 0");
+        assert_eq!(send(&p, &idem(32, 7, 0, 62)).await, Err(ErrorCode::InvalidProducerEpoch));
+        assert_eq!(read_all(&p).len(), 32);
+    });
+}
+
+#[test]
+fn syncs_and_log_bytes_are_recorded_on_the_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let probe = Probe::detached();
+        let mut c = cfg(FlushPolicy::Always, 2048);
+        c.retention_bytes = 2048;
+        let p = Partition::open("t", 0, path.clone(), c, probe.clone()).await.unwrap();
+        append_n(&p, 0, 40).await;
+        let on_disk = |path: &Path| -> i64 {
+            std::fs::read_dir(path)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|f| f.extension().is_some_and(|x| x == "log"))
+                .map(|f| std::fs::metadata(f).unwrap().len() as i64)
+                .sum()
+        };
+        let m = probe.metrics();
+        assert!(m.fsync.snapshot().count() >= 1, "flush = always syncs");
+        assert_eq!(m.log_bytes.get(), on_disk(&path));
+        assert!(p.apply_retention(unix_now_ms()) > 0);
+        assert_eq!(m.log_bytes.get(), on_disk(&path), "retention subtracts what it deletes");
+        p.close().await.unwrap();
+        let before = m.log_bytes.get();
+        // Reopening adds what is already there.
+        let p = Partition::open("t", 0, path.clone(), cfg(FlushPolicy::Always, 2048), probe.clone()).await.unwrap();
+        assert_eq!(m.log_bytes.get(), before * 2);
+        p.close().await.unwrap();
+        p.delete_files().unwrap();
+        assert_eq!(m.log_bytes.get(), before);
+    });
+}
+
+#[test]
+fn bad_batches_are_refused_with_kafka_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let p = Partition::open("t", 0, path, cfg(FlushPolicy::Os, 1 << 20), Probe::detached()).await.unwrap();
+        let mut b = batch(1).to_vec();
+        let last = b.len() - 1;
+        b[last] ^= 1;
+        assert_eq!(p.append(&Bytes::from(b)).unwrap_err(), ErrorCode::CorruptMessage);
+        assert_eq!(p.offsets().log_end, 0, "a refused batch takes no offsets");
+        assert_eq!(append_n(&p, 0, 1).await, vec![0]);
+    });
+}
+
+fn stored(p: &Partition) -> Vec<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut out = Vec::new();
+    let mut next = p.offsets().log_start;
+    while next < p.offsets().high_watermark {
+        let r = p.read(next, 1, true).unwrap();
+        let region = r.records.unwrap();
+        let mut buf = vec![0; r.first_batch_len as usize];
+        region.file.read_exact_at(&mut buf, region.pos).unwrap();
+        next = batch::read_header(&buf).unwrap().last_offset() + 1;
+        out.push(buf);
+    }
+    out
+}
+
+#[test]
+fn log_append_time_stamps_each_batch_and_tells_the_producer() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let mut c = cfg(FlushPolicy::Always, 1 << 20);
+        c.timestamp_type = TimestampType::LogAppendTime;
+        let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+        let before = now_ms();
+        let a = p.append(&batch(1)).unwrap().await.unwrap().unwrap();
+        assert!(a.log_append_time >= before && a.log_append_time <= now_ms(), "{a:?}");
+        let h = batch::check_batch(&stored(&p)[0]).unwrap();
+        assert!(h.is_log_append_time());
+        assert_eq!(h.max_timestamp, a.log_append_time);
+        // By time, every record of such a batch has the stamped time.
+        assert_eq!(p.offset_for_time(a.log_append_time).unwrap(), Some((0, a.log_append_time)));
+        c.timestamp_type = TimestampType::CreateTime;
+        p.set_config(c);
+        let a = p.append(&batch(2)).unwrap().await.unwrap().unwrap();
+        assert_eq!(a.log_append_time, -1, "CreateTime topics answer -1");
+    });
+}
+
+#[test]
+fn compression_type_recompresses_and_by_time_lookups_find_the_exact_record() {
+    use crate::protocol::compression::{GZIP, LZ4, NONE, SNAPPY, ZSTD};
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let mut c = cfg(FlushPolicy::Os, 1 << 20);
+        let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+        let timed: Vec<(i64, batch::KeyValue)> = (0..10).map(|i| (1000 + 10 * i, (None, Some(&b"v"[..])))).collect();
+        let plain = Bytes::from(batch::build_timed(&timed));
+        let zstd = Bytes::from(batch::recompress(&plain, ZSTD, 1 << 20).unwrap());
+        for (target, sent) in [(GZIP, &plain), (SNAPPY, &zstd), (LZ4, &plain), (NONE, &zstd), (ZSTD, &zstd)] {
+            c.compression = TopicCompression::Codec(target);
+            p.set_config(c);
+            p.append(sent).unwrap().await.unwrap().unwrap();
+        }
+        c.compression = TopicCompression::Producer;
+        p.set_config(c);
+        p.append(&zstd).unwrap().await.unwrap().unwrap();
+        let codecs: Vec<u8> = stored(&p).iter().map(|b| batch::check_batch(b).unwrap().codec()).collect();
+        assert_eq!(codecs, vec![GZIP, SNAPPY, LZ4, NONE, ZSTD, ZSTD]);
+        for b in stored(&p) {
+            let same = batch::recompress(&b, NONE, 1 << 20).unwrap();
+            assert_eq!(same[21..], plain[21..], "records and header fields survive (offsets aside)");
+        }
+        // Record 5 of the snappy batch (offsets 10-19) is the first at or after 1045.
+        assert_eq!(p.offset_for_time(1045).unwrap(), Some((5, 1050)), "inside the first (gzip) batch");
+        assert_eq!(p.max_timestamp_offset(), Some((9, 1090)), "the first record carrying the maximum");
+    });
+}
+
+#[test]
+fn timestamps_out_of_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let mut c = cfg(FlushPolicy::Os, 1 << 20);
+        c.timestamp_after_max_ms = 60_000;
+        c.timestamp_before_max_ms = 60_000;
+        let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+        let now = now_ms();
+        let at = |ts: &[i64]| {
+            let timed: Vec<(i64, batch::KeyValue)> = ts.iter().map(|t| (*t, (None, Some(&b"v"[..])))).collect();
+            Bytes::from(batch::build_timed(&timed))
+        };
+        assert_eq!(p.append(&at(&[now, now + 120_000])).unwrap_err(), ErrorCode::InvalidTimestamp);
+        // The oldest record need not be the first: every record is looked at.
+        let old = batch::recompress(&at(&[now, now - 120_000]), crate::protocol::compression::LZ4, 1 << 20).unwrap();
+        assert_eq!(p.append(&Bytes::from(old)).unwrap_err(), ErrorCode::InvalidTimestamp);
+        let ok = p.append(&at(&[now - 1000, now + 1000, -1])).expect("within bounds; -1 is exempt");
+        ok.await.unwrap().unwrap();
+        assert_eq!(p.offsets().log_end, 3, "refused batches take no offsets");
+    });
+}
+
+#[test]
+fn delete_records_moves_the_log_start_for_good_and_drops_whole_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let c = cfg(FlushPolicy::Always, 1024);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 40).await; // 80 records over several segments
+        let segments = p.segment_count();
+        assert_eq!(p.delete_records(81), Err(ErrorCode::OffsetOutOfRange), "past the high watermark");
+        assert_eq!(p.delete_records(41), Ok(41));
+        assert_eq!(p.offsets().log_start, 41);
+        assert!(p.segment_count() < segments, "segments wholly below 41 are gone");
+        assert_eq!(p.read(40, 100, true).unwrap_err(), ErrorCode::OffsetOutOfRange);
+        assert!(p.read(41, 100, true).unwrap().records.is_some());
+        assert_eq!(p.delete_records(10), Ok(41), "never moves back");
+        assert_eq!(p.offset_for_time(0).unwrap().map(|(o, _)| o), Some(41), "by time starts at the log start");
+        drop(p); // as after kill -9
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(p.offsets().log_start, 41, "the log start survives a restart");
+        assert_eq!(p.delete_records(-1), Ok(80), "-1: up to the high watermark");
+        assert_eq!(p.offsets().log_start, 80);
+        assert_eq!(append_n(&p, 40, 1).await, vec![80]);
+    });
+}
+
+#[test]
+fn compacted_topics_are_never_trimmed_by_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let mut c = cfg(FlushPolicy::Os, 2048);
+        c.retention_bytes = 1;
+        c.retention_ms = 0;
+        c.compact = true;
+        let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 60).await;
+        assert_eq!(p.apply_retention(unix_now_ms()), 0);
+        c.compact = false;
+        p.set_config(c);
+        assert!(p.apply_retention(unix_now_ms()) > 0, "the same log with cleanup.policy=delete is trimmed");
+    });
+}
+
+#[test]
+fn flush_ms_and_flush_messages_bound_how_long_data_stays_unsynced() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let mut c = cfg(FlushPolicy::Os, 1 << 20);
+        c.flush_ms = 50;
+        c.flush_messages = 10;
+        let probe = Probe::detached();
+        let p = Partition::open("t", 0, dir.path().join("t-0"), c, probe.clone()).await.unwrap();
+        append_n(&p, 0, 1).await; // acked after the write: 2 records unsynced
+        assert_eq!(p.offsets().high_watermark, 0, "consumers wait for the sync");
+        glommio::timer::sleep(Duration::from_millis(200)).await;
+        assert_eq!(p.offsets().high_watermark, 2, "flush.ms synced it with no further append");
+        let syncs = probe.metrics().fsync.snapshot().count();
+        c.flush_ms = 3_600_000;
+        p.set_config(c);
+        append_n(&p, 1, 4).await; // 8 records: under flush.messages
+        assert_eq!(p.offsets().high_watermark, 2);
+        append_n(&p, 5, 1).await; // 10: synced at once
+        assert_eq!(p.offsets().high_watermark, 12);
+        assert_eq!(probe.metrics().fsync.snapshot().count(), syncs + 1);
+    });
+}
+
+use crate::storage::faults::{self, Fault, Op};
+
+async fn result_of(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
+    match p.append(b) {
+        Ok(rx) => rx.await.unwrap().map(|a| a.base_offset),
+        Err(e) => Err(e),
+    }
+}
+
+#[test]
+fn a_full_disk_refuses_appends_and_writes_resume_when_space_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let c = cfg(FlushPolicy::Always, 4096);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 10).await;
+        assert_eq!(send(&p, &idem(10, 9, 0, 0)).await, Ok(20));
+        faults::inject(&path, Op::Write, Fault::NoSpace, None);
+        for i in 11..14 {
+            assert_eq!(result_of(&p, &batch(i)).await, Err(ErrorCode::KafkaStorageError));
+        }
+        assert_eq!(send(&p, &idem(14, 9, 0, 2)).await, Err(ErrorCode::KafkaStorageError));
+        assert_eq!(p.offsets().log_end, 22, "nothing refused took an offset");
+        assert_eq!(read_all(&p).len(), 11, "what was acknowledged is still served");
+        faults::clear(&path);
+        // Writes resume at the next offset; the refused idempotent batch is new, not a gap.
+        assert_eq!(append_n(&p, 15, 1).await, vec![22]);
+        assert_eq!(send(&p, &idem(14, 9, 0, 2)).await, Ok(24));
+        drop(p); // as after kill -9
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(p.offsets().log_end, 26);
+        assert_eq!(read_all(&p).len(), 13, "every acknowledged batch, no refused one");
+    });
+}
+
+#[test]
+fn a_write_torn_at_any_byte_is_cut_and_every_acknowledged_batch_kept() {
+    let size = batch(5).len();
+    for keep in 0..size {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t-0");
+        run(async move {
+            let c = cfg(FlushPolicy::Always, 1 << 20);
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            append_n(&p, 0, 5).await;
+            // The write lands `keep` bytes; the cut of them fails too, so they stay on disk
+            // for recovery to find, as after a crash in the middle of a write.
+            faults::inject(&path, Op::Write, Fault::Torn { keep }, Some(1));
+            faults::inject(&path, Op::Truncate, Fault::Io, Some(1));
+            assert_eq!(result_of(&p, &batch(5)).await, Err(ErrorCode::KafkaStorageError));
+            faults::clear(&path);
+            drop(p);
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            assert_eq!(p.offsets().log_end, 10, "torn at byte {keep} of {size}");
+            assert_eq!(read_all(&p).len(), 5);
+            assert_eq!(append_n(&p, 5, 1).await, vec![10]);
+        });
+    }
+}
+
+#[test]
+fn a_failed_fsync_or_read_takes_only_that_partition_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let c = cfg(FlushPolicy::Always, 1 << 20);
+        let (a_dir, b_dir) = (dir.path().join("t-0"), dir.path().join("t-1"));
+        let a = Partition::open("t", 0, a_dir.clone(), c, Probe::detached()).await.unwrap();
+        let b = Partition::open("t", 1, b_dir.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&a, 0, 3).await;
+        append_n(&b, 0, 3).await;
+        faults::inject(&a_dir, Op::Sync, Fault::Io, Some(1));
+        assert_eq!(result_of(&a, &batch(3)).await, Err(ErrorCode::KafkaStorageError));
+        assert_eq!(result_of(&a, &batch(4)).await, Err(ErrorCode::KafkaStorageError), "offline, not retried");
+        assert_eq!(a.read(0, 100, true).unwrap_err(), ErrorCode::KafkaStorageError);
+        assert_eq!(append_n(&b, 3, 1).await, vec![6], "the other partition keeps working");
+        // EIO on a read: offline too, even once the device answers again.
+        faults::inject(&b_dir, Op::Read, Fault::Io, Some(1));
+        assert_eq!(b.read(2, 100, true).unwrap_err(), ErrorCode::KafkaStorageError);
+        assert_eq!(b.read(0, 100, true).unwrap_err(), ErrorCode::KafkaStorageError);
+        drop((a, b));
+        // A restart recovers both from disk, with every acknowledged batch. The batch whose
+        // sync failed was refused, yet its bytes may be on disk: recovery keeps what it
+        // finds whole, as after a crash between a write and its ack (an idempotent
+        // producer's retry of it is then recognized as a duplicate).
+        let a = Partition::open("t", 0, a_dir, c, Probe::detached()).await.unwrap();
+        let b = Partition::open("t", 1, b_dir, c, Probe::detached()).await.unwrap();
+        assert!((3..=4).contains(&read_all(&a).len()));
+        assert_eq!(read_all(&b).len(), 4);
+    });
+}
+
+#[test]
+fn a_full_disk_at_recovery_leaves_indexes_sparser_never_a_sigbus() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let mut c = cfg(FlushPolicy::Always, 1 << 20);
+        c.index_interval_bytes = 1; // an index entry per batch
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 2000).await;
+        drop(p); // unclean: the next open rebuilds the indexes
+        faults::inject(&path, Op::Allocate, Fault::NoSpace, None);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(p.offsets().log_end, 4000);
+        assert_eq!(read_all(&p).len(), 2000, "every batch is found without the index entries");
+        assert_eq!(p.offset_for_time(1_000 + 1500).unwrap(), Some((3000, 2500)));
+        assert_eq!(append_n(&p, 2000, 1).await, vec![4000], "appends work: the log has room");
+        faults::clear(&path);
+    });
+}
