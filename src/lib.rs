@@ -2,7 +2,8 @@
 //!
 //! Layering, top to bottom: `server` (startup, each shard's serve loop) joins `net`
 //! connections to `api` dispatch; `api` works through `shard` (routing to home shards,
-//! the mesh, the controller); below are `log`, `group`, `metadata`, then `protocol`, `config`
+//! the mesh, running controller requests); below are `controller` (the metadata state
+//! machine over its log), `log`, `group`, `metadata`, `storage`, then `protocol`, `config`
 //! and `sys` (the only module with `unsafe`).
 
 pub mod api;
@@ -10,6 +11,7 @@ pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod controller;
 pub mod error;
 pub mod group;
 pub mod listener;

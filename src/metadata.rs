@@ -1,7 +1,9 @@
 //! The catalog: names, topic ids, partition counts, each partition's home shard, and
-//! per-topic configs; and the security metadata: ACLs and users' SCRAM credentials. The controller shard (shard 0) is its only writer: it persists every
-//! change atomically (write a temp file, fsync, rename, fsync the directory) and then hands
-//! an immutable snapshot to every shard. Shards read their snapshot without locks.
+//! per-topic configs; dynamic broker configs and client quotas; and the security metadata:
+//! ACLs and users' SCRAM credentials. The controller (`controller`) is its only writer: a
+//! catalog is what the metadata log's records make, and `catalog.json` is its snapshot,
+//! written atomically (temp file, fsync, rename, fsync the directory). Every shard reads an
+//! immutable copy without locks.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -51,6 +53,13 @@ pub struct Catalog {
     /// cluster-wide ones.
     #[serde(default)]
     pub broker_configs: BTreeMap<String, String>,
+    /// The end of the block of producer ids reserved so far: ids below it may have been handed
+    /// out, so a restart starts there.
+    #[serde(default)]
+    pub producer_ids_reserved: i64,
+    /// The index of the last metadata-log entry this catalog includes (see `controller`).
+    #[serde(default)]
+    pub applied: u64,
     /// Client quotas set at run time (AlterClientQuotas), by entity.
     #[serde(default)]
     pub client_quotas: Vec<QuotaSetting>,
@@ -101,7 +110,7 @@ impl Catalog {
         self.scram.get(user).cloned().unwrap_or_default()
     }
 
-    /// Marks a security change (ACLs, credentials) so shards take the new snapshot.
+    /// Marks a change so shards take the new snapshot (its version is newer).
     pub fn bump(&mut self) {
         self.version += 1;
     }
@@ -137,59 +146,59 @@ impl Catalog {
             .collect()
     }
 
-    /// Adds a topic, placing each partition on the shard that currently homes the fewest.
-    pub fn add_topic(
-        &mut self,
+    /// A new topic id, unused and not nil.
+    fn new_topic_id(&self) -> Uuid {
+        let mut id = Uuid::new_v4();
+        while self.by_id.contains_key(&id) || id.is_nil() {
+            id = Uuid::new_v4();
+        }
+        id
+    }
+
+    /// A topic to add (not added): each partition on the shard that currently homes the
+    /// fewest, and a fresh id.
+    pub fn plan_topic(
+        &self,
         name: &str,
         partitions: u32,
         shards: usize,
         configs: BTreeMap<String, String>,
-    ) -> &TopicMeta {
+    ) -> TopicMeta {
         let homes = self.balanced_homes(partitions, shards);
-        let mut id = Uuid::new_v4();
-        while self.by_id.contains_key(&id) || id.is_nil() {
-            id = Uuid::new_v4();
-        }
-        self.topics.insert(name.to_string(), TopicMeta { name: name.to_string(), id, homes, configs });
-        self.version += 1;
-        self.reindex();
-        &self.topics[name]
+        TopicMeta { name: name.to_string(), id: self.new_topic_id(), homes, configs }
     }
 
-    /// Adds an internal topic with partition `i` homed on shard `i % shards`, so every shard
-    /// hosts its share (used for `__consumer_offsets`). No-op if it exists.
-    pub fn ensure_internal_topic(
-        &mut self,
+    /// An internal topic to add, partition `i` homed on shard `i % shards` so every shard
+    /// hosts its share (`__consumer_offsets`).
+    pub fn plan_internal_topic(
+        &self,
         name: &str,
         partitions: u32,
         shards: usize,
         configs: BTreeMap<String, String>,
-    ) -> bool {
-        if self.topics.contains_key(name) {
-            return false;
-        }
+    ) -> TopicMeta {
         let homes = (0..partitions as usize).map(|i| i % shards.max(1)).collect();
-        let mut id = Uuid::new_v4();
-        while self.by_id.contains_key(&id) || id.is_nil() {
-            id = Uuid::new_v4();
-        }
-        self.topics.insert(name.to_string(), TopicMeta { name: name.to_string(), id, homes, configs });
-        self.version += 1;
-        self.reindex();
-        true
+        TopicMeta { name: name.to_string(), id: self.new_topic_id(), homes, configs }
     }
 
-    /// Grows a topic to `total` partitions, the new ones on the least loaded shards; `false`
-    /// if there is no such topic or it already has as many.
-    pub fn add_partitions(&mut self, name: &str, total: u32, shards: usize) -> bool {
-        let Some(have) = self.topics.get(name).map(|t| t.homes.len() as u32) else { return false };
+    /// The topic grown to `total` partitions, the new ones on the least loaded shards (not
+    /// stored); `None` if there is no such topic or it already has as many.
+    pub fn plan_partitions(&self, name: &str, total: u32, shards: usize) -> Option<TopicMeta> {
+        let t = self.topics.get(name)?;
+        let have = t.homes.len() as u32;
         if total <= have {
-            return false;
+            return None;
         }
-        let homes = self.balanced_homes(total - have, shards);
-        self.topics.get_mut(name).expect("checked").homes.extend(homes);
+        let mut grown = t.clone();
+        grown.homes.extend(self.balanced_homes(total - have, shards));
+        Some(grown)
+    }
+
+    /// Adds a topic or replaces it (its partitions grew).
+    pub fn put_topic(&mut self, topic: TopicMeta) {
+        self.topics.insert(topic.name.clone(), topic);
         self.version += 1;
-        true
+        self.reindex();
     }
 
     /// Replaces a topic's own configs; `false` if there is no such topic.
@@ -207,9 +216,8 @@ impl Catalog {
         Some(t)
     }
 
-    /// Loads the catalog from `dir`, or starts a new cluster there. A catalog written by a
-    /// broker with more shards keeps its homes modulo the current shard count.
-    pub fn load_or_create(dir: &Path, shards: usize) -> Result<Catalog, BrokerError> {
+    /// Loads the catalog snapshot from `dir`, or starts a new cluster there.
+    pub fn load_or_create(dir: &Path) -> Result<Catalog, BrokerError> {
         let path = dir.join(CATALOG_FILE);
         let err = |reason: String| BrokerError::Metadata { path: path.clone(), reason };
         let mut cat = match crate::storage::read(&path) {
@@ -228,7 +236,14 @@ impl Catalog {
             cat.auth_secret = random_secret();
             cat.persist(dir)?;
         }
-        for t in cat.topics.values_mut() {
+        cat.reindex();
+        Ok(cat)
+    }
+
+    /// Fits partition homes to `shards`: a catalog written by a broker with more shards keeps
+    /// its homes modulo the current count.
+    pub fn fit_homes(&mut self, shards: usize) {
+        for t in self.topics.values_mut() {
             for h in &mut t.homes {
                 if *h >= shards {
                     tracing::warn!(topic = %t.name, old = *h, new = *h % shards, "shard count changed: partition moves to another home shard");
@@ -236,8 +251,6 @@ impl Catalog {
                 }
             }
         }
-        cat.reindex();
-        Ok(cat)
     }
 
     /// Writes the catalog atomically (see `storage::write_atomic`).
@@ -268,8 +281,15 @@ mod tests {
     #[test]
     fn partitions_are_spread_over_shards_by_count() {
         let mut c = Catalog::new_cluster();
-        assert_eq!(c.add_topic("a", 3, 2, BTreeMap::new()).homes, vec![0, 1, 0]);
-        assert_eq!(c.add_topic("b", 3, 2, BTreeMap::new()).homes, vec![1, 0, 1]);
+        let a = c.plan_topic("a", 3, 2, BTreeMap::new());
+        assert_eq!(a.homes, vec![0, 1, 0]);
+        c.put_topic(a);
+        let b = c.plan_topic("b", 3, 2, BTreeMap::new());
+        assert_eq!(b.homes, vec![1, 0, 1]);
+        c.put_topic(b);
+        let grown = c.plan_partitions("a", 5, 2).unwrap();
+        assert_eq!(grown.homes, vec![0, 1, 0, 0, 1], "new partitions go to the least loaded shards");
+        assert!(c.plan_partitions("a", 3, 2).is_none());
         let id = c.topic("a").unwrap().id;
         assert_eq!(c.topic_by_id(&id).unwrap().name, "a");
     }
@@ -277,18 +297,20 @@ mod tests {
     #[test]
     fn the_catalog_survives_a_reload_and_keeps_homes() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Catalog::load_or_create(dir.path(), 2).unwrap();
-        c.add_topic("orders", 4, 2, BTreeMap::new());
+        let mut c = Catalog::load_or_create(dir.path()).unwrap();
+        let t = c.plan_topic("orders", 4, 2, BTreeMap::new());
+        c.put_topic(t);
         c.persist(dir.path()).unwrap();
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(dir.path().join(CATALOG_FILE)).unwrap().permissions(),
         );
         assert_eq!(mode & 0o777, 0o600, "the catalog holds credentials: owner-only");
-        let back = Catalog::load_or_create(dir.path(), 2).unwrap();
+        let back = Catalog::load_or_create(dir.path()).unwrap();
         assert_eq!(back.cluster_id, c.cluster_id);
         assert_eq!(back.topic("orders"), c.topic("orders"));
         assert!(back.topic_by_id(&c.topic("orders").unwrap().id).is_some());
-        let fewer = Catalog::load_or_create(dir.path(), 1).unwrap();
+        let mut fewer = Catalog::load_or_create(dir.path()).unwrap();
+        fewer.fit_homes(1);
         assert!(fewer.topic("orders").unwrap().homes.iter().all(|&h| h == 0));
     }
 

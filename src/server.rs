@@ -43,8 +43,10 @@ use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::auth::sasl::ConnSecurity;
 use crate::config::Config;
+use crate::controller::Controller;
 use crate::error::BrokerError;
 use crate::listener::Listener;
+use crate::log::LogConfig;
 use crate::metadata::Catalog;
 use crate::metrics::{self, HandlerTiming, RequestScope};
 use crate::net::admission::{Admission, RefusalLog};
@@ -168,14 +170,21 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         tracing::info!("shard {shard} → CPU {cpu} → NUMA node {node}");
     }
     let _lock = lock_data_dir(&cfg.data_dir)?;
-    let mut catalog = Catalog::load_or_create(&cfg.data_dir, n)?;
+    let mut controller = Controller::open(crate::controller::Context {
+        shards: n,
+        node_id: cfg.node_id,
+        default_partitions: cfg.default_partitions,
+        static_log: LogConfig::from_config(&cfg),
+        data_dir: cfg.data_dir.clone(),
+    })?;
     // Committed offsets live in an internal topic with one partition per shard (at first
-    // start), never deleted by retention (there is no compaction yet).
+    // start), never deleted by retention.
     let internal = [("retention.ms", "-1"), ("retention.bytes", "-1"), ("cleanup.policy", "compact")];
     let configs = internal.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    if catalog.ensure_internal_topic(crate::group::offsets::TOPIC, n as u32, n, configs) {
-        catalog.persist(&cfg.data_dir)?;
-    }
+    controller.ensure_internal_topic(crate::group::offsets::TOPIC, n as u32, configs)?;
+    let catalog = controller.catalog().clone();
+    // The controller lives on shard 0.
+    let mut controller = Some(controller);
     let mut listeners = Vec::new();
     for spec in cfg.listener_specs()? {
         listeners.push(spec.bound(reserve_port(spec.bind)?));
@@ -257,6 +266,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let cfg = cfg.clone();
         let registry = registry.clone();
         let catalog = catalog.clone();
+        let controller = if i == 0 { controller.take() } else { None };
         let listeners = listeners.clone();
         let tls = tls.clone();
         let stop = stop.clone();
@@ -274,8 +284,19 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
                 // Made here, on the pinned thread, so the metrics live on the shard's node.
                 let probe = registry.register_shard(i, cpu, node);
                 let shared = Shared { admission, creation, quotas, broker_memory, stop };
-                let outcome =
-                    shard_main(ShardId(i), cfg, catalog, listeners, tls, probe, tx_row, rx_row, shared, &ready).await;
+                let outcome = shard_main(
+                    ShardId(i),
+                    cfg,
+                    (catalog, controller),
+                    listeners,
+                    tls,
+                    probe,
+                    tx_row,
+                    rx_row,
+                    shared,
+                    &ready,
+                )
+                .await;
                 if let Err(e) = outcome {
                     let _ = ready.send(Err(e));
                 }
@@ -345,7 +366,7 @@ struct Shared {
 async fn shard_main(
     id: ShardId,
     cfg: Arc<Config>,
-    catalog: Catalog,
+    (catalog, controller): (Catalog, Option<Controller>),
     listeners: Vec<Listener>,
     tls: Option<Arc<rustls::ServerConfig>>,
     probe: metrics::Probe,
@@ -378,7 +399,7 @@ async fn shard_main(
             None => None,
         });
     }
-    let shard = Shard::new(id, Rc::new((*cfg).clone()), catalog.clone(), peers, probe, quotas);
+    let shard = Shard::new(id, Rc::new((*cfg).clone()), catalog.clone(), peers, probe, quotas, controller);
     for t in rx_tasks {
         let rx = t.await;
         glommio::spawn_local(shard.clone().serve_peer(rx)).detach();

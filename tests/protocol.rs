@@ -67,13 +67,23 @@ fn user_topics(m: &MetadataResponse) -> Vec<String> {
         .collect()
 }
 
-/// The home shard of each partition of `topic`, from the catalog the broker persisted.
+/// The home shard of each partition of `topic`, from the metadata the broker persisted: the
+/// catalog snapshot, then the metadata log's topic records after it.
 fn homes(b: &Broker, topic: &str) -> Vec<u64> {
     let text = std::fs::read_to_string(b.data_dir.join("catalog.json")).expect("catalog.json");
     let v: serde_json::Value = serde_json::from_str(&text).expect("catalog is JSON");
-    v["topics"][topic]["homes"]
+    let mut homes = v["topics"][topic]["homes"].clone();
+    let log = std::fs::read_to_string(b.data_dir.join("metadata.log")).unwrap_or_default();
+    for entry in log.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a log entry is JSON")) {
+        for r in entry["records"].as_array().into_iter().flatten() {
+            if r["record"] == "topic" && r["topic"]["name"] == topic {
+                homes = r["topic"]["homes"].clone();
+            }
+        }
+    }
+    homes
         .as_array()
-        .unwrap_or_else(|| panic!("no homes for {topic} in {text}"))
+        .unwrap_or_else(|| panic!("no homes for {topic} in {text} or {log}"))
         .iter()
         .map(|h| h.as_u64().expect("shard number"))
         .collect()

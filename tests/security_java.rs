@@ -78,8 +78,10 @@ fn java_clients_over_ssl_sasl_ssl_and_sasl_plaintext() {
     let listed = harness(&["describe-scram", "--bootstrap", &plaintext]);
     assert!(listed.contains(&"alice SCRAM-SHA-512:8192".to_string()), "{listed:?}");
     assert!(listed.contains(&"bob SCRAM-SHA-256:8192".to_string()), "{listed:?}");
-    let catalog = std::fs::read_to_string(broker.data_dir.join("catalog.json")).unwrap();
-    assert!(!catalog.contains("alice-secret"), "a password reached the broker's metadata");
+    for file in ["catalog.json", "metadata.log"] {
+        let text = std::fs::read_to_string(broker.data_dir.join(file)).unwrap();
+        assert!(!text.contains("alice-secret"), "a password reached the broker's {file}");
+    }
 
     let ssl = |name: &str, keystore: Option<&Path>, protocol: &str, extra: &[(&str, &str)]| {
         let mut entries = pki.java_ssl_props(keystore);

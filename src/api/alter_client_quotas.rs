@@ -17,9 +17,10 @@ use proto_kafka::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse,
 
 use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
+use crate::controller::QuotaChange;
 use crate::protocol::ErrorCode;
 use crate::quota::{EntityName, QuotaEntity, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE};
-use crate::shard::{QuotaChange, Shard};
+use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::AlterClientQuotas, 0, 1);
 

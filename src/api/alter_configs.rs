@@ -13,8 +13,9 @@ use proto_kafka::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
+use crate::controller::{ConfigChange, ConfigOp, ConfigTarget};
 use crate::protocol::ErrorCode;
-use crate::shard::{ConfigChange, ConfigOp, ConfigTarget, Shard};
+use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::AlterConfigs, 0, 2);
 

@@ -11,8 +11,8 @@ use proto_kafka::messages::{AlterUserScramCredentialsRequest, AlterUserScramCred
 use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::auth::scram::{Mechanism, ScramCredential, MAX_ITERATIONS, MIN_ITERATIONS};
+use crate::controller::CredentialChange;
 use crate::protocol::ErrorCode;
-use crate::shard::security::CredentialChange;
 use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::AlterUserScramCredentials, 0, 0);

@@ -16,8 +16,9 @@ use proto_kafka::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsRes
 
 use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
+use crate::controller::NewPartitions;
 use crate::protocol::ErrorCode;
-use crate::shard::{NewPartitions, Shard};
+use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::CreatePartitions, 0, 3);
 

@@ -14,8 +14,9 @@ use proto_kafka::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::api::describe_configs;
 use crate::auth::acl::Operation;
+use crate::controller::{NewTopic, TopicResult};
 use crate::protocol::ErrorCode;
-use crate::shard::{NewTopic, Shard};
+use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::CreateTopics, 2, 7);
 
@@ -49,7 +50,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     }
     let (to_create, idx): (Vec<NewTopic>, Vec<usize>) =
         asks.iter().cloned().enumerate().filter(|(i, _)| early[*i].is_none()).map(|(i, t)| (t, i)).unzip();
-    let mut results: Vec<Option<crate::shard::TopicResult>> = early.into_iter().map(|e| e.map(Err)).collect();
+    let mut results: Vec<Option<TopicResult>> = early.into_iter().map(|e| e.map(Err)).collect();
     for (r, i) in shard.create_topics(to_create, r.validate_only).await.into_iter().zip(idx) {
         results[i] = Some(r);
     }

@@ -13,8 +13,9 @@ use proto_kafka::messages::incremental_alter_configs_response::AlterConfigsResou
 use proto_kafka::messages::{ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 
 use super::{alter_configs, str_bytes, ApiSpec, Outcome, Request};
+use crate::controller::{ConfigChange, ConfigOp};
 use crate::protocol::ErrorCode;
-use crate::shard::{ConfigChange, ConfigOp, Shard};
+use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::IncrementalAlterConfigs, 0, 1);
 

@@ -16,9 +16,10 @@ use proto_kafka::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse,
 
 use super::{authz, str_bytes, ApiSpec, Outcome, Request};
 use crate::auth::acl::{Operation, ResourceType};
+use crate::controller::NewTopic;
 use crate::metadata::{check_topic_name, TopicMeta};
 use crate::protocol::ErrorCode;
-use crate::shard::{NewTopic, Shard};
+use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::Metadata, 0, 13);
 

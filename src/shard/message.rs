@@ -17,6 +17,8 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 use uuid::Uuid;
 
+use crate::auth::acl::{AclBinding, AclFilter};
+use crate::controller::{ConfigChange, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult};
 use crate::group::{GroupListing, GroupOp};
 use crate::log::{Appended, Offsets, ReadOut};
 use crate::metadata::Catalog;
@@ -28,65 +30,6 @@ pub struct Tp {
     pub topic: Uuid,
     pub partition: i32,
 }
-
-/// One change to a config: set it to a value, delete it (back to the default), or, for a
-/// list config, add or remove items of its current value (IncrementalAlterConfigs APPEND and
-/// SUBTRACT).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigOp {
-    Set(String),
-    Delete,
-    Append(String),
-    Subtract(String),
-}
-
-/// Whose dynamic configs change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigTarget {
-    Topic(String),
-    /// The cluster-wide broker defaults (the BROKER resource named "").
-    BrokerDefault,
-    /// This broker's own (the BROKER resource named by its node id).
-    Broker,
-}
-
-/// The config changes AlterConfigs or IncrementalAlterConfigs asks for on one resource.
-#[derive(Debug, Clone)]
-pub struct ConfigChange {
-    pub target: ConfigTarget,
-    pub ops: Vec<(String, ConfigOp)>,
-    /// AlterConfigs (the legacy API): the resource's dynamic configs become exactly the
-    /// ones set, every other one going back to its default.
-    pub replace: bool,
-}
-
-/// A topic to create, as CreateTopics or auto-creation asks for it.
-#[derive(Debug, Clone)]
-pub struct NewTopic {
-    pub name: String,
-    /// -1: the broker default.
-    pub partitions: i32,
-    pub replication_factor: i16,
-    pub configs: std::collections::BTreeMap<String, String>,
-}
-
-/// AlterClientQuotas for one entity: each quota key set to a value or removed (`None`).
-#[derive(Debug, Clone)]
-pub struct QuotaChange {
-    pub entity: crate::quota::QuotaEntity,
-    pub ops: Vec<(String, Option<f64>)>,
-}
-
-/// CreatePartitions for one topic: the new total, and the replicas the client chose for each
-/// new partition (broker ids), if it chose.
-#[derive(Debug, Clone)]
-pub struct NewPartitions {
-    pub topic: String,
-    pub count: i32,
-    pub assignments: Option<Vec<Vec<i32>>>,
-}
-
-pub type TopicResult = Result<crate::metadata::TopicMeta, (ErrorCode, String)>;
 
 /// Awaits a request's reply on the home shard, type-erased for the trip back.
 pub type Relay = Pin<Box<dyn Future<Output = Box<dyn Any + Send>> + Send>>;
@@ -143,35 +86,8 @@ pub enum Msg {
         timestamp: i64,
         reply: oneshot::Sender<Result<Option<(i64, i64)>, ErrorCode>>,
     },
-    /// To the controller.
-    CreateTopics {
-        topics: Vec<NewTopic>,
-        validate_only: bool,
-        reply: oneshot::Sender<Vec<TopicResult>>,
-    },
-    /// To the controller: change topic or broker configs.
-    AlterConfigs {
-        changes: Vec<ConfigChange>,
-        validate_only: bool,
-        reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
-    },
-    /// To the controller: grow topics to these partition counts.
-    CreatePartitions {
-        asks: Vec<NewPartitions>,
-        validate_only: bool,
-        reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
-    },
-    /// To the controller: set or remove client quotas.
-    AlterClientQuotas {
-        changes: Vec<QuotaChange>,
-        validate_only: bool,
-        reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
-    },
-    /// To the controller: delete by name.
-    DeleteTopics {
-        names: Vec<String>,
-        reply: oneshot::Sender<Vec<Result<Uuid, ErrorCode>>>,
-    },
+    /// To the controller (shard 0).
+    Controller(ControllerOp),
     /// From the controller: a new catalog snapshot to apply (open/close local partitions).
     ApplyCatalog {
         catalog: Arc<Catalog>,
@@ -182,28 +98,56 @@ pub enum Msg {
         group: String,
         op: GroupOp,
     },
-    /// To the controller: a new producer id.
-    AllocateProducerId {
-        reply: oneshot::Sender<Result<i64, ErrorCode>>,
-    },
-    /// To the controller: add ACLs.
-    CreateAcls {
-        bindings: Vec<crate::auth::acl::AclBinding>,
-        reply: oneshot::Sender<Result<(), super::security::Failure>>,
-    },
-    /// To the controller: delete the ACLs each filter matches.
-    DeleteAcls {
-        filters: Vec<crate::auth::acl::AclFilter>,
-        reply: oneshot::Sender<Result<Vec<Vec<crate::auth::acl::AclBinding>>, super::security::Failure>>,
-    },
-    /// To the controller: set or delete users' SCRAM credentials.
-    AlterCredentials {
-        changes: Vec<(String, super::security::CredentialChange)>,
-        reply: oneshot::Sender<Vec<Result<(), (ErrorCode, String)>>>,
-    },
     /// To every shard: the groups it coordinates, filtered by state (empty: all).
     ListGroups {
         states: Vec<String>,
         reply: oneshot::Sender<Vec<GroupListing>>,
+    },
+}
+
+/// A request to the controller, with the channel its answer goes back on.
+pub enum ControllerOp {
+    CreateTopics {
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<TopicResult>>,
+    },
+    DeleteTopics {
+        names: Vec<String>,
+        reply: oneshot::Sender<Vec<Result<Uuid, ErrorCode>>>,
+    },
+    /// Grow topics to these partition counts.
+    CreatePartitions {
+        asks: Vec<NewPartitions>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
+    },
+    /// Change topic or broker configs.
+    AlterConfigs {
+        changes: Vec<ConfigChange>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
+    },
+    AlterClientQuotas {
+        changes: Vec<QuotaChange>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
+    },
+    CreateAcls {
+        bindings: Vec<AclBinding>,
+        reply: oneshot::Sender<Result<(), Failure>>,
+    },
+    /// Delete the ACLs each filter matches.
+    DeleteAcls {
+        filters: Vec<AclFilter>,
+        reply: oneshot::Sender<Result<Vec<Vec<AclBinding>>, Failure>>,
+    },
+    /// Set or delete users' SCRAM credentials.
+    AlterCredentials {
+        changes: Vec<(String, CredentialChange)>,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
+    },
+    AllocateProducerId {
+        reply: oneshot::Sender<Result<i64, ErrorCode>>,
     },
 }

@@ -11,8 +11,6 @@
 
 pub mod controller;
 pub mod message;
-pub mod producer_ids;
-pub mod security;
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -29,6 +27,9 @@ use glommio::{GlommioError, ResourceType};
 use crate::auth::acl::{Acls, AuthorizerConfig, Operation, ResourceType as AclResource};
 use crate::auth::Session;
 use crate::config::Config;
+use crate::controller::{
+    ConfigChange, Controller, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult,
+};
 use crate::group::coordinator::Coordinator;
 use crate::group::{offsets, GroupLimits, GroupListing, GroupOp};
 use crate::log::config::Form;
@@ -37,7 +38,8 @@ use crate::metadata::Catalog;
 use crate::metrics::{self, Probe};
 use crate::protocol::ErrorCode;
 use crate::quota::{ClientQuota, QuotaTable};
-pub use message::{ConfigChange, ConfigOp, ConfigTarget, Msg, NewPartitions, NewTopic, QuotaChange, TopicResult, Tp};
+use message::ControllerOp;
+pub use message::{Msg, Tp};
 
 /// Index of a shard (0 is the controller).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -58,10 +60,8 @@ pub struct Shard {
     logs: RefCell<HashMap<Tp, Rc<Partition>>>,
     /// Senders to every other shard, by shard index (None for this shard).
     peers: Vec<Option<ConnectedSender<Msg>>>,
-    /// The writable catalog, on the controller shard only.
-    controller: Option<RefCell<Catalog>>,
-    /// Producer id allocation, on the controller shard only.
-    producer_ids: Option<producer_ids::ProducerIds>,
+    /// The controller, on shard 0 only.
+    controller: Option<RefCell<Controller>>,
     /// The consumer groups homed on this shard.
     pub groups: Coordinator,
     /// Requests sent to other shards, waiting for their `Msg::Reply`.
@@ -91,6 +91,11 @@ impl StaticQuotas {
     }
 }
 
+/// A controller request that never reached an answer.
+fn unreachable(e: ErrorCode) -> Failure {
+    (e, "controller unreachable".into())
+}
+
 /// What went wrong sending to another shard: it has stopped.
 fn peer_gone<T>(_: T) -> ErrorCode {
     ErrorCode::NotLeaderOrFollower
@@ -104,9 +109,10 @@ impl Shard {
         peers: Vec<Option<ConnectedSender<Msg>>>,
         probe: Probe,
         quotas: Arc<crate::quota::Quotas>,
+        controller: Option<Controller>,
     ) -> Rc<Shard> {
         let count = peers.len();
-        let controller = (id.0 == 0).then(|| RefCell::new(catalog.clone()));
+        let controller = controller.map(RefCell::new);
         // Validated at start (server::run): a bad value cannot get here.
         let (default, clients) = config.client_quotas().unwrap_or((ClientQuota::NONE, HashMap::new()));
         let static_quotas = StaticQuotas { default, clients, users: config.user_quotas().unwrap_or_default() };
@@ -118,19 +124,7 @@ impl Shard {
             max_size: config.group_max_size as usize,
         };
         let retention_ms = (config.offsets_retention_minutes * 60_000).min(i64::MAX as u64) as i64;
-        let producer_ids = if id.0 == 0 {
-            match producer_ids::ProducerIds::load(&config.data_dir) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    tracing::error!("producer ids unavailable, InitProducerId will fail: {e}");
-                    None
-                }
-            }
-        } else {
-            None
-        };
         Rc::new(Shard {
-            producer_ids,
             groups: Coordinator::new(limits, retention_ms),
             pending: RefCell::new(HashMap::new()),
             next_call: Cell::new(1),
@@ -172,9 +166,7 @@ impl Shard {
     /// The broker-wide log defaults: static settings, then the dynamic cluster-wide
     /// defaults, then this broker's own dynamic configs.
     pub fn broker_log_config(&self, catalog: &Catalog) -> LogConfig {
-        self.log_config
-            .with_stored(Form::Broker, &catalog.broker_defaults)
-            .with_stored(Form::Broker, &catalog.broker_configs)
+        crate::controller::broker_log_config(&self.log_config, catalog)
     }
 
     /// The current ACL snapshot.
@@ -335,101 +327,94 @@ impl Shard {
         self.call(home, |reply| Msg::OffsetForTime { tp, timestamp, reply }).await?
     }
 
-    pub async fn create_topics(self: &Rc<Self>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<TopicResult> {
-        if self.id.0 == 0 {
-            return controller::create_topics(self, topics, validate_only).await;
+    /// Runs the controller request `make(reply)` on shard 0 and waits for its answer.
+    async fn on_controller<T: Send + 'static>(
+        self: &Rc<Self>,
+        make: impl FnOnce(oneshot::Sender<T>) -> ControllerOp,
+    ) -> Result<T, ErrorCode> {
+        if self.id.0 != 0 {
+            return self.call(0, |reply| Msg::Controller(make(reply))).await;
         }
+        let (tx, rx) = oneshot::channel();
+        controller::run(self, make(tx)).await;
+        rx.await.map_err(|_| ErrorCode::NotController)
+    }
+
+    pub async fn create_topics(self: &Rc<Self>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<TopicResult> {
         let n = topics.len();
-        self.call(0, |reply| Msg::CreateTopics { topics, validate_only, reply })
+        self.on_controller(|reply| ControllerOp::CreateTopics { topics, validate_only, reply })
             .await
-            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
     }
 
     pub async fn alter_configs(
         self: &Rc<Self>,
         changes: Vec<ConfigChange>,
         validate_only: bool,
-    ) -> Vec<Result<(), (ErrorCode, String)>> {
-        if self.id.0 == 0 {
-            return controller::alter_configs(self, changes, validate_only).await;
-        }
+    ) -> Vec<Result<(), Failure>> {
         let n = changes.len();
-        self.call(0, |reply| Msg::AlterConfigs { changes, validate_only, reply })
+        self.on_controller(|reply| ControllerOp::AlterConfigs { changes, validate_only, reply })
             .await
-            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
     }
 
     pub async fn create_partitions(
         self: &Rc<Self>,
         asks: Vec<NewPartitions>,
         validate_only: bool,
-    ) -> Vec<Result<(), (ErrorCode, String)>> {
-        if self.id.0 == 0 {
-            return controller::create_partitions(self, asks, validate_only).await;
-        }
+    ) -> Vec<Result<(), Failure>> {
         let n = asks.len();
-        self.call(0, |reply| Msg::CreatePartitions { asks, validate_only, reply })
+        self.on_controller(|reply| ControllerOp::CreatePartitions { asks, validate_only, reply })
             .await
-            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
     }
 
     pub async fn alter_client_quotas(
         self: &Rc<Self>,
         changes: Vec<QuotaChange>,
         validate_only: bool,
-    ) -> Vec<Result<(), (ErrorCode, String)>> {
-        if self.id.0 == 0 {
-            return controller::alter_client_quotas(self, changes, validate_only).await;
-        }
+    ) -> Vec<Result<(), Failure>> {
         let n = changes.len();
-        self.call(0, |reply| Msg::AlterClientQuotas { changes, validate_only, reply })
+        self.on_controller(|reply| ControllerOp::AlterClientQuotas { changes, validate_only, reply })
             .await
-            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
     }
 
     pub async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<Result<uuid::Uuid, ErrorCode>> {
-        if self.id.0 == 0 {
-            return controller::delete_topics(self, names).await;
-        }
         let n = names.len();
-        self.call(0, |reply| Msg::DeleteTopics { names, reply }).await.unwrap_or_else(|e| vec![Err(e); n])
+        self.on_controller(|reply| ControllerOp::DeleteTopics { names, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err(e); n])
     }
 
-    pub async fn create_acls(
-        self: &Rc<Self>,
-        bindings: Vec<crate::auth::acl::AclBinding>,
-    ) -> Result<(), security::Failure> {
-        if self.id.0 == 0 {
-            return security::create_acls(self, bindings).await;
-        }
-        self.call(0, |reply| Msg::CreateAcls { bindings, reply })
+    pub async fn create_acls(self: &Rc<Self>, bindings: Vec<crate::auth::acl::AclBinding>) -> Result<(), Failure> {
+        self.on_controller(|reply| ControllerOp::CreateAcls { bindings, reply })
             .await
-            .unwrap_or_else(|e| Err((e, "controller unreachable".into())))
+            .unwrap_or_else(|e| Err(unreachable(e)))
     }
 
     pub async fn delete_acls(
         self: &Rc<Self>,
         filters: Vec<crate::auth::acl::AclFilter>,
-    ) -> Result<Vec<Vec<crate::auth::acl::AclBinding>>, security::Failure> {
-        if self.id.0 == 0 {
-            return security::delete_acls(self, filters).await;
-        }
-        self.call(0, |reply| Msg::DeleteAcls { filters, reply })
+    ) -> Result<Vec<Vec<crate::auth::acl::AclBinding>>, Failure> {
+        self.on_controller(|reply| ControllerOp::DeleteAcls { filters, reply })
             .await
-            .unwrap_or_else(|e| Err((e, "controller unreachable".into())))
+            .unwrap_or_else(|e| Err(unreachable(e)))
     }
 
     pub async fn alter_credentials(
         self: &Rc<Self>,
-        changes: Vec<(String, security::CredentialChange)>,
-    ) -> Vec<Result<(), security::Failure>> {
-        if self.id.0 == 0 {
-            return security::alter_credentials(self, changes).await;
-        }
+        changes: Vec<(String, CredentialChange)>,
+    ) -> Vec<Result<(), Failure>> {
         let n = changes.len();
-        self.call(0, |reply| Msg::AlterCredentials { changes, reply })
+        self.on_controller(|reply| ControllerOp::AlterCredentials { changes, reply })
             .await
-            .unwrap_or_else(|e| vec![Err((e, "controller unreachable".into())); n])
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
+    }
+
+    /// A new producer id from the controller.
+    pub async fn allocate_producer_id(self: &Rc<Self>) -> Result<i64, ErrorCode> {
+        self.on_controller(|reply| ControllerOp::AllocateProducerId { reply }).await?
     }
 
     /// Installs a catalog snapshot: opens partitions newly homed here, closes and deletes
@@ -554,61 +539,19 @@ impl Shard {
             Msg::Producers { tp, reply } => {
                 let _ = reply.send(self.log(&tp).map(|p| p.producers()));
             }
-            Msg::AlterClientQuotas { changes, validate_only, reply } => {
-                let _ = reply.send(controller::alter_client_quotas(&self, changes, validate_only).await);
-            }
-            Msg::CreatePartitions { asks, validate_only, reply } => {
-                let _ = reply.send(controller::create_partitions(&self, asks, validate_only).await);
-            }
             Msg::OffsetForTime { tp, timestamp, reply } => {
                 let _ = reply.send(self.log(&tp).and_then(|p| local_offset_for_time(&p, timestamp)));
-            }
-            Msg::CreateTopics { topics, validate_only, reply } => {
-                let _ = reply.send(controller::create_topics(&self, topics, validate_only).await);
-            }
-            Msg::AlterConfigs { changes, validate_only, reply } => {
-                let _ = reply.send(controller::alter_configs(&self, changes, validate_only).await);
-            }
-            Msg::DeleteTopics { names, reply } => {
-                let _ = reply.send(controller::delete_topics(&self, names).await);
             }
             Msg::ApplyCatalog { catalog, reply } => {
                 self.apply_catalog(catalog).await;
                 let _ = reply.send(());
             }
             Msg::Group { group, op } => self.run_group_op(group, op).await,
-            Msg::AllocateProducerId { reply } => {
-                let _ = reply.send(self.allocate_local_producer_id());
-            }
+            Msg::Controller(op) => controller::run(&self, op).await,
             Msg::ListGroups { states, reply } => {
                 let _ = reply.send(self.groups.list(&states));
             }
-            Msg::CreateAcls { bindings, reply } => {
-                let _ = reply.send(security::create_acls(&self, bindings).await);
-            }
-            Msg::DeleteAcls { filters, reply } => {
-                let _ = reply.send(security::delete_acls(&self, filters).await);
-            }
-            Msg::AlterCredentials { changes, reply } => {
-                let _ = reply.send(security::alter_credentials(&self, changes).await);
-            }
         }
-    }
-
-    /// A new producer id from the controller.
-    pub async fn allocate_producer_id(&self) -> Result<i64, ErrorCode> {
-        if self.id.0 == 0 {
-            return self.allocate_local_producer_id();
-        }
-        self.call(0, |reply| Msg::AllocateProducerId { reply }).await?
-    }
-
-    fn allocate_local_producer_id(&self) -> Result<i64, ErrorCode> {
-        let ids = self.producer_ids.as_ref().ok_or(ErrorCode::CoordinatorNotAvailable)?;
-        ids.allocate().map_err(|e| {
-            tracing::error!("cannot allocate a producer id: {e}");
-            ErrorCode::CoordinatorNotAvailable
-        })
     }
 
     /// The `__consumer_offsets` partition of a group and the shard that homes it.
@@ -715,10 +658,6 @@ impl Shard {
                 tracing::error!(topic = %p.topic, partition = p.index, "clean close failed: {e}");
             }
         }
-    }
-
-    pub fn controller_catalog(&self) -> Option<&RefCell<Catalog>> {
-        self.controller.as_ref()
     }
 
     pub fn local_partition_count(&self) -> usize {

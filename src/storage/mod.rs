@@ -49,6 +49,14 @@ pub fn open_rw(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
 }
 
+/// Like `open_rw`, but a file it creates is readable by its owner only (it will hold
+/// secrets: the metadata log carries SCRAM keys).
+pub fn open_private(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    hit(Op::Open, path)?;
+    std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)
+}
+
 /// A whole file; `Ok(None)` if it does not exist.
 pub fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
     hit(Op::Read, path)?;
@@ -68,6 +76,18 @@ pub fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], pos: u64) -> io::
 pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     hit(Op::Write, path)?;
     std::fs::write(path, bytes)
+}
+
+/// Writes all of `bytes` at `pos`.
+pub fn write_at(file: &File, path: &Path, bytes: &[u8], pos: u64) -> io::Result<()> {
+    match faults::check(Op::Write, path) {
+        None => file.write_all_at(bytes, pos),
+        Some(Fault::Torn { keep }) => {
+            file.write_all_at(&bytes[..keep.min(bytes.len())], pos)?;
+            Err(Fault::NoSpace.error())
+        }
+        Some(f) => Err(f.error()),
+    }
 }
 
 pub fn set_len(file: &File, path: &Path, len: u64) -> io::Result<()> {

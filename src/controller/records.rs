@@ -1,0 +1,117 @@
+//! The metadata log's records: each is one fact about the cluster's metadata, decided by the
+//! controller before it is logged (a topic's id and partition homes included), so applying a
+//! record is pure and deterministic, the same at every replay. A catalog is the result of
+//! applying the log's records in order; a snapshot only shortens the replay.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::acl::AclBinding;
+use crate::auth::scram::{Mechanism, ScramCredential};
+use crate::metadata::{Catalog, QuotaSetting, TopicMeta};
+use crate::quota::QuotaEntity;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum Record {
+    /// A new topic, or one whose partitions grew.
+    Topic {
+        topic: TopicMeta,
+    },
+    RemoveTopic {
+        name: String,
+    },
+    TopicConfigs {
+        name: String,
+        configs: BTreeMap<String, String>,
+    },
+    /// The dynamic cluster-wide broker defaults, all of them.
+    BrokerDefaults {
+        configs: BTreeMap<String, String>,
+    },
+    /// This broker's dynamic configs, all of them.
+    BrokerConfigs {
+        configs: BTreeMap<String, String>,
+    },
+    /// An entity's quotas, all of them; none removes the entity.
+    ClientQuota {
+        entity: QuotaEntity,
+        values: BTreeMap<String, f64>,
+    },
+    AddAcl {
+        acl: AclBinding,
+    },
+    RemoveAcl {
+        acl: AclBinding,
+    },
+    Credential {
+        user: String,
+        credential: ScramCredential,
+    },
+    RemoveCredential {
+        user: String,
+        mechanism: Mechanism,
+    },
+    /// Producer ids below this may be handed out.
+    ProducerIds {
+        reserved_until: i64,
+    },
+}
+
+/// Applies one record to a catalog.
+pub fn apply(cat: &mut Catalog, record: &Record) {
+    match record {
+        Record::Topic { topic } => cat.put_topic(topic.clone()),
+        Record::RemoveTopic { name } => {
+            cat.remove_topic(name);
+        }
+        Record::TopicConfigs { name, configs } => {
+            cat.set_topic_configs(name, configs.clone());
+        }
+        Record::BrokerDefaults { configs } => {
+            cat.broker_defaults = configs.clone();
+            cat.bump();
+        }
+        Record::BrokerConfigs { configs } => {
+            cat.broker_configs = configs.clone();
+            cat.bump();
+        }
+        Record::ClientQuota { entity, values } => {
+            cat.client_quotas.retain(|s| s.entity != *entity);
+            if !values.is_empty() {
+                cat.client_quotas.push(QuotaSetting { entity: entity.clone(), values: values.clone() });
+                cat.client_quotas.sort_by(|a, b| a.entity.cmp(&b.entity));
+            }
+            cat.bump();
+        }
+        Record::AddAcl { acl } => {
+            if !cat.acls.contains(acl) {
+                cat.acls.push(acl.clone());
+            }
+            cat.bump();
+        }
+        Record::RemoveAcl { acl } => {
+            cat.acls.retain(|a| a != acl);
+            cat.bump();
+        }
+        Record::Credential { user, credential } => {
+            let creds = cat.scram.entry(user.clone()).or_default();
+            creds.retain(|c| c.mechanism != credential.mechanism);
+            creds.push(credential.clone());
+            cat.bump();
+        }
+        Record::RemoveCredential { user, mechanism } => {
+            if let Some(creds) = cat.scram.get_mut(user) {
+                creds.retain(|c| c.mechanism != *mechanism);
+                if creds.is_empty() {
+                    cat.scram.remove(user);
+                }
+            }
+            cat.bump();
+        }
+        Record::ProducerIds { reserved_until } => {
+            cat.producer_ids_reserved = cat.producer_ids_reserved.max(*reserved_until)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! What the controller is asked to do, as the API handlers put it.
+
+use std::collections::BTreeMap;
+
+use crate::auth::scram::{Mechanism, ScramCredential};
+use crate::metadata::TopicMeta;
+use crate::protocol::ErrorCode;
+
+/// Why a change was refused: a Kafka error code and the message the client gets.
+pub type Failure = (ErrorCode, String);
+
+/// A topic to create, as CreateTopics or auto-creation asks for it.
+#[derive(Debug, Clone)]
+pub struct NewTopic {
+    pub name: String,
+    /// -1: the broker default.
+    pub partitions: i32,
+    pub replication_factor: i16,
+    pub configs: BTreeMap<String, String>,
+}
+
+pub type TopicResult = Result<TopicMeta, Failure>;
+
+/// CreatePartitions for one topic: the new total, and the replicas the client chose for each
+/// new partition (broker ids), if it chose.
+#[derive(Debug, Clone)]
+pub struct NewPartitions {
+    pub topic: String,
+    pub count: i32,
+    pub assignments: Option<Vec<Vec<i32>>>,
+}
+
+/// One change to a config: set it to a value, delete it (back to the default), or, for a
+/// list config, add or remove items of its current value (IncrementalAlterConfigs APPEND and
+/// SUBTRACT).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigOp {
+    Set(String),
+    Delete,
+    Append(String),
+    Subtract(String),
+}
+
+/// Whose dynamic configs change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigTarget {
+    Topic(String),
+    /// The cluster-wide broker defaults (the BROKER resource named "").
+    BrokerDefault,
+    /// This broker's own (the BROKER resource named by its node id).
+    Broker,
+}
+
+/// The config changes AlterConfigs or IncrementalAlterConfigs asks for on one resource.
+#[derive(Debug, Clone)]
+pub struct ConfigChange {
+    pub target: ConfigTarget,
+    pub ops: Vec<(String, ConfigOp)>,
+    /// AlterConfigs (the legacy API): the resource's dynamic configs become exactly the
+    /// ones set, every other one going back to its default.
+    pub replace: bool,
+}
+
+/// AlterClientQuotas for one entity: each quota key set to a value or removed (`None`).
+#[derive(Debug, Clone)]
+pub struct QuotaChange {
+    pub entity: crate::quota::QuotaEntity,
+    pub ops: Vec<(String, Option<f64>)>,
+}
+
+/// A change to the credentials of one user and mechanism.
+#[derive(Debug, Clone)]
+pub enum CredentialChange {
+    Upsert(ScramCredential),
+    Delete(Mechanism),
+}

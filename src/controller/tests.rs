@@ -1,0 +1,150 @@
+//! The controller as a state machine: what it acknowledges is in the catalog after a
+//! reopen, a torn log tail loses only the unanswered change, snapshots shorten the log
+//! without changing the state.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::auth::acl::{AclBinding, Operation, PatternType, Permission, ResourceType};
+use crate::storage::faults::{self, Fault, Op};
+
+fn context(dir: &Path, shards: usize) -> Context {
+    Context {
+        shards,
+        node_id: 0,
+        default_partitions: 3,
+        static_log: LogConfig::from_config(&crate::config::Config::default()),
+        data_dir: dir.to_path_buf(),
+    }
+}
+
+fn topic(name: &str, partitions: i32) -> NewTopic {
+    NewTopic { name: name.into(), partitions, replication_factor: -1, configs: BTreeMap::new() }
+}
+
+fn set(target: ConfigTarget, name: &str, value: &str) -> ConfigChange {
+    ConfigChange { target, ops: vec![(name.into(), ConfigOp::Set(value.into()))], replace: false }
+}
+
+#[test]
+fn acknowledged_changes_survive_a_reopen_by_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Controller::open(context(dir.path(), 2)).unwrap();
+    let made = c.create_topics(&[topic("orders", 4), topic("orders", 1), topic("bad/name", 1)], false);
+    assert!(made[0].is_ok());
+    assert_eq!(made[1].as_ref().unwrap_err().0, ErrorCode::TopicAlreadyExists, "a request sees its own earlier asks");
+    assert_eq!(made[2].as_ref().unwrap_err().0, ErrorCode::InvalidTopicException);
+    let grown = c.create_partitions(&[NewPartitions { topic: "orders".into(), count: 6, assignments: None }], false);
+    assert!(grown[0].is_ok());
+    assert!(c.alter_configs(&[set(ConfigTarget::Topic("orders".into()), "retention.ms", "1000")], false)[0].is_ok());
+    assert!(c.alter_configs(&[set(ConfigTarget::BrokerDefault, "log.retention.ms", "5000")], false)[0].is_ok());
+    let ids: Vec<i64> = (0..3).map(|_| c.allocate_producer_id().unwrap()).collect();
+    let before = c.catalog().clone();
+    let meta = std::fs::metadata(dir.path().join(log::LOG_FILE)).unwrap();
+    assert!(meta.len() > 0);
+    let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+    assert_eq!(mode & 0o777, 0o600, "the log holds credentials: owner-only");
+    drop(c);
+
+    let mut c = Controller::open(context(dir.path(), 2)).unwrap();
+    let t = c.catalog().topic("orders").unwrap();
+    assert_eq!(t, before.topic("orders").unwrap(), "same id, homes and configs after replay");
+    assert_eq!(t.homes.len(), 6);
+    assert_eq!(t.configs.get("retention.ms").map(String::as_str), Some("1000"));
+    assert_eq!(c.catalog().broker_defaults, before.broker_defaults);
+    assert_eq!(c.catalog().version, before.version, "replay bumps the version as the commits did");
+    let next = c.allocate_producer_id().unwrap();
+    assert!(ids.iter().all(|&i| i < next), "a producer id is never handed out twice: {ids:?} then {next}");
+}
+
+#[test]
+fn validate_only_and_refused_asks_log_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Controller::open(context(dir.path(), 1)).unwrap();
+    let v = c.catalog().version;
+    assert!(c.create_topics(&[topic("a", 1)], true)[0].is_ok());
+    let bad = c.alter_configs(&[set(ConfigTarget::Topic("missing".into()), "retention.ms", "1")], false);
+    assert_eq!(bad[0].as_ref().unwrap_err().0, ErrorCode::UnknownTopicOrPartition);
+    let bad = c.alter_configs(&[set(ConfigTarget::Broker, "log.dirs", "/x")], false);
+    assert_eq!(bad[0].as_ref().unwrap_err().0, ErrorCode::InvalidRequest);
+    assert_eq!(c.catalog().version, v);
+    assert!(c.catalog().topic("a").is_none());
+    assert_eq!(std::fs::metadata(dir.path().join(log::LOG_FILE)).unwrap().len(), 0);
+}
+
+#[test]
+fn a_torn_last_entry_is_cut_and_the_rest_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Controller::open(context(dir.path(), 1)).unwrap();
+    c.create_topics(&[topic("kept", 1)], false);
+    drop(c);
+    let path = dir.path().join(log::LOG_FILE);
+    let whole = std::fs::read(&path).unwrap();
+    // A second commit torn at every length: the first always survives, the torn one never
+    // half-applies.
+    let mut c = Controller::open(context(dir.path(), 1)).unwrap();
+    c.create_topics(&[topic("torn", 1)], false);
+    drop(c);
+    let both = std::fs::read(&path).unwrap();
+    for cut in whole.len()..both.len() {
+        std::fs::write(&path, &both[..cut]).unwrap();
+        let c = Controller::open(context(dir.path(), 1)).unwrap();
+        assert!(c.catalog().topic("kept").is_some(), "cut at {cut}");
+        assert!(c.catalog().topic("torn").is_none(), "cut at {cut}: a torn entry is not applied");
+        drop(c);
+        assert_eq!(std::fs::read(&path).unwrap(), whole, "cut at {cut}: the torn tail is removed");
+    }
+}
+
+#[test]
+fn a_snapshot_replaces_the_log_without_changing_the_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Controller::open(context(dir.path(), 2)).unwrap();
+    for i in 0..log::SNAPSHOT_EVERY + 5 {
+        let acl = AclBinding {
+            resource_type: ResourceType::Topic,
+            resource_name: format!("t{i}"),
+            pattern: PatternType::Literal,
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: Operation::Read,
+            permission: Permission::Allow,
+        };
+        c.create_acls(&[acl]).unwrap();
+    }
+    assert_eq!(c.log.len(), 5, "the log restarted at the snapshot");
+    let before = c.catalog().clone();
+    drop(c);
+    let c = Controller::open(context(dir.path(), 2)).unwrap();
+    assert_eq!(c.catalog().acls, before.acls);
+    assert_eq!(c.catalog().applied, before.applied);
+    assert_eq!(c.catalog().version, before.version);
+}
+
+#[test]
+fn fewer_shards_fit_homes_after_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Controller::open(context(dir.path(), 4)).unwrap();
+    c.create_topics(&[topic("wide", 8)], false);
+    drop(c);
+    let c = Controller::open(context(dir.path(), 2)).unwrap();
+    assert!(c.catalog().topic("wide").unwrap().homes.iter().all(|&h| h < 2));
+}
+
+#[test]
+fn a_failed_append_changes_nothing_and_says_storage() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Controller::open(context(dir.path(), 1)).unwrap();
+    let v = c.catalog().version;
+    faults::inject(dir.path(), Op::Write, Fault::NoSpace, None);
+    let r = c.create_topics(&[topic("a", 1), topic("bad/name", 1)], false);
+    assert_eq!(r[0].as_ref().unwrap_err().0, ErrorCode::KafkaStorageError);
+    assert_eq!(r[1].as_ref().unwrap_err().0, ErrorCode::InvalidTopicException, "a refused ask keeps its own error");
+    assert_eq!(c.catalog().version, v);
+    assert!(c.catalog().topic("a").is_none());
+    faults::clear(dir.path());
+    assert!(c.create_topics(&[topic("a", 1)], false)[0].is_ok(), "writes resume once there is space");
+    drop(c);
+    let c = Controller::open(context(dir.path(), 1)).unwrap();
+    assert!(c.catalog().topic("a").is_some());
+}

@@ -1,0 +1,136 @@
+//! Creating, growing and deleting topics: Kafka's checks and error codes, then the records.
+
+use super::records::Record;
+use super::requests::{Failure, NewPartitions, NewTopic, TopicResult};
+use super::{plan, Controller};
+use crate::group::offsets;
+use crate::log::config::Form;
+use crate::metadata::{check_topic_name, Catalog};
+use crate::protocol::ErrorCode;
+
+/// The most partitions one topic may have.
+const MAX_PARTITIONS: i32 = 100_000;
+
+impl Controller {
+    /// Creates topics (each one whole or not at all); with `validate_only`, only says what
+    /// would happen.
+    pub fn create_topics(&mut self, topics: &[NewTopic], validate_only: bool) -> Vec<TopicResult> {
+        let planned = plan(&self.state, topics, |cat, t| {
+            let partitions = self.check_new_topic(cat, t)?;
+            if cat.topic(&t.name).is_some() {
+                return Err((ErrorCode::TopicAlreadyExists, format!("topic {:?} already exists", t.name)));
+            }
+            let topic = cat.plan_topic(&t.name, partitions, self.ctx.shards, t.configs.clone());
+            Ok((topic.clone(), vec![Record::Topic { topic }]))
+        });
+        let results = self.finish(planned, validate_only);
+        if !validate_only {
+            for t in results.iter().flatten() {
+                tracing::info!(topic = %t.name, partitions = t.homes.len(), id = %t.id, "created topic");
+            }
+        }
+        results
+    }
+
+    /// The partition count a new topic gets, or why it cannot be created.
+    fn check_new_topic(&self, cat: &Catalog, t: &NewTopic) -> Result<u32, Failure> {
+        check_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m))?;
+        let partitions = match t.partitions {
+            -1 => self.ctx.default_partitions,
+            n if (1..=MAX_PARTITIONS).contains(&n) => n as u32,
+            n => {
+                return Err((ErrorCode::InvalidPartitions, format!("number of partitions must be at least 1, got {n}")))
+            }
+        };
+        if !(t.replication_factor == -1 || t.replication_factor == 1) {
+            return Err((
+                ErrorCode::InvalidReplicationFactor,
+                format!("replication factor {} is larger than the 1 available broker", t.replication_factor),
+            ));
+        }
+        self.broker_log_config(cat).with(Form::Topic, &t.configs).map_err(|m| (ErrorCode::InvalidConfig, m))?;
+        Ok(partitions)
+    }
+
+    /// Grows topics (all new partitions of a topic or none).
+    pub fn create_partitions(&mut self, asks: &[NewPartitions], validate_only: bool) -> Vec<Result<(), Failure>> {
+        let planned = plan(&self.state, asks, |cat, ask| {
+            let total = self.check_new_partitions(cat, ask)?;
+            let topic = cat.plan_partitions(&ask.topic, total, self.ctx.shards).expect("checked: the topic grows");
+            Ok(((), vec![Record::Topic { topic }]))
+        });
+        let results = self.finish(planned, validate_only);
+        if !validate_only {
+            for ask in asks.iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(a, _)| a) {
+                tracing::info!(topic = %ask.topic, partitions = ask.count, "added partitions");
+            }
+        }
+        results
+    }
+
+    /// Why a topic cannot grow as asked, Kafka's checks and codes: a count above the current
+    /// one, within the broker's limit, and client-chosen replicas (if any) naming one replica
+    /// on this broker for each new partition.
+    fn check_new_partitions(&self, cat: &Catalog, ask: &NewPartitions) -> Result<u32, Failure> {
+        let Some(topic) = cat.topic(&ask.topic) else {
+            return Err((ErrorCode::UnknownTopicOrPartition, format!("topic {:?} does not exist", ask.topic)));
+        };
+        if ask.topic == offsets::TOPIC {
+            return Err((
+                ErrorCode::InvalidRequest,
+                "the offsets topic keeps its partition count: groups are placed by it".into(),
+            ));
+        }
+        let have = topic.partitions();
+        if ask.count == have {
+            return Err((ErrorCode::InvalidPartitions, format!("topic already has {have} partitions")));
+        }
+        if ask.count < have {
+            return Err((
+                ErrorCode::InvalidPartitions,
+                format!("topic currently has {have} partitions, which is higher than the requested {}", ask.count),
+            ));
+        }
+        if ask.count > MAX_PARTITIONS {
+            return Err((
+                ErrorCode::InvalidPartitions,
+                format!("at most {MAX_PARTITIONS} partitions, got {}", ask.count),
+            ));
+        }
+        if let Some(assignments) = &ask.assignments {
+            let new = (ask.count - have) as usize;
+            if assignments.len() != new {
+                return Err((
+                    ErrorCode::InvalidReplicaAssignment,
+                    format!("{} replica assignments for {new} new partitions", assignments.len()),
+                ));
+            }
+            let me = self.ctx.node_id;
+            if let Some(bad) = assignments.iter().find(|a| a.as_slice() != [me]) {
+                return Err((
+                    ErrorCode::InvalidReplicaAssignment,
+                    format!(
+                        "replicas {bad:?}: this cluster has one broker, id {me}, so each partition has replicas [{me}]"
+                    ),
+                ));
+            }
+        }
+        Ok(ask.count as u32)
+    }
+
+    /// Deletes topics by name; the offsets topic cannot be deleted.
+    pub fn delete_topics(&mut self, names: &[String]) -> Vec<Result<uuid::Uuid, ErrorCode>> {
+        let planned = plan(&self.state, names, |cat, name| {
+            if name == offsets::TOPIC {
+                return Err((ErrorCode::InvalidTopicException, "the offsets topic cannot be deleted".into()));
+            }
+            let t = cat.topic(name).ok_or((ErrorCode::UnknownTopicOrPartition, String::new()))?;
+            Ok((t.id, vec![Record::RemoveTopic { name: name.clone() }]))
+        });
+        let results = self.finish(planned, false);
+        for (name, _) in names.iter().zip(&results).filter(|(_, r)| r.is_ok()) {
+            tracing::info!(topic = %name, "deleted topic");
+        }
+        results.into_iter().map(|r| r.map_err(|(code, _)| code)).collect()
+    }
+}
