@@ -49,13 +49,21 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let mut dir = DescribeLogDirsResult::default();
     dir.log_dir = str_bytes(shard.config.data_dir.display().to_string());
     (dir.total_bytes, dir.usable_bytes) = disk_space(&shard.config.data_dir);
-    for (name, partitions) in wanted {
-        // Topics and partitions the broker does not have are left out, as in Kafka.
-        let Some(meta) = catalog.topic(&name) else { continue };
+    // Topics and partitions the broker does not have are left out, as in Kafka.
+    let known: Vec<(&crate::metadata::TopicMeta, Vec<i32>)> = wanted
+        .into_iter()
+        .filter_map(|(name, partitions)| {
+            let meta = catalog.topic(&name)?;
+            Some((meta, partitions.into_iter().filter(|p| (0..meta.partitions()).contains(p)).collect()))
+        })
+        .collect();
+    let asks = known.iter().flat_map(|(m, ps)| ps.iter().map(|&partition| Tp { topic: m.id, partition })).collect();
+    let mut offsets = shard.offsets(asks).await.into_iter();
+    for (meta, partitions) in known {
         let mut tr = DescribeLogDirsTopic::default();
-        tr.name = TopicName(str_bytes(name.clone()));
-        for index in partitions.into_iter().filter(|p| (0..meta.partitions()).contains(p)) {
-            let Ok(o) = shard.offsets(Tp { topic: meta.id, partition: index }).await else { continue };
+        tr.name = TopicName(str_bytes(meta.name.clone()));
+        for index in partitions {
+            let Some(Ok(o)) = offsets.next() else { continue };
             let mut pr = DescribeLogDirsPartition::default();
             pr.partition_index = index;
             pr.partition_size = o.size as i64;

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use proto_kafka::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
 use proto_kafka::messages::{ApiKey, DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, checked, str_bytes, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::shard::{Shard, Tp};
@@ -20,22 +20,29 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeProducers, 0, 0);
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: DescribeProducersRequest = req.decode()?;
     let catalog = shard.catalog();
-    let mut resp = DescribeProducersResponse::default();
-    for t in r.topics {
+    let mut checked = Vec::new();
+    for t in &r.topics {
         let meta = catalog.topic(t.name.as_str());
         let allowed = authz::topic(shard, &req, Operation::Read, &t.name);
+        for &index in &t.partition_indexes {
+            checked.push(match meta {
+                _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
+                None => Err(ErrorCode::UnknownTopicOrPartition),
+                Some(m) if index < 0 || index >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
+                Some(m) => Ok((Tp { topic: m.id, partition: index }, ())),
+            });
+        }
+    }
+    let routed = checked::run(checked, |asks| shard.producers(asks.into_iter().map(|(tp, ())| tp).collect()));
+    let mut results = routed.await.into_iter();
+    let mut resp = DescribeProducersResponse::default();
+    for t in r.topics {
         let mut tr = TopicResponse::default();
         for &index in &t.partition_indexes {
             let mut pr = PartitionResponse::default();
             pr.partition_index = index;
             pr.error_message = None;
-            let result = match meta {
-                _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
-                None => Err(ErrorCode::UnknownTopicOrPartition),
-                Some(m) if index < 0 || index >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
-                Some(m) => shard.producers(Tp { topic: m.id, partition: index }).await,
-            };
-            match result {
+            match results.next().expect("one result per partition") {
                 Ok(producers) => {
                     pr.active_producers = producers
                         .into_iter()

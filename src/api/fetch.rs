@@ -5,9 +5,8 @@
 //! watermark, then reads again (a delayed fetch). Sessions are not kept: every response
 //! carries session id 0, which tells clients to send full fetch requests.
 //!
-//! Metrics: a fetch that parks counts once as a delayed fetch and its wait as remote time;
-//! the per-partition reads join the request's scope (a read on another shard is remote
-//! time too); a response with any partition error counts once in
+//! Metrics: a fetch that parks counts once as a delayed fetch and its wait as remote time
+//! (one watch per home shard touched); a read on another shard is remote time too; a response with any partition error counts once in
 //! `request_errors_total{error="error_code"}`.
 //!
 //! Size limits follow KIP-74: each partition gets at most `partition_max_bytes` and the
@@ -26,18 +25,15 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use std::future::Future;
-
-use futures_lite::future;
 use proto_kafka::messages::{ApiKey, FetchRequest};
 
-use super::{authz, ApiSpec, Outcome, Request};
+use super::{authz, checked, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::metrics::{self, ErrorKind};
 use crate::protocol::fetch_writer::{self, FetchOut, PartitionOut, TopicOut};
 use crate::protocol::ErrorCode;
 use crate::quota::Kind;
-use crate::shard::{Shard, Tp};
+use crate::shard::{FetchAsk, Shard, Tp};
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::Fetch, fetch_writer::MIN_VERSION, fetch_writer::MAX_VERSION);
 
@@ -126,56 +122,27 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             delayed = true;
             shard.probe.delayed_fetch();
         }
-        let mut watches = Vec::new();
-        for w in topics.iter().flat_map(|t| &t.2) {
-            if let Some(tp) = w.tp {
-                if let Ok(rx) = shard.watch(tp, w.offset, deadline - now).await {
-                    watches.push(rx);
-                }
-            }
-        }
-        if watches.is_empty() {
-            metrics::remote(glommio::timer::sleep(deadline - now)).await;
-            continue;
-        }
-        let any = future::poll_fn(|cx| {
-            for w in watches.iter_mut() {
-                if std::pin::Pin::new(w).poll(cx).is_ready() {
-                    return std::task::Poll::Ready(());
-                }
-            }
-            std::task::Poll::Pending
-        });
-        metrics::remote(future::or(any, glommio::timer::sleep(deadline - now))).await;
+        let watched = topics.iter().flat_map(|t| &t.2).filter_map(|w| w.tp.map(|tp| (tp, w.offset))).collect();
+        shard.watch(watched, deadline - now).await;
     }
 }
 
-/// One read pass over every partition, in parallel on their home shards, then trimmed to
+/// One read pass over every partition, at once on their home shards, then trimmed to
 /// the response-wide `max_bytes` in request order.
 async fn read_all(shard: &Rc<Shard>, topics: &[(String, uuid::Uuid, Vec<Wanted>)], max_bytes: u32) -> Vec<TopicOut> {
-    let mut tasks = Vec::new();
-    for (_, _, parts) in topics {
-        for w in parts {
-            tasks.push(w.tp.map(|tp| {
-                let shard = shard.clone();
-                let (offset, limit) = (w.offset, w.max_bytes);
-                glommio::spawn_local(metrics::inherit(async move { shard.fetch(tp, offset, limit).await }))
-            }));
-        }
-    }
-    let mut tasks = tasks.into_iter();
+    let checked = topics.iter().flat_map(|t| &t.2).map(|w| match (w.error, w.tp) {
+        (Some(e), _) => Err(e),
+        (None, Some(tp)) => Ok((tp, FetchAsk { offset: w.offset, max_bytes: w.max_bytes })),
+        (None, None) => Err(ErrorCode::UnknownTopicOrPartition),
+    });
+    let mut reads = checked::run(checked.collect(), |asks| shard.fetch(asks)).await.into_iter();
     let mut remaining = max_bytes as u64;
     let mut first_data = true;
     let mut out = Vec::with_capacity(topics.len());
     for (name, id, parts) in topics {
         let mut t = TopicOut { name: name.clone(), id: *id, partitions: Vec::with_capacity(parts.len()) };
         for w in parts {
-            let task = tasks.next().expect("one task per partition");
-            let result = match (w.error, task) {
-                (Some(e), _) => Err(e),
-                (None, Some(task)) => task.await,
-                (None, None) => Err(ErrorCode::UnknownTopicOrPartition),
-            };
+            let result = reads.next().expect("one read per partition");
             let mut p = PartitionOut {
                 index: w.index,
                 error: 0,

@@ -27,7 +27,7 @@ pub(super) fn admit(shard: &Shard, req: &Request, group: &str, op: Operation) ->
 pub(super) async fn call<T: Send + 'static>(
     shard: &Shard,
     group: &str,
-    make: impl FnOnce(oneshot::Sender<T>) -> GroupOp,
+    make: impl FnOnce(oneshot::Sender<T>) -> GroupOp + Send + 'static,
 ) -> Result<T, ErrorCode> {
     shard.group_op(group.to_string(), make).await
 }

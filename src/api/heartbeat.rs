@@ -21,7 +21,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         Ok(()) => {
             let (member_id, instance_id, generation) =
                 (r.member_id.to_string(), opt_str(&r.group_instance_id), r.generation_id);
-            call(shard, &group, |reply| GroupOp::Heartbeat { member_id, instance_id, generation, reply })
+            call(shard, &group, move |reply| GroupOp::Heartbeat { member_id, instance_id, generation, reply })
                 .await
                 .and_then(|r| r)
         }

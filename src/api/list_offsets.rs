@@ -7,10 +7,10 @@ use std::rc::Rc;
 use proto_kafka::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use proto_kafka::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
-use super::{authz, ApiSpec, Outcome, Request};
+use super::{authz, checked, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::{Shard, Tp};
+use crate::shard::{OffsetQuery, Shard, Tp};
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::ListOffsets, 1, 10);
 
@@ -20,13 +20,13 @@ const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 
-async fn lookup(shard: &Shard, tp: Tp, timestamp: i64) -> Result<(i64, i64), ErrorCode> {
+fn query(timestamp: i64) -> Result<OffsetQuery, ErrorCode> {
     match timestamp {
-        LATEST => Ok((shard.offsets(tp).await?.high_watermark, -1)),
-        EARLIEST | EARLIEST_LOCAL => Ok((shard.offsets(tp).await?.log_start, -1)),
-        LATEST_TIERED => Ok((-1, -1)),
-        MAX_TIMESTAMP => Ok(shard.offset_for_time(tp, MAX_TIMESTAMP).await?.unwrap_or((-1, -1))),
-        ts if ts >= 0 => Ok(shard.offset_for_time(tp, ts).await?.map_or((-1, -1), |(o, t)| (o, t))),
+        LATEST => Ok(OffsetQuery::Latest),
+        EARLIEST | EARLIEST_LOCAL => Ok(OffsetQuery::Earliest),
+        LATEST_TIERED => Ok(OffsetQuery::LatestTiered),
+        MAX_TIMESTAMP => Ok(OffsetQuery::MaxTimestamp),
+        ts if ts >= 0 => Ok(OffsetQuery::AtTime(ts)),
         _ => Err(ErrorCode::InvalidRequest),
     }
 }
@@ -34,24 +34,30 @@ async fn lookup(shard: &Shard, tp: Tp, timestamp: i64) -> Result<(i64, i64), Err
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: ListOffsetsRequest = req.decode()?;
     let catalog = shard.catalog();
-    let mut resp = ListOffsetsResponse::default();
-    for t in r.topics {
+    let mut checked = Vec::new();
+    for t in &r.topics {
         let meta = catalog.topic(t.name.as_str());
         let allowed = authz::topic(shard, &req, Operation::Describe, &t.name);
-        let mut tr = ListOffsetsTopicResponse::default();
         for p in &t.partitions {
-            let mut pr = ListOffsetsPartitionResponse::default();
-            pr.partition_index = p.partition_index;
-            let result = match meta {
+            checked.push(match meta {
                 _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
                 None => Err(ErrorCode::UnknownTopicOrPartition),
                 Some(m) if p.partition_index < 0 || p.partition_index >= m.partitions() => {
                     Err(ErrorCode::UnknownTopicOrPartition)
                 }
                 Some(_) if p.current_leader_epoch > 0 => Err(ErrorCode::UnknownLeaderEpoch),
-                Some(m) => lookup(shard, Tp { topic: m.id, partition: p.partition_index }, p.timestamp).await,
-            };
-            match result {
+                Some(m) => query(p.timestamp).map(|q| (Tp { topic: m.id, partition: p.partition_index }, q)),
+            });
+        }
+    }
+    let mut results = checked::run(checked, |asks| shard.list_offsets(asks)).await.into_iter();
+    let mut resp = ListOffsetsResponse::default();
+    for t in r.topics {
+        let mut tr = ListOffsetsTopicResponse::default();
+        for p in &t.partitions {
+            let mut pr = ListOffsetsPartitionResponse::default();
+            pr.partition_index = p.partition_index;
+            match results.next().expect("one result per partition") {
                 Ok((offset, ts)) => {
                     pr.offset = offset;
                     pr.timestamp = ts;

@@ -10,6 +10,7 @@ pub mod alter_configs;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 mod authz;
+mod checked;
 pub mod create_acls;
 pub mod create_partitions;
 pub mod create_topics;

@@ -60,7 +60,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     } else {
         let (member_id, instance_id, generation) =
             (r.member_id.to_string(), opt_str(&r.group_instance_id), r.generation_id_or_member_epoch);
-        call(shard, &group, |reply| GroupOp::Commit { member_id, instance_id, generation, entries, reply })
+        call(shard, &group, move |reply| GroupOp::Commit { member_id, instance_id, generation, entries, reply })
             .await
             .and_then(|r| r)
     };

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use proto_kafka::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
 use proto_kafka::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use super::{authz, ApiSpec, Outcome, Request};
+use super::{authz, checked, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::shard::{Shard, Tp};
@@ -20,26 +20,33 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::OffsetForLeaderEpoch, 2, 4);
 pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let r: OffsetForLeaderEpochRequest = req.decode()?;
     let catalog = shard.catalog();
-    let mut resp = OffsetForLeaderEpochResponse::default();
     let cluster_action = authz::cluster(shard, &req, Operation::ClusterAction);
-    for t in r.topics {
+    let mut checked = Vec::new();
+    for t in &r.topics {
         let meta = catalog.topic(t.topic.as_str());
         let allowed = cluster_action || authz::topic(shard, &req, Operation::Describe, &t.topic);
+        for p in &t.partitions {
+            checked.push(match meta {
+                _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
+                None => Err(ErrorCode::UnknownTopicOrPartition),
+                Some(m) if p.partition < 0 || p.partition >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
+                Some(_) if p.current_leader_epoch > 0 => Err(ErrorCode::UnknownLeaderEpoch),
+                Some(m) => Ok((Tp { topic: m.id, partition: p.partition }, ())),
+            });
+        }
+    }
+    let routed = checked::run(checked, |asks| shard.offsets(asks.into_iter().map(|(tp, ())| tp).collect()));
+    let mut results = routed.await.into_iter();
+    let mut resp = OffsetForLeaderEpochResponse::default();
+    for t in r.topics {
         let mut tr = OffsetForLeaderTopicResult::default();
         for p in &t.partitions {
             let mut e = EpochEndOffset::default();
             e.partition = p.partition;
             e.leader_epoch = -1;
             e.end_offset = -1;
-            let result = match meta {
-                _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
-                None => Err(ErrorCode::UnknownTopicOrPartition),
-                Some(m) if p.partition < 0 || p.partition >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
-                Some(_) if p.current_leader_epoch > 0 => Err(ErrorCode::UnknownLeaderEpoch),
-                Some(m) => shard.offsets(Tp { topic: m.id, partition: p.partition }).await.map(Some),
-            };
-            match result {
-                Ok(Some(o)) if p.leader_epoch <= 0 => {
+            match results.next().expect("one result per partition") {
+                Ok(o) if p.leader_epoch <= 0 => {
                     e.leader_epoch = 0;
                     e.end_offset = o.log_end;
                 }

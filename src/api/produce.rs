@@ -1,10 +1,9 @@
 //! Produce: each partition's batch is appended on its home shard (record bytes move there as
-//! `Bytes`); all partitions of a request are in flight at once and the response lists them
-//! in request order. acks=0 gets no response at all.
+//! `Bytes`, one message per other shard touched); all partitions of a request are in flight
+//! at once and the response lists them in request order. acks=0 gets no response at all.
 //!
-//! The per-partition tasks join the request's metrics scope, so their waits on home shards
-//! and durable acks count as its remote time; a response with any partition error counts
-//! once in `request_errors_total{error="error_code"}`.
+//! Waits on home shards and durable acks count as the request's remote time; a response
+//! with any partition error counts once in `request_errors_total{error="error_code"}`.
 //!
 //! Quota: the request's record bytes count against its client-id's `producer_byte_rate` once
 //! the appends are done; over it, the response carries the throttle time and the connection
@@ -19,7 +18,7 @@ use std::rc::Rc;
 use proto_kafka::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use proto_kafka::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
-use super::{authz, ApiSpec, Outcome, Request};
+use super::{authz, checked, ApiSpec, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::{batch, ErrorCode};
 use crate::quota::Kind;
@@ -45,7 +44,9 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         && has_transactional_batches(&r)
         && !r.transactional_id.as_ref().is_some_and(|id| authz::transactional_id(shard, &req, Operation::Write, id)))
     .then_some(ErrorCode::TransactionalIdAuthorizationFailed);
-    let mut topics = Vec::with_capacity(r.topic_data.len());
+    // Every partition's batch, checked here, then appended on its home shard: all at once.
+    let mut checked = Vec::new();
+    let mut layout = Vec::with_capacity(r.topic_data.len());
     for t in r.topic_data {
         let meta = if by_id { catalog.topic_by_id(&t.topic_id) } else { catalog.topic(t.name.as_str()) };
         let unknown = if by_id { ErrorCode::UnknownTopicId } else { ErrorCode::UnknownTopicOrPartition };
@@ -53,9 +54,10 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         let acl_name = if by_id { meta.map(|m| m.name.as_str()) } else { Some(t.name.as_str()) };
         let refusal = transactional_refusal
             .or_else(|| acl_name.and_then(|n| authz::topic_or_fail(shard, &req, Operation::Write, n).err()));
-        let mut parts = Vec::with_capacity(t.partition_data.len());
+        let mut indexes = Vec::with_capacity(t.partition_data.len());
         for p in t.partition_data {
-            let pending = match (refusal, meta, p.records) {
+            indexes.push(p.index);
+            checked.push(match (refusal, meta, p.records) {
                 _ if !acks_ok => Err(ErrorCode::InvalidRequiredAcks),
                 (Some(e), _, _) => Err(e),
                 (None, None, _) => Err(unknown),
@@ -65,42 +67,29 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                     Err(ErrorCode::UnknownTopicOrPartition)
                 }
                 (None, Some(_), None) => Err(ErrorCode::InvalidRecord),
-                (None, Some(m), Some(records)) => {
-                    let tp = Tp { topic: m.id, partition: p.index };
-                    let shard = shard.clone();
-                    Ok(glommio::spawn_local(crate::metrics::inherit(async move { shard.produce(tp, records).await })))
-                }
-            };
-            parts.push((p.index, pending));
+                (None, Some(m), Some(records)) => Ok((Tp { topic: m.id, partition: p.index }, records)),
+            });
         }
-        topics.push((t.name, t.topic_id, parts));
+        layout.push((t.name, t.topic_id, indexes));
     }
     if r.acks == 0 {
-        for (_, _, parts) in topics {
-            for (_, pending) in parts {
-                if let Ok(task) = pending {
-                    task.detach();
-                }
-            }
-        }
+        let s = shard.clone();
+        glommio::spawn_local(async move { checked::run(checked, |batches| s.produce(batches)).await }).detach();
         charge_quota(shard, &req, record_bytes);
         return Ok(None);
     }
+    let mut results = checked::run(checked, |batches| shard.produce(batches)).await.into_iter();
     let mut resp = ProduceResponse::default();
     let mut any_error = false;
-    for (name, id, parts) in topics {
+    for (name, id, indexes) in layout {
         let mut tr = TopicProduceResponse::default();
         tr.name = name;
         tr.topic_id = id;
-        for (index, pending) in parts {
-            let result = match pending {
-                Ok(task) => task.await,
-                Err(e) => Err(e),
-            };
+        for index in indexes {
             let mut pr = PartitionProduceResponse::default();
             pr.index = index;
             pr.log_append_time_ms = -1;
-            match result {
+            match results.next().expect("one result per partition") {
                 Ok(a) => {
                     pr.base_offset = a.base_offset;
                     pr.log_start_offset = a.log_start_offset;

@@ -10,9 +10,57 @@ use std::sync::Arc;
 
 use futures_channel::oneshot;
 
-use super::message::ControllerOp;
 use super::Shard;
+use crate::auth::acl::{AclBinding, AclFilter};
+use crate::controller::{ConfigChange, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult};
 use crate::protocol::ErrorCode;
+
+/// A request to the controller, with the channel its answer goes back on.
+pub enum ControllerOp {
+    CreateTopics {
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<TopicResult>>,
+    },
+    DeleteTopics {
+        names: Vec<String>,
+        reply: oneshot::Sender<Vec<Result<uuid::Uuid, ErrorCode>>>,
+    },
+    /// Grow topics to these partition counts.
+    CreatePartitions {
+        asks: Vec<NewPartitions>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
+    },
+    /// Change topic or broker configs.
+    AlterConfigs {
+        changes: Vec<ConfigChange>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
+    },
+    AlterClientQuotas {
+        changes: Vec<QuotaChange>,
+        validate_only: bool,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
+    },
+    CreateAcls {
+        bindings: Vec<AclBinding>,
+        reply: oneshot::Sender<Result<(), Failure>>,
+    },
+    /// Delete the ACLs each filter matches.
+    DeleteAcls {
+        filters: Vec<AclFilter>,
+        reply: oneshot::Sender<Result<Vec<Vec<AclBinding>>, Failure>>,
+    },
+    /// Set or delete users' SCRAM credentials.
+    AlterCredentials {
+        changes: Vec<(String, CredentialChange)>,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
+    },
+    AllocateProducerId {
+        reply: oneshot::Sender<Result<i64, ErrorCode>>,
+    },
+}
 
 /// Sends `value` on `reply` when called: an answer held back until the catalog is out.
 fn answer<T: 'static>(reply: oneshot::Sender<T>, value: T) -> Box<dyn FnOnce()> {
@@ -65,4 +113,104 @@ pub async fn run(shard: &Rc<Shard>, op: ControllerOp) {
         shard.broadcast_catalog(snapshot).await;
     }
     done();
+}
+
+/// A controller request that never reached an answer.
+fn unreachable(e: ErrorCode) -> Failure {
+    (e, "controller unreachable".into())
+}
+
+impl Shard {
+    /// Runs the controller request `make(reply)` on shard 0 and waits for its answer.
+    async fn on_controller<T: Send + 'static>(
+        self: &Rc<Self>,
+        make: impl FnOnce(oneshot::Sender<T>) -> ControllerOp + Send + 'static,
+    ) -> Result<T, ErrorCode> {
+        let on_controller = move |here: Rc<Shard>| async move {
+            let (tx, rx) = oneshot::channel();
+            run(&here, make(tx)).await;
+            rx.await.map_err(|_| ErrorCode::NotController)
+        };
+        if self.id.0 == 0 {
+            return on_controller(self.clone()).await;
+        }
+        self.call(0, on_controller).await?
+    }
+
+    pub async fn create_topics(self: &Rc<Self>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<TopicResult> {
+        let n = topics.len();
+        self.on_controller(move |reply| ControllerOp::CreateTopics { topics, validate_only, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
+    }
+
+    pub async fn alter_configs(
+        self: &Rc<Self>,
+        changes: Vec<ConfigChange>,
+        validate_only: bool,
+    ) -> Vec<Result<(), Failure>> {
+        let n = changes.len();
+        self.on_controller(move |reply| ControllerOp::AlterConfigs { changes, validate_only, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
+    }
+
+    pub async fn create_partitions(
+        self: &Rc<Self>,
+        asks: Vec<NewPartitions>,
+        validate_only: bool,
+    ) -> Vec<Result<(), Failure>> {
+        let n = asks.len();
+        self.on_controller(move |reply| ControllerOp::CreatePartitions { asks, validate_only, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
+    }
+
+    pub async fn alter_client_quotas(
+        self: &Rc<Self>,
+        changes: Vec<QuotaChange>,
+        validate_only: bool,
+    ) -> Vec<Result<(), Failure>> {
+        let n = changes.len();
+        self.on_controller(move |reply| ControllerOp::AlterClientQuotas { changes, validate_only, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
+    }
+
+    pub async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<Result<uuid::Uuid, ErrorCode>> {
+        let n = names.len();
+        self.on_controller(move |reply| ControllerOp::DeleteTopics { names, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err(e); n])
+    }
+
+    pub async fn create_acls(self: &Rc<Self>, bindings: Vec<crate::auth::acl::AclBinding>) -> Result<(), Failure> {
+        self.on_controller(move |reply| ControllerOp::CreateAcls { bindings, reply })
+            .await
+            .unwrap_or_else(|e| Err(unreachable(e)))
+    }
+
+    pub async fn delete_acls(
+        self: &Rc<Self>,
+        filters: Vec<crate::auth::acl::AclFilter>,
+    ) -> Result<Vec<Vec<crate::auth::acl::AclBinding>>, Failure> {
+        self.on_controller(move |reply| ControllerOp::DeleteAcls { filters, reply })
+            .await
+            .unwrap_or_else(|e| Err(unreachable(e)))
+    }
+
+    pub async fn alter_credentials(
+        self: &Rc<Self>,
+        changes: Vec<(String, CredentialChange)>,
+    ) -> Vec<Result<(), Failure>> {
+        let n = changes.len();
+        self.on_controller(move |reply| ControllerOp::AlterCredentials { changes, reply })
+            .await
+            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
+    }
+
+    /// A new producer id from the controller.
+    pub async fn allocate_producer_id(self: &Rc<Self>) -> Result<i64, ErrorCode> {
+        self.on_controller(move |reply| ControllerOp::AllocateProducerId { reply }).await?
+    }
 }

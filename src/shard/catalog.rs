@@ -1,0 +1,104 @@
+//! This shard's copy of the catalog: installing a new snapshot (opening the partitions newly
+//! homed here, closing and deleting those of deleted topics, new configs, quotas and ACLs
+//! for the rest), and handing one to every shard.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::mesh::join_all;
+use super::{Shard, Tp};
+use crate::auth::acl::Acls;
+use crate::log::config::Form;
+use crate::log::{LogConfig, Partition};
+use crate::metadata::Catalog;
+use crate::quota::QuotaTable;
+
+impl Shard {
+    /// The quotas a catalog's entries give, over the static settings.
+    fn quota_table(&self, catalog: &Catalog) -> QuotaTable {
+        self.static_quotas.table(&catalog.client_quotas)
+    }
+
+    /// A topic's effective log settings: the broker's static ones, the catalog's dynamic
+    /// broker defaults over them, then the topic's own configs.
+    pub fn topic_log_config(&self, catalog: &Catalog, configs: &BTreeMap<String, String>) -> LogConfig {
+        self.broker_log_config(catalog).with_stored(Form::Topic, configs)
+    }
+
+    /// The broker-wide log defaults: static settings, then the dynamic cluster-wide
+    /// defaults, then this broker's own dynamic configs.
+    pub fn broker_log_config(&self, catalog: &Catalog) -> LogConfig {
+        crate::controller::broker_log_config(&self.log_config, catalog)
+    }
+
+    /// Installs a catalog snapshot: opens partitions newly homed here, closes and deletes
+    /// those of deleted topics. Older snapshots than the current one are ignored.
+    pub async fn apply_catalog(&self, catalog: Arc<Catalog>) {
+        if catalog.version < self.catalog.borrow().version {
+            return;
+        }
+        let mut wanted = Vec::new();
+        for t in catalog.topics.values() {
+            for (p, &home) in t.homes.iter().enumerate() {
+                let tp = Tp { topic: t.id, partition: p as i32 };
+                if home == self.id.0 && !self.logs.borrow().contains_key(&tp) {
+                    wanted.push((t.name.clone(), tp));
+                }
+            }
+        }
+        let gone: Vec<(Tp, Rc<Partition>)> = self
+            .logs
+            .borrow()
+            .iter()
+            .filter(|(tp, _)| catalog.topic_by_id(&tp.topic).is_none())
+            .map(|(tp, p)| (*tp, p.clone()))
+            .collect();
+        for (tp, p) in gone {
+            self.logs.borrow_mut().remove(&tp);
+            if let Err(e) = p.close().await {
+                tracing::warn!(topic = %p.topic, partition = p.index, "closing deleted partition: {e}");
+            }
+            if let Err(e) = p.delete_files() {
+                tracing::warn!(topic = %p.topic, partition = p.index, "deleting partition files: {e}");
+            }
+        }
+        // Partitions that stay get their topic's current configs (they, or the dynamic broker
+        // defaults under them, may have changed).
+        for (tp, p) in self.logs.borrow().iter() {
+            if let Some(t) = catalog.topic_by_id(&tp.topic) {
+                p.set_config(self.topic_log_config(&catalog, &t.configs));
+            }
+        }
+        for (name, tp) in wanted {
+            let topic = &catalog.topics[&name];
+            let dir = self.config.data_dir.join(Partition::dir_name(&name, tp.partition));
+            let cfg = self.topic_log_config(&catalog, &topic.configs);
+            match Partition::open(&name, tp.partition, dir, cfg, self.probe.clone()).await {
+                Ok(p) => {
+                    self.logs.borrow_mut().insert(tp, p);
+                }
+                Err(e) => tracing::error!(topic = %name, partition = tp.partition, "cannot open partition: {e}"),
+            }
+        }
+        if self.catalog.borrow().client_quotas != catalog.client_quotas {
+            self.quotas.set_table(self.quota_table(&catalog));
+        }
+        if self.acls.borrow().bindings() != catalog.acls.as_slice() {
+            *self.acls.borrow_mut() = Rc::new(Acls::new(catalog.acls.clone()));
+        }
+        *self.catalog.borrow_mut() = catalog;
+        self.probe.partitions(self.logs.borrow().len());
+    }
+
+    /// Sends a catalog snapshot to every shard (this one included) and waits until all
+    /// have applied it.
+    pub async fn broadcast_catalog(&self, catalog: Arc<Catalog>) {
+        let others = (0..self.count).filter(|s| *s != self.id.0).map(|shard| {
+            let catalog = catalog.clone();
+            self.call(shard, move |here| async move { here.apply_catalog(catalog).await })
+        });
+        join_all(others).await;
+        self.apply_catalog(catalog).await;
+    }
+}

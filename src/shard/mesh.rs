@@ -1,0 +1,160 @@
+//! The mesh: a bounded channel for every ordered pair of shards, and calls over it. A call
+//! carries work to another shard, where it runs as one task, and comes back as its reply: a
+//! value of the caller's type, handed to the caller's oneshot on the caller's own shard.
+//!
+//! Why a reply travels back as a message instead of completing the oneshot on the remote
+//! shard: glommio 0.9 must not have a task woken from another thread (such a foreign wake
+//! races with the task's own reference counting, seen as a double free under load). The
+//! oneshot's sender rides along with the work and is only ever completed, or dropped, on the
+//! caller's thread (`HomewardSender`).
+//!
+//! Sends are bounded: a full peer queue is backpressure (the send waits, counted in
+//! `mesh_queue_full`), never a failure. A shard that has stopped fails the call with
+//! NOT_LEADER_OR_FOLLOWER, which clients retry.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+use std::thread::{self, ThreadId};
+
+use futures_channel::oneshot;
+use glommio::channels::shared_channel::ConnectedReceiver;
+use glommio::{GlommioError, ResourceType};
+
+use super::Shard;
+use crate::metrics;
+use crate::protocol::ErrorCode;
+
+/// Work for a shard, made on another: it runs on the receiving shard and sends its reply.
+pub type Work = Box<dyn FnOnce(Rc<Shard>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+pub enum Msg {
+    /// Run this here; it replies by itself.
+    Call(Work),
+    /// A call's result, to hand to the waiting caller (runs on the caller's shard).
+    Reply(Box<dyn FnOnce() + Send>),
+}
+
+/// A oneshot sender that travels with a call and back, and is completed or dropped only on
+/// the thread that made it. Dropped anywhere else (the other shard stopped with the call in
+/// flight) it is forgotten instead: dropping would wake the caller from a foreign thread. The
+/// caller is then going away too.
+struct HomewardSender<T> {
+    tx: Option<oneshot::Sender<T>>,
+    thread: ThreadId,
+}
+
+impl<T> HomewardSender<T> {
+    fn new(tx: oneshot::Sender<T>) -> Self {
+        HomewardSender { tx: Some(tx), thread: thread::current().id() }
+    }
+
+    fn send(mut self, value: T) {
+        debug_assert_eq!(thread::current().id(), self.thread, "a reply completed away from its caller");
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(value);
+        }
+    }
+}
+
+impl<T> Drop for HomewardSender<T> {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            if thread::current().id() != self.thread {
+                std::mem::forget(tx);
+            }
+        }
+    }
+}
+
+/// What went wrong sending to another shard: it has stopped.
+pub(super) fn peer_gone<T>(_: T) -> ErrorCode {
+    ErrorCode::NotLeaderOrFollower
+}
+
+impl Shard {
+    /// Runs `work` on `shard` and waits for its result.
+    pub(super) async fn call<T, F, W>(&self, shard: usize, work: W) -> Result<T, ErrorCode>
+    where
+        T: Send + 'static,
+        F: Future<Output = T> + 'static,
+        W: FnOnce(Rc<Shard>) -> F + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel::<T>();
+        let tx = HomewardSender::new(tx);
+        let origin = self.id.0;
+        let work: Work = Box::new(move |here: Rc<Shard>| {
+            Box::pin(async move {
+                let value = work(here.clone()).await;
+                let reply = Box::new(move || tx.send(value));
+                if let Err(e) = here.send(origin, Msg::Reply(reply)).await {
+                    tracing::debug!(shard = here.id.0, origin, "cannot reply: the caller's shard stopped ({e:?})");
+                }
+            })
+        });
+        self.send(shard, Msg::Call(work)).await?;
+        metrics::remote(rx).await.map_err(peer_gone)
+    }
+
+    async fn send(&self, shard: usize, msg: Msg) -> Result<(), ErrorCode> {
+        let peer = self.peers.get(shard).and_then(Option::as_ref).ok_or(ErrorCode::NotLeaderOrFollower)?;
+        match peer.try_send(msg) {
+            Ok(()) => {}
+            Err(GlommioError::WouldBlock(ResourceType::Channel(msg))) => {
+                self.probe.mesh_queue_full();
+                metrics::remote(peer.send(msg)).await.map_err(peer_gone)?;
+            }
+            Err(e) => return Err(peer_gone(e)),
+        }
+        self.probe.mesh_sent();
+        Ok(())
+    }
+
+    /// Serves messages from one peer shard until it goes away. Each call runs in its own
+    /// task so a slow append never holds up the next message; a reply only hands a value to
+    /// a waiting task.
+    pub async fn serve_peer(self: Rc<Self>, rx: ConnectedReceiver<Msg>) {
+        while let Some(msg) = rx.recv().await {
+            self.probe.mesh_received();
+            match msg {
+                Msg::Call(work) => {
+                    glommio::spawn_local(work(self.clone())).detach();
+                }
+                Msg::Reply(hand_over) => hand_over(),
+            }
+        }
+    }
+}
+
+/// Awaits every future, all at once, in one task; the outputs in order.
+pub(super) async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut pending: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (f, out) in pending.iter_mut().zip(outs.iter_mut()).filter(|(_, o)| o.is_none()) {
+            match f.as_mut().poll(cx) {
+                Poll::Ready(v) => *out = Some(v),
+                Poll::Pending => waiting = true,
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outs.into_iter().map(|o| o.expect("every future completed")).collect()
+}
+
+/// Completes when the first of `futures` does (never, if there are none).
+pub(super) async fn first_of<F: Future>(futures: Vec<F>) {
+    let mut pending: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(|cx| match pending.iter_mut().any(|f| f.as_mut().poll(cx).is_ready()) {
+        true => Poll::Ready(()),
+        false => Poll::Pending,
+    })
+    .await
+}
