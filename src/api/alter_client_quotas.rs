@@ -9,18 +9,15 @@
 //!
 //! Authorization, Kafka's: ALTER_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::alter_client_quotas_request::EntityData as AskedEntity;
 use proto_kafka::messages::alter_client_quotas_response::{EntityData, EntryData};
 use proto_kafka::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse, ApiKey};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::controller::QuotaChange;
 use crate::protocol::ErrorCode;
 use crate::quota::{EntityName, QuotaEntity, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE};
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::AlterClientQuotas, 0, 1);
 
@@ -99,9 +96,9 @@ fn change_of(
     Ok(QuotaChange { entity, ops: changes })
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: AlterClientQuotasRequest = req.decode()?;
-    let allowed = authz::cluster(shard, &req, Operation::AlterConfigs);
+    let allowed = authz::cluster(broker, &req, Operation::AlterConfigs);
     let asks: Vec<Result<QuotaChange, Refusal>> = r
         .entries
         .iter()
@@ -116,7 +113,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         })
         .collect();
     let valid: Vec<QuotaChange> = asks.iter().filter_map(|a| a.as_ref().ok().cloned()).collect();
-    let mut done = shard.alter_client_quotas(valid, r.validate_only).await.into_iter();
+    let mut done = broker.alter_client_quotas(valid, r.validate_only).await.into_iter();
     let mut resp = AlterClientQuotasResponse::default();
     for (e, ask) in r.entries.iter().zip(asks) {
         let outcome = match ask {

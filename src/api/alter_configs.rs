@@ -5,46 +5,43 @@
 //! helpers live here too: which configs a resource names, the ALTER_CONFIGS check, and the
 //! trip to the controller.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::alter_configs_response::AlterConfigsResourceResponse;
 use proto_kafka::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::controller::{ConfigChange, ConfigOp, ConfigTarget};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::AlterConfigs, 0, 2);
 
 pub type Refusal = (ErrorCode, String);
 
 /// Whose configs a resource names.
-pub fn target_of(shard: &Shard, resource_type: i8, name: &str) -> Result<ConfigTarget, Refusal> {
+pub fn target_of(broker: &impl Broker, resource_type: i8, name: &str) -> Result<ConfigTarget, Refusal> {
     match resource_type {
         RESOURCE_TOPIC => Ok(ConfigTarget::Topic(name.to_string())),
         RESOURCE_BROKER if name.is_empty() => Ok(ConfigTarget::BrokerDefault),
-        RESOURCE_BROKER if name == shard.config.node_id.to_string() => Ok(ConfigTarget::Broker),
+        RESOURCE_BROKER if name == broker.config().node_id.to_string() => Ok(ConfigTarget::Broker),
         RESOURCE_BROKER => Err((ErrorCode::InvalidRequest, format!("unknown broker {name:?}"))),
         t => Err((ErrorCode::InvalidRequest, format!("resource type {t} has no alterable configs here"))),
     }
 }
 
 /// ALTER_CONFIGS on what the resource is about.
-pub fn authorized(shard: &Shard, req: &Request, resource_type: i8, name: &str) -> Result<(), Refusal> {
-    authz::config_resource(shard, req, Operation::AlterConfigs, resource_type, name)
+pub fn authorized(broker: &impl Broker, req: &Request, resource_type: i8, name: &str) -> Result<(), Refusal> {
+    authz::config_resource(broker, req, Operation::AlterConfigs, resource_type, name)
 }
 
 /// Sends the valid changes to the controller; the outcome of every ask, in order.
 pub async fn apply(
-    shard: &Rc<Shard>,
+    broker: &impl Broker,
     asks: Vec<Result<ConfigChange, Refusal>>,
     validate_only: bool,
 ) -> Vec<Result<(), Refusal>> {
     let valid: Vec<ConfigChange> = asks.iter().filter_map(|a| a.as_ref().ok().cloned()).collect();
-    let mut done = shard.alter_configs(valid, validate_only).await.into_iter();
+    let mut done = broker.alter_configs(valid, validate_only).await.into_iter();
     asks.into_iter()
         .map(|ask| match ask {
             Ok(_) => done.next().unwrap_or_else(|| Err((ErrorCode::UnknownServerError, "no answer".into()))),
@@ -54,10 +51,10 @@ pub async fn apply(
 }
 
 fn change_of(
-    shard: &Shard,
+    broker: &impl Broker,
     r: &proto_kafka::messages::alter_configs_request::AlterConfigsResource,
 ) -> Result<ConfigChange, Refusal> {
-    let target = target_of(shard, r.resource_type, &r.resource_name)?;
+    let target = target_of(broker, r.resource_type, &r.resource_name)?;
     let mut ops: Vec<(String, ConfigOp)> = Vec::with_capacity(r.configs.len());
     for c in &r.configs {
         let name = c.name.to_string();
@@ -72,13 +69,12 @@ fn change_of(
     Ok(ConfigChange { target, ops, replace: true })
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: AlterConfigsRequest = req.decode()?;
-    let asks = r
-        .resources
-        .iter()
-        .map(|res| authorized(shard, &req, res.resource_type, &res.resource_name).and_then(|()| change_of(shard, res)));
-    let outcomes = apply(shard, asks.collect(), r.validate_only).await;
+    let asks = r.resources.iter().map(|res| {
+        authorized(broker, &req, res.resource_type, &res.resource_name).and_then(|()| change_of(broker, res))
+    });
+    let outcomes = apply(broker, asks.collect(), r.validate_only).await;
     let mut resp = AlterConfigsResponse::default();
     for (res, outcome) in r.resources.iter().zip(outcomes) {
         let mut o = AlterConfigsResourceResponse::default();

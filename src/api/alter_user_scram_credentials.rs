@@ -3,17 +3,15 @@
 //! the broker keeps only the derived StoredKey and ServerKey. One result per user.
 
 use std::collections::{BTreeMap, HashSet};
-use std::rc::Rc;
 
 use proto_kafka::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use proto_kafka::messages::{AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::auth::scram::{Mechanism, ScramCredential, MAX_ITERATIONS, MIN_ITERATIONS};
 use crate::controller::CredentialChange;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::AlterUserScramCredentials, 0, 0);
 
@@ -43,7 +41,7 @@ fn shared_problem(allowed: bool, user: &str, seen: &mut HashSet<String>) -> Opti
     None
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: AlterUserScramCredentialsRequest = req.decode()?;
     let mut resp = AlterUserScramCredentialsResponse::default();
     // Every user named, in order of first appearance, with its first problem if any.
@@ -51,7 +49,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let mut problems: BTreeMap<String, Failure> = BTreeMap::new();
     let mut changes: Vec<(String, CredentialChange)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    let allowed = authz::cluster(shard, &req, Operation::Alter);
+    let allowed = authz::cluster(broker, &req, Operation::Alter);
     let mut note = |user: &str, problem: Option<Failure>, users: &mut Vec<String>| {
         if !users.iter().any(|u| u == user) {
             users.push(user.to_string());
@@ -101,7 +99,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     // A user with any problem gets none of its changes applied.
     changes.retain(|(u, _)| !problems.contains_key(u));
     let users_of_changes: Vec<String> = changes.iter().map(|(u, _)| u.clone()).collect();
-    let results = if changes.is_empty() { Vec::new() } else { shard.alter_credentials(changes).await };
+    let results = if changes.is_empty() { Vec::new() } else { broker.alter_credentials(changes).await };
     for (user, result) in users_of_changes.into_iter().zip(results) {
         if let Err(e) = result {
             problems.entry(user).or_insert(e);

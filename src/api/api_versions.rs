@@ -1,14 +1,11 @@
 //! ApiVersions: the table of APIs and versions, derived from each handler's `SPEC`.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::api_versions_response::ApiVersion;
 use proto_kafka::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
-use super::{ApiSpec, Fault, Outcome, Request, APIS};
+use super::{ApiSpec, Broker, Fault, Outcome, Request, APIS};
 use crate::protocol::response;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::ApiVersions, 0, 4);
 
@@ -27,7 +24,7 @@ fn table() -> ApiVersionsResponse {
     r
 }
 
-pub async fn handle(_shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(_broker: &impl Broker, req: Request) -> Outcome {
     let _: ApiVersionsRequest = req.decode()?;
     req.respond(table())
 }

@@ -8,48 +8,47 @@
 //! DescribeConfigs / IncrementalAlterConfigs resource, whose resource type decides which ACL
 //! resource is asked about.
 
-use super::Request;
+use super::{Broker, Request};
 use crate::auth::acl::{Operation, ResourceType, CLUSTER_NAME};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
-pub(super) fn cluster(shard: &Shard, req: &Request, op: Operation) -> bool {
-    shard.authorize(&req.session, op, ResourceType::Cluster, CLUSTER_NAME)
+pub(super) fn cluster(broker: &impl Broker, req: &Request, op: Operation) -> bool {
+    broker.authorize(&req.session, op, ResourceType::Cluster, CLUSTER_NAME)
 }
 
-pub(super) fn topic(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
-    shard.authorize(&req.session, op, ResourceType::Topic, name)
+pub(super) fn topic(broker: &impl Broker, req: &Request, op: Operation, name: &str) -> bool {
+    broker.authorize(&req.session, op, ResourceType::Topic, name)
 }
 
 /// May the principal do `op` on at least one topic (Kafka's `authorizeByResourceType`)?
-pub(super) fn any_topic(shard: &Shard, req: &Request, op: Operation) -> bool {
-    shard.authorize_any(&req.session, op, ResourceType::Topic)
+pub(super) fn any_topic(broker: &impl Broker, req: &Request, op: Operation) -> bool {
+    broker.authorize_any(&req.session, op, ResourceType::Topic)
 }
 
-pub(super) fn group(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
-    shard.authorize(&req.session, op, ResourceType::Group, name)
+pub(super) fn group(broker: &impl Broker, req: &Request, op: Operation, name: &str) -> bool {
+    broker.authorize(&req.session, op, ResourceType::Group, name)
 }
 
-pub(super) fn transactional_id(shard: &Shard, req: &Request, op: Operation, name: &str) -> bool {
-    shard.authorize(&req.session, op, ResourceType::TransactionalId, name)
+pub(super) fn transactional_id(broker: &impl Broker, req: &Request, op: Operation, name: &str) -> bool {
+    broker.authorize(&req.session, op, ResourceType::TransactionalId, name)
 }
 
 /// Why an ACL request (CreateAcls, DescribeAcls, DeleteAcls) is refused, if it is: no
 /// authorizer is configured (SECURITY_DISABLED, as Kafka answers), or the principal lacks `op`
 /// on the cluster. `what` names the request in the message.
 pub(super) fn acl_request_refusal(
-    shard: &Shard,
+    broker: &impl Broker,
     req: &Request,
     op: Operation,
     what: &str,
 ) -> Option<(ErrorCode, String)> {
-    if !shard.authorizer_enabled() {
+    if !broker.authorizer_enabled() {
         return Some((
             ErrorCode::SecurityDisabled,
             "no authorizer is configured: set authorizer_enabled = true".into(),
         ));
     }
-    if !cluster(shard, req, op) {
+    if !cluster(broker, req, op) {
         return Some((ErrorCode::ClusterAuthorizationFailed, format!("{what} needs {} on the cluster", op.name())));
     }
     None
@@ -57,8 +56,8 @@ pub(super) fn acl_request_refusal(
 
 /// `Err(TOPIC_AUTHORIZATION_FAILED)` unless the principal may do `op` on the topic: the
 /// per-partition answer of the data-plane APIs.
-pub(super) fn topic_or_fail(shard: &Shard, req: &Request, op: Operation, name: &str) -> Result<(), ErrorCode> {
-    if topic(shard, req, op, name) {
+pub(super) fn topic_or_fail(broker: &impl Broker, req: &Request, op: Operation, name: &str) -> Result<(), ErrorCode> {
+    if topic(broker, req, op, name) {
         Ok(())
     } else {
         Err(ErrorCode::TopicAuthorizationFailed)
@@ -83,18 +82,18 @@ fn reported_operations(resource: ResourceType) -> &'static [Operation] {
 
 /// The authorized-operations bit set of one resource: bit `1 << code` for each reported
 /// operation the principal may do.
-pub(super) fn operations(shard: &Shard, req: &Request, resource: ResourceType, name: &str) -> i32 {
+pub(super) fn operations(broker: &impl Broker, req: &Request, resource: ResourceType, name: &str) -> i32 {
     reported_operations(resource)
         .iter()
-        .filter(|op| shard.authorize(&req.session, **op, resource, name))
+        .filter(|op| broker.authorize(&req.session, **op, resource, name))
         .fold(0, |bits, op| bits | 1 << op.code())
 }
 
 /// The cluster's authorized operations as Metadata and DescribeCluster report them: none at
 /// all (0) to a principal that may not DESCRIBE the cluster.
-pub(super) fn cluster_operations(shard: &Shard, req: &Request) -> i32 {
-    if cluster(shard, req, Operation::Describe) {
-        operations(shard, req, ResourceType::Cluster, CLUSTER_NAME)
+pub(super) fn cluster_operations(broker: &impl Broker, req: &Request) -> i32 {
+    if cluster(broker, req, Operation::Describe) {
+        operations(broker, req, ResourceType::Cluster, CLUSTER_NAME)
     } else {
         0
     }
@@ -112,16 +111,16 @@ const CONFIG_GROUP: i8 = 32;
 /// resources against the cluster. A refusal carries Kafka's message. Resource types Kafka
 /// does not define pass here; the handler refuses them.
 pub(super) fn config_resource(
-    shard: &Shard,
+    broker: &impl Broker,
     req: &Request,
     op: Operation,
     resource_type: i8,
     name: &str,
 ) -> Result<(), (ErrorCode, String)> {
     let refusal = match resource_type {
-        CONFIG_TOPIC if !topic(shard, req, op, name) => ErrorCode::TopicAuthorizationFailed,
-        CONFIG_GROUP if !group(shard, req, op, name) => ErrorCode::GroupAuthorizationFailed,
-        CONFIG_BROKER | CONFIG_BROKER_LOGGER | CONFIG_CLIENT_METRICS if !cluster(shard, req, op) => {
+        CONFIG_TOPIC if !topic(broker, req, op, name) => ErrorCode::TopicAuthorizationFailed,
+        CONFIG_GROUP if !group(broker, req, op, name) => ErrorCode::GroupAuthorizationFailed,
+        CONFIG_BROKER | CONFIG_BROKER_LOGGER | CONFIG_CLIENT_METRICS if !cluster(broker, req, op) => {
             ErrorCode::ClusterAuthorizationFailed
         }
         _ => return Ok(()),

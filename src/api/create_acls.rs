@@ -2,15 +2,12 @@
 //! is INVALID_REQUEST, the others still apply); the valid ones are stored together and are
 //! enforced on every shard when the response leaves.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::create_acls_response::AclCreationResult;
 use proto_kafka::messages::{ApiKey, CreateAclsRequest, CreateAclsResponse};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::{AclBinding, Operation};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::CreateAcls, 1, 3);
 
@@ -21,10 +18,10 @@ fn failed(code: ErrorCode, message: impl Into<String>) -> AclCreationResult {
     r
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: CreateAclsRequest = req.decode()?;
     let mut resp = CreateAclsResponse::default();
-    let refusal = authz::acl_request_refusal(shard, &req, Operation::Alter, "creating ACLs");
+    let refusal = authz::acl_request_refusal(broker, &req, Operation::Alter, "creating ACLs");
     if let Some((code, why)) = refusal {
         resp.results = r.creations.iter().map(|_| failed(code, why.clone())).collect();
         return req.respond(resp);
@@ -45,7 +42,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         })
         .collect();
     let valid: Vec<AclBinding> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let stored = if valid.is_empty() { Ok(()) } else { shard.create_acls(valid).await };
+    let stored = if valid.is_empty() { Ok(()) } else { broker.create_acls(valid).await };
     resp.results = parsed
         .into_iter()
         .map(|p| match (p, &stored) {

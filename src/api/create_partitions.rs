@@ -9,20 +9,17 @@
 //! Authorization, Kafka's: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED (decided
 //! before its existence).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::create_partitions_response::CreatePartitionsTopicResult;
 use proto_kafka::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::controller::NewPartitions;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::CreatePartitions, 0, 3);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: CreatePartitionsRequest = req.decode()?;
     let asks: Vec<Result<NewPartitions, (ErrorCode, String)>> = r
         .topics
@@ -32,7 +29,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             if r.topics.iter().filter(|o| o.name == t.name).count() > 1 {
                 return Err((ErrorCode::InvalidRequest, format!("topic {name:?} appears more than once")));
             }
-            if !authz::topic(shard, &req, Operation::Alter, &name) {
+            if !authz::topic(broker, &req, Operation::Alter, &name) {
                 return Err((ErrorCode::TopicAuthorizationFailed, ErrorCode::TopicAuthorizationFailed.to_string()));
             }
             let assignments =
@@ -41,7 +38,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         })
         .collect();
     let valid: Vec<NewPartitions> = asks.iter().filter_map(|a| a.as_ref().ok().cloned()).collect();
-    let mut done = shard.create_partitions(valid, r.validate_only).await.into_iter();
+    let mut done = broker.create_partitions(valid, r.validate_only).await.into_iter();
     let mut resp = CreatePartitionsResponse::default();
     for (t, ask) in r.topics.iter().zip(asks) {
         let outcome = match ask {

@@ -6,31 +6,28 @@
 //! factor) are shown only with DESCRIBE_CONFIGS on it; otherwise its config error is
 //! TOPIC_AUTHORIZATION_FAILED.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use proto_kafka::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::api::describe_configs;
 use crate::auth::acl::Operation;
 use crate::controller::{NewTopic, TopicResult};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::CreateTopics, 2, 7);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: CreateTopicsRequest = req.decode()?;
     let mut asks = Vec::with_capacity(r.topics.len());
     let mut early: Vec<Option<(ErrorCode, String)>> = Vec::with_capacity(r.topics.len());
-    let cluster_create = authz::cluster(shard, &req, Operation::Create);
+    let cluster_create = authz::cluster(broker, &req, Operation::Create);
     for t in &r.topics {
-        let node = shard.config.node_id;
+        let node = broker.config().node_id;
         let mut partitions = t.num_partitions;
         let mut rf = t.replication_factor;
         let mut err = None;
-        if !cluster_create && !authz::topic(shard, &req, Operation::Create, &t.name) {
+        if !cluster_create && !authz::topic(broker, &req, Operation::Create, &t.name) {
             err = Some((
                 ErrorCode::TopicAuthorizationFailed,
                 "creating a topic needs CREATE on the cluster or on the topic".into(),
@@ -51,7 +48,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let (to_create, idx): (Vec<NewTopic>, Vec<usize>) =
         asks.iter().cloned().enumerate().filter(|(i, _)| early[*i].is_none()).map(|(i, t)| (t, i)).unzip();
     let mut results: Vec<Option<TopicResult>> = early.into_iter().map(|e| e.map(Err)).collect();
-    for (r, i) in shard.create_topics(to_create, r.validate_only).await.into_iter().zip(idx) {
+    for (r, i) in broker.create_topics(to_create, r.validate_only).await.into_iter().zip(idx) {
         results[i] = Some(r);
     }
     let mut resp = CreateTopicsResponse::default();
@@ -60,7 +57,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         tr.error_message = None; // Kafka's answer on success (librdkafka prints it otherwise)
         tr.name = proto_kafka::messages::TopicName(str_bytes(ask.name.clone()));
         match result.expect("every topic answered") {
-            Ok(meta) if !authz::topic(shard, &req, Operation::DescribeConfigs, &ask.name) => {
+            Ok(meta) if !authz::topic(broker, &req, Operation::DescribeConfigs, &ask.name) => {
                 tr.topic_id = meta.id;
                 tr.num_partitions = -1;
                 tr.replication_factor = -1;
@@ -71,7 +68,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                 tr.topic_id = meta.id;
                 tr.num_partitions = meta.partitions();
                 tr.replication_factor = 1;
-                let layers = describe_configs::Layers::of(shard, &shard.catalog());
+                let layers = describe_configs::Layers::of(broker, &broker.catalog());
                 tr.configs = Some(
                     describe_configs::topic_configs(&layers, &meta.configs, false)
                         .into_iter()

@@ -1,15 +1,12 @@
 //! DeleteAcls: needs ALTER on the cluster; each filter deletes the ACLs it matches and
 //! answers them.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::delete_acls_response::{DeleteAclsFilterResult, DeleteAclsMatchingAcl};
 use proto_kafka::messages::{ApiKey, DeleteAclsRequest, DeleteAclsResponse};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::{AclBinding, AclFilter, Operation};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DeleteAcls, 1, 3);
 
@@ -32,10 +29,10 @@ fn matched(b: &AclBinding) -> DeleteAclsMatchingAcl {
     m
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DeleteAclsRequest = req.decode()?;
     let mut resp = DeleteAclsResponse::default();
-    let refusal = authz::acl_request_refusal(shard, &req, Operation::Alter, "deleting ACLs");
+    let refusal = authz::acl_request_refusal(broker, &req, Operation::Alter, "deleting ACLs");
     if let Some((code, why)) = refusal {
         resp.filter_results = r.filters.iter().map(|_| failed(code, why.clone())).collect();
         return req.respond(resp);
@@ -56,7 +53,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         })
         .collect();
     let valid: Vec<AclFilter> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let deleted = if valid.is_empty() { Ok(Vec::new()) } else { shard.delete_acls(valid).await };
+    let deleted = if valid.is_empty() { Ok(Vec::new()) } else { broker.delete_acls(valid).await };
     let mut deleted_iter = match &deleted {
         Ok(d) => d.clone().into_iter(),
         Err(_) => Vec::new().into_iter(),

@@ -8,26 +8,24 @@
 //! Authorization, Kafka's: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED (decided
 //! before its existence).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
 use proto_kafka::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
 
-use super::{authz, checked, ApiSpec, Outcome, Request};
+use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::{Shard, Tp};
+use crate::shard::Tp;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DeleteRecords, 0, 2);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DeleteRecordsRequest = req.decode()?;
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     // Every partition's deletion runs at once on its home shard.
     let mut checked = Vec::new();
     for t in &r.topics {
         let meta = catalog.topic(t.name.as_str());
-        let allowed = authz::topic(shard, &req, Operation::Delete, &t.name);
+        let allowed = authz::topic(broker, &req, Operation::Delete, &t.name);
         for p in &t.partitions {
             checked.push(match meta {
                 _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
@@ -40,7 +38,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             });
         }
     }
-    let mut results = checked::run(checked, |asks| shard.delete_records(asks)).await.into_iter();
+    let mut results = checked::run(checked, |asks| broker.delete_records(asks)).await.into_iter();
     let mut resp = DeleteRecordsResponse::default();
     for t in r.topics {
         let mut tr = DeleteRecordsTopicResult::default();

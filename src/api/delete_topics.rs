@@ -6,23 +6,20 @@
 //! TOPIC_AUTHORIZATION_FAILED, decided before its existence. A topic given by id whose name
 //! the principal may not DESCRIBE is answered without its name (its id is not a secret).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::delete_topics_response::DeletableTopicResult;
 use proto_kafka::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DeleteTopics, 1, 6);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DeleteTopicsRequest = req.decode()?;
-    let catalog = shard.catalog();
-    let cluster_delete = authz::cluster(shard, &req, Operation::Delete);
-    let may = |op: Operation, name: &str| cluster_delete || authz::topic(shard, &req, op, name);
+    let catalog = broker.catalog();
+    let cluster_delete = authz::cluster(broker, &req, Operation::Delete);
+    let may = |op: Operation, name: &str| cluster_delete || authz::topic(broker, &req, op, name);
     let by_name = |n: &str| {
         if may(Operation::Describe, n) && may(Operation::Delete, n) {
             (Some(n.to_string()), catalog.topic(n).map_or(uuid::Uuid::nil(), |m| m.id), None)
@@ -48,7 +45,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         asks.extend(r.topic_names.iter().map(|n| by_name(n)));
     }
     let names: Vec<String> = asks.iter().filter(|a| a.2.is_none()).filter_map(|a| a.0.clone()).collect();
-    let mut results = shard.delete_topics(names).await.into_iter();
+    let mut results = broker.delete_topics(names).await.into_iter();
     let mut resp = DeleteTopicsResponse::default();
     for (name, id, early) in asks {
         let mut tr = DeletableTopicResult::default();

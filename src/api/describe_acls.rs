@@ -2,19 +2,17 @@
 //! resource pattern as Kafka does.
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use proto_kafka::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
 use proto_kafka::messages::{ApiKey, DescribeAclsRequest, DescribeAclsResponse};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::{AclFilter, Operation};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeAcls, 1, 3);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DescribeAclsRequest = req.decode()?;
     let mut resp = DescribeAclsResponse::default();
     let filter = AclFilter::from_wire(
@@ -26,7 +24,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         r.operation,
         r.permission_type,
     );
-    let refusal = authz::acl_request_refusal(shard, &req, Operation::Describe, "describing ACLs")
+    let refusal = authz::acl_request_refusal(broker, &req, Operation::Describe, "describing ACLs")
         .or_else(|| filter.as_ref().err().map(|why| (ErrorCode::InvalidRequest, why.clone())));
     if let Some((code, why)) = refusal {
         resp.error_code = code.code();
@@ -35,7 +33,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     }
     let filter = filter.expect("checked above");
     let mut by_resource: BTreeMap<(i8, String, i8), Vec<AclDescription>> = BTreeMap::new();
-    for b in shard.acls().matching(&filter) {
+    for b in broker.acls().matching(&filter) {
         let mut d = AclDescription::default();
         d.principal = str_bytes(b.principal.clone());
         d.host = str_bytes(b.host.clone());

@@ -6,17 +6,14 @@
 //!
 //! Authorization, Kafka's: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::describe_client_quotas_response::{EntityData, EntryData, ValueData};
 use proto_kafka::messages::{ApiKey, DescribeClientQuotasRequest, DescribeClientQuotasResponse};
 
 use super::alter_client_quotas::{CLIENT_ID, IP, USER};
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
 use crate::quota::{EntityName, QuotaEntity};
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeClientQuotas, 0, 1);
 
@@ -79,7 +76,7 @@ fn entity_data(kind: &str, name: &EntityName) -> EntityData {
     d
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DescribeClientQuotasRequest = req.decode()?;
     let mut resp = DescribeClientQuotasResponse::default();
     let refuse = |resp: &mut DescribeClientQuotasResponse, code: ErrorCode, msg: String| {
@@ -87,7 +84,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         resp.error_message = Some(str_bytes(msg));
         resp.entries = None;
     };
-    if !authz::cluster(shard, &req, Operation::DescribeConfigs) {
+    if !authz::cluster(broker, &req, Operation::DescribeConfigs) {
         refuse(&mut resp, ErrorCode::ClusterAuthorizationFailed, "needs DESCRIBE_CONFIGS on the cluster".into());
         return req.respond(resp);
     }
@@ -104,7 +101,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
     };
     resp.error_message = None;
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     let entries = catalog
         .client_quotas
         .iter()

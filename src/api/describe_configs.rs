@@ -8,7 +8,6 @@
 //! about (see `authz::config_resource`).
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use proto_kafka::messages::describe_configs_request::DescribeConfigsResource;
 use proto_kafka::messages::describe_configs_response::{
@@ -16,12 +15,11 @@ use proto_kafka::messages::describe_configs_response::{
 };
 use proto_kafka::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::log::config::{Kind, LogConfig, TOPIC_CONFIGS};
 use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeConfigs, 1, 4);
 
@@ -65,9 +63,9 @@ pub struct Layers {
 }
 
 impl Layers {
-    pub fn of(shard: &Shard, catalog: &Catalog) -> Layers {
+    pub fn of(broker: &impl Broker, catalog: &Catalog) -> Layers {
         Layers {
-            static_config: shard.log_config,
+            static_config: *broker.log_config(),
             broker_defaults: catalog.broker_defaults.clone(),
             broker_configs: catalog.broker_configs.clone(),
         }
@@ -114,8 +112,8 @@ pub fn topic_configs(
 
 /// The broker's configs: the broker-wide default of every topic config, then the static
 /// settings that are not topic defaults.
-fn broker_configs(shard: &Shard, layers: &Layers, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
-    let c = &shard.config;
+fn broker_configs(broker: &impl Broker, layers: &Layers, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    let c = &broker.config();
     let mut v: Vec<DescribeConfigsResourceResult> = TOPIC_CONFIGS
         .iter()
         .map(|row| {
@@ -170,12 +168,12 @@ fn default_broker_configs(layers: &Layers, synonyms: bool) -> Vec<DescribeConfig
 
 /// The configs of one resource, or why there are none to show.
 fn resource_configs(
-    shard: &Shard,
+    broker: &impl Broker,
     catalog: &Catalog,
     res: &DescribeConfigsResource,
     synonyms: bool,
 ) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
-    let layers = Layers::of(shard, catalog);
+    let layers = Layers::of(broker, catalog);
     match res.resource_type {
         RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
             Some(t) => Ok(topic_configs(&layers, &t.configs, synonyms)),
@@ -185,17 +183,17 @@ fn resource_configs(
             )),
         },
         RESOURCE_BROKER if res.resource_name.is_empty() => Ok(default_broker_configs(&layers, synonyms)),
-        RESOURCE_BROKER if res.resource_name.as_str() == shard.config.node_id.to_string() => {
-            Ok(broker_configs(shard, &layers, synonyms))
+        RESOURCE_BROKER if res.resource_name.as_str() == broker.config().node_id.to_string() => {
+            Ok(broker_configs(broker, &layers, synonyms))
         }
         RESOURCE_BROKER => Err((ErrorCode::InvalidRequest, format!("unknown broker {}", res.resource_name.as_str()))),
         other => Err((ErrorCode::InvalidRequest, format!("resource type {other} is not supported"))),
     }
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DescribeConfigsRequest = req.decode()?;
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     let mut resp = DescribeConfigsResponse::default();
     for res in &r.resources {
         let mut out = DescribeConfigsResult::default();
@@ -203,8 +201,8 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         out.resource_type = res.resource_type;
         out.resource_name = res.resource_name.clone();
         let configs =
-            authz::config_resource(shard, &req, Operation::DescribeConfigs, res.resource_type, &res.resource_name)
-                .and_then(|()| resource_configs(shard, &catalog, res, r.include_synonyms));
+            authz::config_resource(broker, &req, Operation::DescribeConfigs, res.resource_type, &res.resource_name)
+                .and_then(|()| resource_configs(broker, &catalog, res, r.include_synonyms));
         match configs {
             Ok(mut c) => {
                 if let Some(keys) = &res.configuration_keys {

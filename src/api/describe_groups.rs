@@ -1,31 +1,28 @@
 //! DescribeGroups: state, protocol and members (with metadata and assignment) of each group.
 //! Each group needs DESCRIBE; its authorized operations are filled in when asked for (v3+).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use proto_kafka::messages::{ApiKey, DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 
 use super::group_call::{admit, call};
 use super::metadata::AUTH_OPS_OMITTED;
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::{Operation, ResourceType};
 use crate::group::GroupOp;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeGroups, 0, 6);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DescribeGroupsRequest = req.decode()?;
     let mut resp = DescribeGroupsResponse::default();
     for g in &r.groups {
         let mut out = DescribedGroup::default();
         out.group_id = GroupId(g.0.clone());
         out.authorized_operations = AUTH_OPS_OMITTED;
-        let result = match admit(shard, &req, g, Operation::Describe) {
+        let result = match admit(broker, &req, g, Operation::Describe) {
             Err(e) => Err(e),
-            Ok(()) => call(shard, g.as_str(), |reply| GroupOp::Describe { reply }).await,
+            Ok(()) => call(broker, g.as_str(), |reply| GroupOp::Describe { reply }).await,
         };
         match result {
             Ok(d) => {
@@ -36,7 +33,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                     out.error_code = ErrorCode::GroupIdNotFound.code();
                     out.error_message = Some(str_bytes(format!("group {} not found", g.as_str())));
                 } else if r.include_authorized_operations {
-                    out.authorized_operations = authz::operations(shard, &req, ResourceType::Group, g);
+                    out.authorized_operations = authz::operations(broker, &req, ResourceType::Group, g);
                 }
                 out.members = d
                     .members

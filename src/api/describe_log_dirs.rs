@@ -8,17 +8,15 @@
 //! Authorization, Kafka's: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (the
 //! top-level error from v3; no directories before).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use proto_kafka::messages::{ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::{Shard, Tp};
+use crate::shard::Tp;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeLogDirs, 1, 4);
 
@@ -33,22 +31,22 @@ fn disk_space(dir: &std::path::Path) -> (i64, i64) {
     }
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DescribeLogDirsRequest = req.decode()?;
     let mut resp = DescribeLogDirsResponse::default();
-    if !authz::cluster(shard, &req, Operation::Describe) {
+    if !authz::cluster(broker, &req, Operation::Describe) {
         resp.error_code = ErrorCode::ClusterAuthorizationFailed.code();
         return req.respond(resp);
     }
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     // (topic, partitions asked for) — everything when `topics` is null.
     let wanted: Vec<(String, Vec<i32>)> = match &r.topics {
         None => catalog.topics.values().map(|t| (t.name.clone(), (0..t.partitions()).collect())).collect(),
         Some(ts) => ts.iter().map(|t| (t.topic.to_string(), t.partitions.clone())).collect(),
     };
     let mut dir = DescribeLogDirsResult::default();
-    dir.log_dir = str_bytes(shard.config.data_dir.display().to_string());
-    (dir.total_bytes, dir.usable_bytes) = disk_space(&shard.config.data_dir);
+    dir.log_dir = str_bytes(broker.config().data_dir.display().to_string());
+    (dir.total_bytes, dir.usable_bytes) = disk_space(&broker.config().data_dir);
     // Topics and partitions the broker does not have are left out, as in Kafka.
     let known: Vec<(&crate::metadata::TopicMeta, Vec<i32>)> = wanted
         .into_iter()
@@ -58,7 +56,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         })
         .collect();
     let asks = known.iter().flat_map(|(m, ps)| ps.iter().map(|&partition| Tp { topic: m.id, partition })).collect();
-    let mut offsets = shard.offsets(asks).await.into_iter();
+    let mut offsets = broker.offsets(asks).await.into_iter();
     for (meta, partitions) in known {
         let mut tr = DescribeLogDirsTopic::default();
         tr.name = TopicName(str_bytes(meta.name.clone()));

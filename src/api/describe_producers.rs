@@ -5,25 +5,23 @@
 //!
 //! Authorization, Kafka's: READ on each topic, else TOPIC_AUTHORIZATION_FAILED.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
 use proto_kafka::messages::{ApiKey, DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
-use super::{authz, checked, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, checked, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::{Shard, Tp};
+use crate::shard::Tp;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeProducers, 0, 0);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DescribeProducersRequest = req.decode()?;
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     let mut checked = Vec::new();
     for t in &r.topics {
         let meta = catalog.topic(t.name.as_str());
-        let allowed = authz::topic(shard, &req, Operation::Read, &t.name);
+        let allowed = authz::topic(broker, &req, Operation::Read, &t.name);
         for &index in &t.partition_indexes {
             checked.push(match meta {
                 _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
@@ -33,7 +31,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             });
         }
     }
-    let routed = checked::run(checked, |asks| shard.producers(asks.into_iter().map(|(tp, ())| tp).collect()));
+    let routed = checked::run(checked, |asks| broker.producers(asks.into_iter().map(|(tp, ())| tp).collect()));
     let mut results = routed.await.into_iter();
     let mut resp = DescribeProducersResponse::default();
     for t in r.topics {
@@ -69,4 +67,47 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         resp.topics.push(tr);
     }
     req.respond(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::describe_producers_request::TopicRequest;
+    use proto_kafka::messages::TopicName;
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::producer::ProducerSummary;
+
+    fn request(topic: &str, partitions: &[i32]) -> DescribeProducersRequest {
+        let mut t = TopicRequest::default();
+        t.name = TopicName(str_bytes(topic));
+        t.partition_indexes = partitions.to_vec();
+        let mut r = DescribeProducersRequest::default();
+        r.topics.push(t);
+        r
+    }
+
+    #[test]
+    fn lists_each_partitions_producers_with_no_transaction_state() {
+        let b = Fake::new();
+        b.topic("t", 2);
+        let p = ProducerSummary { producer_id: 42, epoch: 3, last_sequence: 9, last_timestamp: 1_000 };
+        b.set_producers(b.tp("t", 1), vec![p]);
+        let resp: DescribeProducersResponse = b.call(ApiKey::DescribeProducers, 0, &request("t", &[0, 1, 2]));
+        let parts = &resp.topics[0].partitions;
+        assert_eq!(parts.iter().map(|p| p.error_code).collect::<Vec<_>>(), vec![0, 0, 3]);
+        assert!(parts[0].active_producers.is_empty());
+        let s = &parts[1].active_producers[0];
+        assert_eq!((s.producer_id.0, s.producer_epoch, s.last_sequence, s.last_timestamp), (42, 3, 9, 1_000));
+        assert_eq!((s.coordinator_epoch, s.current_txn_start_offset), (-1, -1));
+    }
+
+    #[test]
+    fn without_read_the_topic_is_refused() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        let resp: DescribeProducersResponse =
+            b.call_as(Some("User:eve"), ApiKey::DescribeProducers, 0, &request("t", &[0]));
+        assert_eq!(resp.topics[0].partitions[0].error_code, ErrorCode::TopicAuthorizationFailed.code());
+    }
 }

@@ -2,18 +2,16 @@
 //! mechanisms and iteration counts (never salts or keys).
 
 use std::collections::HashSet;
-use std::rc::Rc;
 
 use proto_kafka::messages::describe_user_scram_credentials_response::{
     CredentialInfo, DescribeUserScramCredentialsResult,
 };
 use proto_kafka::messages::{ApiKey, DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::auth::scram::ScramCredential;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeUserScramCredentials, 0, 0);
 
@@ -34,15 +32,15 @@ fn described(user: &str, creds: &[ScramCredential]) -> DescribeUserScramCredenti
     r
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: DescribeUserScramCredentialsRequest = req.decode()?;
     let mut resp = DescribeUserScramCredentialsResponse::default();
-    if !authz::cluster(shard, &req, Operation::Describe) {
+    if !authz::cluster(broker, &req, Operation::Describe) {
         resp.error_code = ErrorCode::ClusterAuthorizationFailed.code();
         resp.error_message = Some(str_bytes("describing credentials needs DESCRIBE on the cluster"));
         return req.respond(resp);
     }
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     match r.users.filter(|u| !u.is_empty()) {
         None => resp.results = catalog.scram.iter().map(|(u, c)| described(u, c)).collect(),
         Some(users) => {

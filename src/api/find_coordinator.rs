@@ -3,15 +3,12 @@
 //! requests arrive). Transaction and share-group coordinators do not exist yet and are
 //! refused with INVALID_REQUEST and a message saying so.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::find_coordinator_response::Coordinator;
 use proto_kafka::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::FindCoordinator, 0, 6);
 
@@ -19,14 +16,14 @@ const KEY_GROUP: i8 = 0;
 
 const KEY_TRANSACTION: i8 = 1;
 
-fn coordinator(shard: &Shard, req: &Request, key: proto_kafka::protocol::StrBytes, key_type: i8) -> Coordinator {
+fn coordinator(broker: &impl Broker, req: &Request, key: proto_kafka::protocol::StrBytes, key_type: i8) -> Coordinator {
     let mut c = Coordinator::default();
     // Kafka's checks: DESCRIBE on the group, or on the transactional id.
     let denied = match key_type {
         KEY_GROUP => {
-            (!authz::group(shard, req, Operation::Describe, &key)).then_some(ErrorCode::GroupAuthorizationFailed)
+            (!authz::group(broker, req, Operation::Describe, &key)).then_some(ErrorCode::GroupAuthorizationFailed)
         }
-        KEY_TRANSACTION => (!authz::transactional_id(shard, req, Operation::Describe, &key))
+        KEY_TRANSACTION => (!authz::transactional_id(broker, req, Operation::Describe, &key))
             .then_some(ErrorCode::TransactionalIdAuthorizationFailed),
         _ => None,
     };
@@ -36,7 +33,7 @@ fn coordinator(shard: &Shard, req: &Request, key: proto_kafka::protocol::StrByte
         c.port = -1;
         c.error_code = code.code();
     } else if key_type == KEY_GROUP {
-        c.node_id = BrokerId(shard.config.node_id);
+        c.node_id = BrokerId(broker.config().node_id);
         c.host = str_bytes(req.conn.listener.advertised.host.clone());
         c.port = req.conn.listener.advertised.port as i32;
     } else {
@@ -50,13 +47,13 @@ fn coordinator(shard: &Shard, req: &Request, key: proto_kafka::protocol::StrByte
     c
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: FindCoordinatorRequest = req.decode()?;
     let mut resp = FindCoordinatorResponse::default();
     if req.version >= 4 {
-        resp.coordinators = r.coordinator_keys.into_iter().map(|k| coordinator(shard, &req, k, r.key_type)).collect();
+        resp.coordinators = r.coordinator_keys.into_iter().map(|k| coordinator(broker, &req, k, r.key_type)).collect();
     } else {
-        let c = coordinator(shard, &req, r.key, r.key_type);
+        let c = coordinator(broker, &req, r.key, r.key_type);
         resp.error_code = c.error_code;
         resp.error_message = c.error_message;
         resp.node_id = c.node_id;

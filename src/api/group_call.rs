@@ -3,17 +3,16 @@
 
 use futures_channel::oneshot;
 
-use super::{authz, Request};
+use super::{authz, Broker, Request};
 use crate::auth::acl::Operation;
 use crate::group::GroupOp;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 /// Whether the request may do `op` on `group` (Kafka: READ to be a member or commit, DESCRIBE
 /// to look, DELETE to delete), and then whether the id is one: GROUP_AUTHORIZATION_FAILED or
 /// INVALID_GROUP_ID, in that order, as Kafka's broker checks before its coordinator.
-pub(super) fn admit(shard: &Shard, req: &Request, group: &str, op: Operation) -> Result<(), ErrorCode> {
-    if !authz::group(shard, req, op, group) {
+pub(super) fn admit(broker: &impl Broker, req: &Request, group: &str, op: Operation) -> Result<(), ErrorCode> {
+    if !authz::group(broker, req, op, group) {
         return Err(ErrorCode::GroupAuthorizationFailed);
     }
     if group.is_empty() {
@@ -25,11 +24,11 @@ pub(super) fn admit(shard: &Shard, req: &Request, group: &str, op: Operation) ->
 /// Runs `make(reply)` on the group's home shard and waits for the reply; a home that
 /// cannot be reached is COORDINATOR_NOT_AVAILABLE, which clients retry.
 pub(super) async fn call<T: Send + 'static>(
-    shard: &Shard,
+    broker: &impl Broker,
     group: &str,
     make: impl FnOnce(oneshot::Sender<T>) -> GroupOp + Send + 'static,
 ) -> Result<T, ErrorCode> {
-    shard.group_op(group.to_string(), make).await
+    broker.group_op(group.to_string(), make).await
 }
 
 /// A member id for a new member: `<client id>-<uuid>`, as Kafka makes them.

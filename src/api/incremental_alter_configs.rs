@@ -6,16 +6,13 @@
 //! shard uses it. Each resource needs ALTER_CONFIGS on what it is about (see
 //! `authz::config_resource`), checked first.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::incremental_alter_configs_request::AlterConfigsResource;
 use proto_kafka::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use proto_kafka::messages::{ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 
-use super::{alter_configs, str_bytes, ApiSpec, Outcome, Request};
+use super::{alter_configs, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::controller::{ConfigChange, ConfigOp};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::IncrementalAlterConfigs, 0, 1);
 
@@ -26,8 +23,8 @@ const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
 
 /// The change a resource asks for, or why it cannot be made.
-fn change_of(shard: &Shard, r: &AlterConfigsResource) -> Result<ConfigChange, (ErrorCode, String)> {
-    let target = alter_configs::target_of(shard, r.resource_type, &r.resource_name)?;
+fn change_of(broker: &impl Broker, r: &AlterConfigsResource) -> Result<ConfigChange, (ErrorCode, String)> {
+    let target = alter_configs::target_of(broker, r.resource_type, &r.resource_name)?;
     let mut ops: Vec<(String, ConfigOp)> = Vec::with_capacity(r.configs.len());
     for c in &r.configs {
         let name = c.name.to_string();
@@ -58,13 +55,13 @@ fn change_of(shard: &Shard, r: &AlterConfigsResource) -> Result<ConfigChange, (E
     Ok(ConfigChange { target, ops, replace: false })
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: IncrementalAlterConfigsRequest = req.decode()?;
     let asks = r.resources.iter().map(|res| {
-        alter_configs::authorized(shard, &req, res.resource_type, &res.resource_name)
-            .and_then(|()| change_of(shard, res))
+        alter_configs::authorized(broker, &req, res.resource_type, &res.resource_name)
+            .and_then(|()| change_of(broker, res))
     });
-    let outcomes = alter_configs::apply(shard, asks.collect(), r.validate_only).await;
+    let outcomes = alter_configs::apply(broker, asks.collect(), r.validate_only).await;
     let mut resp = IncrementalAlterConfigsResponse::default();
     for (res, outcome) in r.resources.iter().zip(outcomes) {
         let mut o = AlterConfigsResourceResponse::default();

@@ -6,18 +6,15 @@
 //! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs IDEMPOTENT_WRITE on
 //! the cluster or WRITE on some topic (CLUSTER_AUTHORIZATION_FAILED).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use super::{authz, ApiSpec, Outcome, Request};
+use super::{authz, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::InitProducerId, 0, 5);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: InitProducerIdRequest = req.decode()?;
     let mut resp = InitProducerIdResponse::default();
     resp.producer_id = ProducerId(-1);
@@ -25,12 +22,12 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     // An empty transactional id is served as none (an idempotent producer), and checked so.
     let transactional_id = r.transactional_id.as_ref().filter(|t| !t.is_empty());
     let refusal = match transactional_id {
-        Some(t) if !authz::transactional_id(shard, &req, Operation::Write, t) => {
+        Some(t) if !authz::transactional_id(broker, &req, Operation::Write, t) => {
             Some(ErrorCode::TransactionalIdAuthorizationFailed)
         }
         Some(_) => None,
-        None if !authz::cluster(shard, &req, Operation::IdempotentWrite)
-            && !authz::any_topic(shard, &req, Operation::Write) =>
+        None if !authz::cluster(broker, &req, Operation::IdempotentWrite)
+            && !authz::any_topic(broker, &req, Operation::Write) =>
         {
             Some(ErrorCode::ClusterAuthorizationFailed)
         }
@@ -45,7 +42,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         resp.error_code = ErrorCode::InvalidRequest.code();
         return req.respond(resp);
     }
-    match shard.allocate_producer_id().await {
+    match broker.allocate_producer_id().await {
         Ok(id) => {
             resp.producer_id = ProducerId(id);
             resp.producer_epoch = 0;

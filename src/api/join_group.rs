@@ -2,23 +2,20 @@
 //! (which may take up to the rebalance timeout). Versions 0–1 are served as Kafka 4 still
 //! advertises them (KAFKA-19444). Needs READ on the group.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::join_group_response::JoinGroupResponseMember;
 use proto_kafka::messages::{ApiKey, JoinGroupRequest, JoinGroupResponse};
 
 use super::group_call::{admit, call, fresh_member_id, opt_str};
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::group::{GroupOp, JoinRequest, JoinResponse};
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::JoinGroup, 0, 9);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: JoinGroupRequest = req.decode()?;
     let group = r.group_id.to_string();
-    let result = if let Err(e) = admit(shard, &req, &group, Operation::Read) {
+    let result = if let Err(e) = admit(broker, &req, &group, Operation::Read) {
         JoinResponse { error: Some(e), generation: -1, ..Default::default() }
     } else {
         let join = JoinRequest {
@@ -37,7 +34,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             supports_skip_assignment: req.version >= 9,
         };
         let member_id = join.member_id.clone();
-        call(shard, &group, |reply| GroupOp::Join { req: join, reply }).await.unwrap_or_else(|e| JoinResponse {
+        call(broker, &group, |reply| GroupOp::Join { req: join, reply }).await.unwrap_or_else(|e| JoinResponse {
             error: Some(e),
             generation: -1,
             member_id,

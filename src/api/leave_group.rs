@@ -1,20 +1,17 @@
 //! LeaveGroup: one member (v0–2) or a batch of members by id or instance id (v3+). Needs
 //! READ on the group.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::leave_group_response::MemberResponse;
 use proto_kafka::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse};
 
 use super::group_call::{admit, call, opt_str};
-use super::{ApiSpec, Outcome, Request};
+use super::{ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::group::GroupOp;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::LeaveGroup, 0, 5);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: LeaveGroupRequest = req.decode()?;
     let group = r.group_id.to_string();
     let members: Vec<(String, Option<String>)> = if req.version >= 3 {
@@ -22,11 +19,11 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     } else {
         vec![(r.member_id.to_string(), None)]
     };
-    let result = match admit(shard, &req, &group, Operation::Read) {
+    let result = match admit(broker, &req, &group, Operation::Read) {
         Err(e) => Err(e),
         Ok(()) => {
             let m = members.clone();
-            call(shard, &group, |reply| GroupOp::Leave { members: m, reply }).await.and_then(|r| r)
+            call(broker, &group, |reply| GroupOp::Leave { members: m, reply }).await.and_then(|r| r)
         }
     };
     let mut resp = LeaveGroupResponse::default();

@@ -2,15 +2,13 @@
 //! same as earliest: there is no tiered storage) and by timestamp. Each topic needs DESCRIBE
 //! (TOPIC_AUTHORIZATION_FAILED, checked before the topic's existence).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use proto_kafka::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
-use super::{authz, checked, ApiSpec, Outcome, Request};
+use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::{OffsetQuery, Shard, Tp};
+use crate::shard::{OffsetQuery, Tp};
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::ListOffsets, 1, 10);
 
@@ -31,13 +29,13 @@ fn query(timestamp: i64) -> Result<OffsetQuery, ErrorCode> {
     }
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: ListOffsetsRequest = req.decode()?;
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     let mut checked = Vec::new();
     for t in &r.topics {
         let meta = catalog.topic(t.name.as_str());
-        let allowed = authz::topic(shard, &req, Operation::Describe, &t.name);
+        let allowed = authz::topic(broker, &req, Operation::Describe, &t.name);
         for p in &t.partitions {
             checked.push(match meta {
                 _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
@@ -50,7 +48,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             });
         }
     }
-    let mut results = checked::run(checked, |asks| shard.list_offsets(asks)).await.into_iter();
+    let mut results = checked::run(checked, |asks| broker.list_offsets(asks)).await.into_iter();
     let mut resp = ListOffsetsResponse::default();
     for t in r.topics {
         let mut tr = ListOffsetsTopicResponse::default();

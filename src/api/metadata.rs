@@ -7,19 +7,16 @@
 //! or not they exist); auto-creation needs CREATE on the cluster or on the topic. Authorized
 //! operations are filled in when asked for (see `authz::operations`).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use proto_kafka::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
 
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::{Operation, ResourceType};
 use crate::controller::NewTopic;
 use crate::metadata::{check_topic_name, TopicMeta};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::Metadata, 0, 13);
 
@@ -27,16 +24,16 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::Metadata, 0, 13);
 pub const AUTH_OPS_OMITTED: i32 = i32::MIN;
 
 /// This broker as the listener the request came in on advertises it.
-pub fn broker(shard: &Shard, req: &Request) -> MetadataResponseBroker {
+pub fn broker_entry(broker: &impl Broker, req: &Request) -> MetadataResponseBroker {
     let mut b = MetadataResponseBroker::default();
-    b.node_id = BrokerId(shard.config.node_id);
+    b.node_id = BrokerId(broker.config().node_id);
     b.host = str_bytes(req.conn.listener.advertised.host.clone());
     b.port = req.conn.listener.advertised.port as i32;
     b
 }
 
-fn topic_entry(shard: &Shard, t: &TopicMeta) -> MetadataResponseTopic {
-    let node = BrokerId(shard.config.node_id);
+fn topic_entry(broker: &impl Broker, t: &TopicMeta) -> MetadataResponseTopic {
+    let node = BrokerId(broker.config().node_id);
     let mut rt = MetadataResponseTopic::default();
     rt.name = Some(TopicName(str_bytes(t.name.clone())));
     rt.topic_id = t.id;
@@ -72,29 +69,32 @@ enum Answer {
     Ready(MetadataResponseTopic),
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: MetadataRequest = req.decode()?;
     // v0 has no null: an empty list means all topics there.
     let requested = match r.topics {
         Some(t) if !(req.version == 0 && t.is_empty()) => Some(t),
         _ => None,
     };
-    let auto_create = shard.config.auto_create_topics && (req.version < 4 || r.allow_auto_topic_creation);
+    let auto_create = broker.config().auto_create_topics && (req.version < 4 || r.allow_auto_topic_creation);
     let mut resp = MetadataResponse::default();
-    resp.brokers = vec![broker(shard, &req)];
-    resp.controller_id = BrokerId(shard.config.node_id);
+    resp.brokers = vec![broker_entry(broker, &req)];
+    resp.controller_id = BrokerId(broker.config().node_id);
     // Both flags decode as false outside the versions that carry them (8-10 and 8+).
-    resp.cluster_authorized_operations =
-        if r.include_cluster_authorized_operations { authz::cluster_operations(shard, &req) } else { AUTH_OPS_OMITTED };
+    resp.cluster_authorized_operations = if r.include_cluster_authorized_operations {
+        authz::cluster_operations(broker, &req)
+    } else {
+        AUTH_OPS_OMITTED
+    };
     let described = |meta: &TopicMeta| {
-        let mut rt = topic_entry(shard, meta);
+        let mut rt = topic_entry(broker, meta);
         if r.include_topic_authorized_operations {
-            rt.topic_authorized_operations = authz::operations(shard, &req, ResourceType::Topic, &meta.name);
+            rt.topic_authorized_operations = authz::operations(broker, &req, ResourceType::Topic, &meta.name);
         }
         rt
     };
-    let may_describe = |name: &str| authz::topic(shard, &req, Operation::Describe, name);
-    let catalog = shard.catalog();
+    let may_describe = |name: &str| authz::topic(broker, &req, Operation::Describe, name);
+    let catalog = broker.catalog();
     resp.cluster_id = Some(str_bytes(catalog.cluster_id.clone()));
     let Some(requested) = requested else {
         // All topics: those the principal may not DESCRIBE are left out, unmentioned.
@@ -105,7 +105,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     // Kafka's checks, all before anything is created: DESCRIBE on each topic (refused without
     // looking at whether it exists), and for a topic to be auto-created, CREATE on the cluster
     // or on the topic.
-    let may_create_any = auto_create && authz::cluster(shard, &req, Operation::Create);
+    let may_create_any = auto_create && authz::cluster(broker, &req, Operation::Create);
     let mut missing = Vec::new();
     let answers: Vec<Answer> = requested
         .iter()
@@ -118,9 +118,13 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             (Some(name), _) if catalog.topic(name.as_str()).is_some() || !auto_create => {
                 Answer::ByName(name.to_string())
             }
-            (Some(name), _) if !may_create_any && !authz::topic(shard, &req, Operation::Create, name) => Answer::Ready(
-                error_entry(Some(name.to_string()), uuid::Uuid::nil(), ErrorCode::TopicAuthorizationFailed),
-            ),
+            (Some(name), _) if !may_create_any && !authz::topic(broker, &req, Operation::Create, name) => {
+                Answer::Ready(error_entry(
+                    Some(name.to_string()),
+                    uuid::Uuid::nil(),
+                    ErrorCode::TopicAuthorizationFailed,
+                ))
+            }
             (Some(name), _) => {
                 if check_topic_name(name.as_str()).is_ok() {
                     missing.push(NewTopic {
@@ -145,14 +149,14 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     let catalog = if missing.is_empty() {
         catalog
     } else {
-        for r in shard.create_topics(missing, false).await {
+        for r in broker.create_topics(missing, false).await {
             if let Err((e, msg)) = r {
                 if e != ErrorCode::TopicAlreadyExists {
                     tracing::warn!("auto-creating a topic failed: {msg}");
                 }
             }
         }
-        shard.catalog()
+        broker.catalog()
     };
     resp.topics = answers
         .into_iter()

@@ -11,6 +11,7 @@ pub mod alter_user_scram_credentials;
 pub mod api_versions;
 mod authz;
 mod checked;
+mod context;
 pub mod create_acls;
 pub mod create_partitions;
 pub mod create_topics;
@@ -26,6 +27,8 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_user_scram_credentials;
+#[cfg(test)]
+mod fake;
 pub mod fetch;
 pub mod find_coordinator;
 mod group_call;
@@ -58,7 +61,8 @@ use crate::auth::Session;
 use crate::protocol::fit::Fit;
 use crate::protocol::header;
 use crate::protocol::response::{self, Response};
-use crate::shard::Shard;
+
+pub use context::Broker;
 
 /// The versions of one API this broker serves.
 #[derive(Debug, Clone, Copy)]
@@ -89,9 +93,9 @@ macro_rules! api_table {
         pub const APIS: &[ApiSpec] = &[$($module::SPEC,)*];
 
         /// Runs the handler of `req.api`.
-        async fn route(shard: &Rc<Shard>, req: Request) -> Outcome {
+        async fn route(broker: &impl Broker, req: Request) -> Outcome {
             match req.api {
-                $(ApiKey::$key => $module::handle(shard, req).await,)*
+                $(ApiKey::$key => $module::handle(broker, req).await,)*
                 other => Err(Fault::UnknownApi(other as i16)),
             }
         }
@@ -241,9 +245,9 @@ fn admit(pre: &header::Preamble) -> Result<ApiKey, Fault> {
 
 /// Parses a request frame (without its size prefix) and runs its handler, if the
 /// connection's security state lets it through (see `auth::sasl`).
-pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) -> Outcome {
+pub async fn dispatch(broker: &impl Broker, frame: Bytes, conn: &Rc<ConnSecurity>) -> Outcome {
     if let Gate::LegacyToken = conn.gate() {
-        return sasl_authenticate::legacy_token(shard, conn, &frame).await;
+        return sasl_authenticate::legacy_token(broker, conn, &frame).await;
     }
     let pre = header::preamble(&frame).ok_or(Fault::NoHeader)?;
     let api = match admit(&pre) {
@@ -272,7 +276,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: Bytes, conn: &Rc<ConnSecurity>) 
         session: conn.session(),
         conn: conn.clone(),
     };
-    route(shard, req).await
+    route(broker, req).await
 }
 
 /// A string for a response field.

@@ -5,30 +5,27 @@
 //! GROUP_AUTHORIZATION_FAILED), READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its
 //! partitions, decided before the topic's existence).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
 use proto_kafka::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse};
 
 use super::group_call::{admit, call};
-use super::{authz, ApiSpec, Outcome, Request};
+use super::{authz, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::group::GroupOp;
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::OffsetDelete, 0, 0);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: OffsetDeleteRequest = req.decode()?;
     let group = r.group_id.to_string();
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     // (topic, partition, early error)
     let mut slots = Vec::new();
     let mut asked = Vec::new();
     for t in &r.topics {
         let meta = catalog.topic(t.name.as_str());
-        let refusal = authz::topic_or_fail(shard, &req, Operation::Read, &t.name).err();
+        let refusal = authz::topic_or_fail(broker, &req, Operation::Read, &t.name).err();
         for p in &t.partitions {
             let known = meta.is_some_and(|m| p.partition_index >= 0 && p.partition_index < m.partitions());
             let early = refusal.or((!known).then_some(ErrorCode::UnknownTopicOrPartition));
@@ -39,10 +36,10 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         }
     }
     let mut resp = OffsetDeleteResponse::default();
-    let result = match admit(shard, &req, &group, Operation::Delete) {
+    let result = match admit(broker, &req, &group, Operation::Delete) {
         Err(e) => Err(e),
         Ok(()) => {
-            call(shard, &group, |reply| GroupOp::DeleteOffsets { partitions: asked, reply }).await.and_then(|r| r)
+            call(broker, &group, |reply| GroupOp::DeleteOffsets { partitions: asked, reply }).await.and_then(|r| r)
         }
     };
     match result {

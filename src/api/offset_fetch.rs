@@ -5,8 +5,6 @@
 //! group), and DESCRIBE on each topic: a listed topic the principal may not DESCRIBE answers
 //! TOPIC_AUTHORIZATION_FAILED for its partitions; an all-topics fetch leaves such topics out.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
@@ -14,11 +12,10 @@ use proto_kafka::messages::offset_fetch_response::{
 use proto_kafka::messages::{ApiKey, GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName};
 
 use super::group_call::{admit, call};
-use super::{authz, str_bytes, ApiSpec, Outcome, Request};
+use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::group::{Committed, GroupOp};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::OffsetFetch, 1, 9);
 
@@ -30,19 +27,19 @@ type TopicOffsets = (String, Vec<(i32, Answer)>);
 
 /// The offsets of `topics` (None: every topic with one) that the request may see.
 async fn fetch(
-    shard: &Shard,
+    broker: &impl Broker,
     req: &Request,
     group: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> Result<Vec<Row>, ErrorCode> {
-    admit(shard, req, group, Operation::Describe)?;
-    let may_describe = |topic: &str| authz::topic(shard, req, Operation::Describe, topic);
+    admit(broker, req, group, Operation::Describe)?;
+    let may_describe = |topic: &str| authz::topic(broker, req, Operation::Describe, topic);
     let Some(topics) = topics else {
-        let rows = call(shard, group, |reply| GroupOp::FetchOffsets { topics: None, reply }).await?;
+        let rows = call(broker, group, |reply| GroupOp::FetchOffsets { topics: None, reply }).await?;
         return Ok(rows.into_iter().filter(|(t, _, _)| may_describe(t)).map(|(t, p, c)| (t, p, Ok(c))).collect());
     };
     let (allowed, refused): (Vec<_>, Vec<_>) = topics.into_iter().partition(|(t, _)| may_describe(t));
-    let rows = call(shard, group, |reply| GroupOp::FetchOffsets { topics: Some(allowed), reply }).await?;
+    let rows = call(broker, group, |reply| GroupOp::FetchOffsets { topics: Some(allowed), reply }).await?;
     let refused = refused.into_iter().flat_map(|(t, parts)| {
         parts.into_iter().map(move |p| (t.clone(), p, Err(ErrorCode::TopicAuthorizationFailed)))
     });
@@ -91,7 +88,7 @@ macro_rules! topics_out {
     };
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: OffsetFetchRequest = req.decode()?;
     let mut resp = OffsetFetchResponse::default();
     if req.version >= 8 {
@@ -102,7 +99,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
                 .map(|ts| ts.iter().map(|t| (t.name.to_string(), t.partition_indexes.clone())).collect());
             let mut out = OffsetFetchResponseGroup::default();
             out.group_id = GroupId(g.group_id.0.clone());
-            match fetch(shard, &req, g.group_id.as_str(), topics).await {
+            match fetch(broker, &req, g.group_id.as_str(), topics).await {
                 Ok(rows) => out.topics = topics_out!(rows, OffsetFetchResponseTopics, OffsetFetchResponsePartitions),
                 Err(e) => out.error_code = e.code(),
             }
@@ -111,7 +108,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
     } else {
         let topics =
             r.topics.as_ref().map(|ts| ts.iter().map(|t| (t.name.to_string(), t.partition_indexes.clone())).collect());
-        match fetch(shard, &req, r.group_id.as_str(), topics).await {
+        match fetch(broker, &req, r.group_id.as_str(), topics).await {
             Ok(rows) => resp.topics = topics_out!(rows, OffsetFetchResponseTopic, OffsetFetchResponsePartition),
             Err(e) => resp.error_code = e.code(),
         }

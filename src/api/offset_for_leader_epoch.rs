@@ -5,26 +5,24 @@
 //! Authorization, Kafka's (KIP-320): CLUSTER_ACTION on the cluster (brokers) or DESCRIBE on
 //! the topic (consumers), else TOPIC_AUTHORIZATION_FAILED.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
 use proto_kafka::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use super::{authz, checked, ApiSpec, Outcome, Request};
+use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::{Shard, Tp};
+use crate::shard::Tp;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::OffsetForLeaderEpoch, 2, 4);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: OffsetForLeaderEpochRequest = req.decode()?;
-    let catalog = shard.catalog();
-    let cluster_action = authz::cluster(shard, &req, Operation::ClusterAction);
+    let catalog = broker.catalog();
+    let cluster_action = authz::cluster(broker, &req, Operation::ClusterAction);
     let mut checked = Vec::new();
     for t in &r.topics {
         let meta = catalog.topic(t.topic.as_str());
-        let allowed = cluster_action || authz::topic(shard, &req, Operation::Describe, &t.topic);
+        let allowed = cluster_action || authz::topic(broker, &req, Operation::Describe, &t.topic);
         for p in &t.partitions {
             checked.push(match meta {
                 _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
@@ -35,7 +33,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             });
         }
     }
-    let routed = checked::run(checked, |asks| shard.offsets(asks.into_iter().map(|(tp, ())| tp).collect()));
+    let routed = checked::run(checked, |asks| broker.offsets(asks.into_iter().map(|(tp, ())| tp).collect()));
     let mut results = routed.await.into_iter();
     let mut resp = OffsetForLeaderEpochResponse::default();
     for t in r.topics {

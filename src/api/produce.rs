@@ -13,24 +13,22 @@
 //! transactional id, or every partition fails; each topic needs WRITE, checked before its
 //! existence so that a refusal does not tell whether the topic exists.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use proto_kafka::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
-use super::{authz, checked, ApiSpec, Outcome, Request};
+use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::{batch, ErrorCode};
 use crate::quota::Kind;
-use crate::shard::{Shard, Tp};
+use crate::shard::Tp;
 
 /// Served from v3 (record batch v2); advertised from v0 as Kafka 4 does (see `ApiSpec`).
 /// Requests below v3 are refused: they would carry the pre-v2 message format.
 pub const SPEC: ApiSpec = ApiSpec { key: ApiKey::Produce, min: 3, max: 13, advertised_min: 0 };
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: ProduceRequest = req.decode()?;
-    let catalog = shard.catalog();
+    let catalog = broker.catalog();
     let by_id = req.version >= 13;
     let acks_ok = matches!(r.acks, -1..=1);
     let record_bytes: u64 = r
@@ -40,9 +38,9 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         .map(|p| p.records.as_ref().map_or(0, |b| b.len() as u64))
         .sum();
     // Batch headers are only scanned when ACLs are enforced.
-    let transactional_refusal = (shard.authorizer_enabled()
+    let transactional_refusal = (broker.authorizer_enabled()
         && has_transactional_batches(&r)
-        && !r.transactional_id.as_ref().is_some_and(|id| authz::transactional_id(shard, &req, Operation::Write, id)))
+        && !r.transactional_id.as_ref().is_some_and(|id| authz::transactional_id(broker, &req, Operation::Write, id)))
     .then_some(ErrorCode::TransactionalIdAuthorizationFailed);
     // Every partition's batch, checked here, then appended on its home shard: all at once.
     let mut checked = Vec::new();
@@ -53,7 +51,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         // An unknown topic id has no name to check: it stays UNKNOWN_TOPIC_ID.
         let acl_name = if by_id { meta.map(|m| m.name.as_str()) } else { Some(t.name.as_str()) };
         let refusal = transactional_refusal
-            .or_else(|| acl_name.and_then(|n| authz::topic_or_fail(shard, &req, Operation::Write, n).err()));
+            .or_else(|| acl_name.and_then(|n| authz::topic_or_fail(broker, &req, Operation::Write, n).err()));
         let mut indexes = Vec::with_capacity(t.partition_data.len());
         for p in t.partition_data {
             indexes.push(p.index);
@@ -73,12 +71,14 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         layout.push((t.name, t.topic_id, indexes));
     }
     if r.acks == 0 {
-        let s = shard.clone();
-        glommio::spawn_local(async move { checked::run(checked, |batches| s.produce(batches)).await }).detach();
-        charge_quota(shard, &req, record_bytes);
+        let b = broker.clone();
+        broker.detach(async move {
+            checked::run(checked, |batches| b.produce(batches)).await;
+        });
+        charge_quota(broker, &req, record_bytes);
         return Ok(None);
     }
-    let mut results = checked::run(checked, |batches| shard.produce(batches)).await.into_iter();
+    let mut results = checked::run(checked, |batches| broker.produce(batches)).await.into_iter();
     let mut resp = ProduceResponse::default();
     let mut any_error = false;
     for (name, id, indexes) in layout {
@@ -107,10 +107,10 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
         resp.responses.push(tr);
     }
     if any_error {
-        let probe = &shard.probe;
+        let probe = &broker.probe();
         probe.request_error(probe.api_slot(Some(ApiKey::Produce as i16)), crate::metrics::ErrorKind::ErrorCode);
     }
-    resp.throttle_time_ms = charge_quota(shard, &req, record_bytes);
+    resp.throttle_time_ms = charge_quota(broker, &req, record_bytes);
     req.respond(resp)
 }
 
@@ -133,12 +133,110 @@ fn has_transactional_batches(r: &ProduceRequest) -> bool {
 
 /// Counts the request's record bytes against its client's producer quota; returns the
 /// throttle time for the response, ms, having told the connection and the metrics.
-fn charge_quota(shard: &Shard, req: &Request, record_bytes: u64) -> i32 {
-    let throttle = shard.quotas.record_as(req.session.user(), req.client_id.as_deref(), Kind::Produce, record_bytes);
+fn charge_quota(broker: &impl Broker, req: &Request, record_bytes: u64) -> i32 {
+    let throttle = broker.quotas().record_as(req.session.user(), req.client_id.as_deref(), Kind::Produce, record_bytes);
     if throttle.is_zero() {
         return 0;
     }
-    shard.probe.throttled(shard.probe.api_slot(Some(SPEC.key as i16)), throttle);
+    broker.probe().throttled(broker.probe().api_slot(Some(SPEC.key as i16)), throttle);
     crate::metrics::throttle(throttle);
     throttle.as_millis() as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use proto_kafka::messages::TopicName;
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::api::str_bytes;
+
+    fn request(acks: i16, topic: &str, parts: &[(i32, Option<Vec<u8>>)]) -> ProduceRequest {
+        let mut t = TopicProduceData::default();
+        t.name = TopicName(str_bytes(topic));
+        for (index, records) in parts {
+            let mut p = PartitionProduceData::default();
+            p.index = *index;
+            p.records = records.clone().map(bytes::Bytes::from);
+            t.partition_data.push(p);
+        }
+        let mut r = ProduceRequest::default();
+        r.acks = acks;
+        r.timeout_ms = 1000;
+        r.topic_data.push(t);
+        r
+    }
+
+    fn batch_of(values: &[&[u8]]) -> Option<Vec<u8>> {
+        Some(batch::build(0, values))
+    }
+
+    fn results(resp: &ProduceResponse) -> Vec<(i32, i16, i64)> {
+        resp.responses[0].partition_responses.iter().map(|p| (p.index, p.error_code, p.base_offset)).collect()
+    }
+
+    #[test]
+    fn appends_each_partition_and_answers_in_request_order() {
+        let b = Fake::new();
+        b.topic("t", 2);
+        let req = request(-1, "t", &[(1, batch_of(&[b"a", b"b"])), (0, batch_of(&[b"c"])), (1, batch_of(&[b"d"]))]);
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 9, &req);
+        assert_eq!(results(&resp), vec![(1, 0, 0), (0, 0, 0), (1, 0, 2)]);
+        assert_eq!(b.offsets_of(b.tp("t", 1)).high_watermark, 3);
+        assert_eq!(b.offsets_of(b.tp("t", 0)).high_watermark, 1);
+    }
+
+    #[test]
+    fn refuses_unknown_partitions_bad_acks_missing_records_and_internal_topics() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 9, &request(1, "t", &[(5, batch_of(&[b"x"])), (0, None)]));
+        let unknown = ErrorCode::UnknownTopicOrPartition.code();
+        assert_eq!(results(&resp), vec![(5, unknown, -1), (0, ErrorCode::InvalidRecord.code(), -1)]);
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 9, &request(1, "nope", &[(0, batch_of(&[b"x"]))]));
+        assert_eq!(results(&resp), vec![(0, unknown, -1)]);
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 9, &request(2, "t", &[(0, batch_of(&[b"x"]))]));
+        assert_eq!(results(&resp), vec![(0, ErrorCode::InvalidRequiredAcks.code(), -1)]);
+        let internal = crate::group::offsets::TOPIC;
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 9, &request(1, internal, &[(0, batch_of(&[b"x"]))]));
+        assert_eq!(results(&resp), vec![(0, ErrorCode::InvalidTopicException.code(), -1)]);
+        assert_eq!(b.offsets_of(b.tp("t", 0)).high_watermark, 0, "nothing refused was appended");
+    }
+
+    #[test]
+    fn acks_zero_gets_no_response_and_still_appends() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let outcome = b.send(ApiKey::Produce, 9, &request(0, "t", &[(0, batch_of(&[b"x"]))]), None);
+        assert!(outcome.expect("served").is_none(), "acks=0 is never answered");
+        assert_eq!(b.offsets_of(b.tp("t", 0)).high_watermark, 0, "the append runs after the request");
+        b.settle();
+        assert_eq!(b.offsets_of(b.tp("t", 0)).high_watermark, 1);
+    }
+
+    #[test]
+    fn without_write_acl_the_topic_is_refused_before_its_existence_is_told() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        let denied = ErrorCode::TopicAuthorizationFailed.code();
+        for topic in ["t", "missing"] {
+            let resp: ProduceResponse =
+                b.call_as(Some("User:alice"), ApiKey::Produce, 9, &request(1, topic, &[(0, batch_of(&[b"x"]))]));
+            assert_eq!(results(&resp), vec![(0, denied, -1)], "{topic}");
+        }
+    }
+
+    #[test]
+    fn v13_names_topics_by_id() {
+        let b = Fake::new();
+        let tp = b.topic("t", 1);
+        let mut req = request(1, "", &[(0, batch_of(&[b"x"]))]);
+        req.topic_data[0].topic_id = tp.topic;
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 13, &req);
+        assert_eq!(results(&resp), vec![(0, 0, 0)]);
+        req.topic_data[0].topic_id = uuid::Uuid::from_u128(1);
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 13, &req);
+        assert_eq!(results(&resp), vec![(0, ErrorCode::UnknownTopicId.code(), -1)]);
+    }
 }

@@ -3,45 +3,45 @@
 //! that never tells an unknown user from a wrong password; the connection then closes after
 //! the failed-authentication delay.
 
-use std::rc::Rc;
-
 use bytes::{BufMut, Bytes, BytesMut};
 use proto_kafka::messages::{ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse};
 
-use super::{str_bytes, ApiSpec, Fault, Outcome, Request};
+use super::{str_bytes, ApiSpec, Broker, Fault, Outcome, Request};
 use crate::auth::sasl::{ConnSecurity, Step, Verifier};
 use crate::auth::scram::AuthFailure;
 use crate::protocol::response::{Chunk, Response};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::SaslAuthenticate, 0, 2);
 
 /// Runs one token through the connection's exchange, logging how it ended.
-async fn step(shard: &Shard, conn: &ConnSecurity, token: &[u8]) -> Result<Step, AuthFailure> {
-    let catalog = shard.catalog();
+async fn step(broker: &impl Broker, conn: &ConnSecurity, token: &[u8]) -> Result<Step, AuthFailure> {
+    let catalog = broker.catalog();
     let lookup = |user: &str| catalog.credentials(user);
-    let verifier =
-        Verifier { lookup: &lookup, secret: catalog.auth_secret(), reauth_ms: shard.config.connections_max_reauth_ms };
+    let verifier = Verifier {
+        lookup: &lookup,
+        secret: catalog.auth_secret(),
+        reauth_ms: broker.config().connections_max_reauth_ms,
+    };
     let outcome = conn.step(token, &verifier).await;
     match &outcome {
         Ok(Step::Done(..)) => {
-            shard.probe.authenticated(true);
+            broker.probe().authenticated(true);
             tracing::debug!(peer = %conn.peer, principal = %conn.session().principal, "authenticated")
         }
         Ok(Step::Continue(_)) => {}
         Err(f) => {
-            shard.probe.authenticated(false);
+            broker.probe().authenticated(false);
             tracing::info!(peer = %conn.peer, listener = %conn.listener.name, "authentication failed: {f}")
         }
     }
     outcome
 }
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: SaslAuthenticateRequest = req.decode()?;
     let mut resp = SaslAuthenticateResponse::default();
-    match step(shard, &req.conn, &r.auth_bytes).await {
+    match step(broker, &req.conn, &r.auth_bytes).await {
         Ok(Step::Continue(challenge)) => resp.auth_bytes = Bytes::from(challenge),
         Ok(Step::Done(last, lifetime)) => {
             resp.auth_bytes = Bytes::from(last);
@@ -57,8 +57,8 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
 
 /// A bare token after a v0 SaslHandshake: the answer is a bare size-prefixed token too
 /// (empty once PLAIN succeeds). A failure has no way to be told, so it closes the connection.
-pub async fn legacy_token(shard: &Rc<Shard>, conn: &ConnSecurity, frame: &[u8]) -> Outcome {
-    let reply = match step(shard, conn, frame).await {
+pub async fn legacy_token(broker: &impl Broker, conn: &ConnSecurity, frame: &[u8]) -> Outcome {
+    let reply = match step(broker, conn, frame).await {
         Ok(Step::Continue(challenge)) => challenge,
         Ok(Step::Done(last, _)) => last,
         Err(f) => return Err(Fault::Authentication(format!("authentication failed: {f}"))),

@@ -2,28 +2,25 @@
 //! unknown or disabled mechanism is UNSUPPORTED_SASL_MECHANISM, and the connection closes
 //! after the failed-authentication delay (see `auth::sasl`).
 
-use std::rc::Rc;
-
 use proto_kafka::messages::{ApiKey, SaslHandshakeRequest, SaslHandshakeResponse};
 
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::protocol::ErrorCode;
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::SaslHandshake, 0, 1);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: SaslHandshakeRequest = req.decode()?;
     let mut resp = SaslHandshakeResponse::default();
-    resp.mechanisms = shard.sasl_mechanisms.iter().map(|m| str_bytes(m.clone())).collect();
-    let secret = shard.catalog().auth_secret();
-    if req.conn.handshake(&r.mechanism, req.version, &shard.sasl_mechanisms, secret).is_err() {
+    resp.mechanisms = broker.sasl_mechanisms().iter().map(|m| str_bytes(m.clone())).collect();
+    let secret = broker.catalog().auth_secret();
+    if req.conn.handshake(&r.mechanism, req.version, broker.sasl_mechanisms(), secret).is_err() {
         tracing::info!(
             peer = %req.peer,
             listener = %req.conn.listener.name,
             "SASL mechanism {:?} asked for; this listener offers {}",
             r.mechanism.as_str(),
-            shard.sasl_mechanisms.join(", ")
+            broker.sasl_mechanisms().join(", ")
         );
         resp.error_code = ErrorCode::UnsupportedSaslMechanism.code();
     }

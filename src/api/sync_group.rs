@@ -1,22 +1,19 @@
 //! SyncGroup: the leader hands in the assignment; every member gets its own once the
 //! leader's has arrived. Needs READ on the group.
 
-use std::rc::Rc;
-
 use proto_kafka::messages::{ApiKey, SyncGroupRequest, SyncGroupResponse};
 
 use super::group_call::{admit, call, opt_str};
-use super::{str_bytes, ApiSpec, Outcome, Request};
+use super::{str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::group::{GroupOp, SyncRequest, SyncResponse};
-use crate::shard::Shard;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::SyncGroup, 0, 5);
 
-pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
+pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: SyncGroupRequest = req.decode()?;
     let group = r.group_id.to_string();
-    let result = if let Err(e) = admit(shard, &req, &group, Operation::Read) {
+    let result = if let Err(e) = admit(broker, &req, &group, Operation::Read) {
         SyncResponse { error: Some(e), ..Default::default() }
     } else {
         let sync = SyncRequest {
@@ -28,7 +25,7 @@ pub async fn handle(shard: &Rc<Shard>, req: Request) -> Outcome {
             protocol_name: opt_str(&r.protocol_name),
             assignments: r.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect(),
         };
-        call(shard, &group, |reply| GroupOp::Sync { req: sync, reply })
+        call(broker, &group, |reply| GroupOp::Sync { req: sync, reply })
             .await
             .unwrap_or_else(|e| SyncResponse { error: Some(e), ..Default::default() })
     };

@@ -83,7 +83,7 @@ pub(super) fn group_id(s: &str) -> GroupId {
 
 /// Milliseconds since the Unix epoch (record timestamps).
 pub(super) fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    crate::sys::unix_now_ms()
 }
 
 #[cfg(test)]

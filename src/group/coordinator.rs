@@ -15,8 +15,7 @@ use futures_channel::oneshot;
 
 use super::offsets::{self, OffsetStore, Record};
 use super::state::{Effect, Group, GroupLimits, State, Token};
-use super::{Committed, GroupDescription, GroupListing, GroupOp};
-use crate::log::Partition;
+use super::{Committed, GroupDescription, GroupListing, GroupOp, OffsetsLog};
 use crate::protocol::ErrorCode;
 
 enum Waiter {
@@ -35,7 +34,7 @@ pub struct Coordinator {
 }
 
 fn wall_ms() -> i64 {
-    crate::log::partition::unix_now_ms()
+    crate::sys::unix_now_ms()
 }
 
 impl Coordinator {
@@ -99,7 +98,7 @@ impl Coordinator {
 
     /// Runs one group operation. `log` is this shard's `__consumer_offsets` partition for
     /// the group.
-    pub async fn handle(&self, group: String, op: GroupOp, log: Option<Rc<Partition>>) {
+    pub async fn handle(&self, group: String, op: GroupOp, log: Option<Rc<dyn OffsetsLog>>) {
         let now = self.now();
         match op {
             GroupOp::Join { mut req, reply } => {
@@ -217,7 +216,7 @@ impl Coordinator {
         instance_id: Option<&str>,
         generation: i32,
         entries: Vec<super::CommitEntry>,
-        log: Option<Rc<Partition>>,
+        log: Option<Rc<dyn OffsetsLog>>,
     ) -> Result<(), ErrorCode> {
         {
             let mut groups = self.groups.borrow_mut();
@@ -254,23 +253,16 @@ impl Coordinator {
         Ok(())
     }
 
-    async fn append(&self, records: &[Record], log: Option<Rc<Partition>>) -> Result<(), ErrorCode> {
+    async fn append(&self, records: &[Record], log: Option<Rc<dyn OffsetsLog>>) -> Result<(), ErrorCode> {
         if records.is_empty() {
             return Ok(());
         }
         let log = log.ok_or(ErrorCode::CoordinatorNotAvailable)?;
         let batch = Bytes::from(offsets::to_batch(records, wall_ms()));
-        let rx = log.append(&batch).map_err(|e| {
-            tracing::error!("cannot append to {}: {e:?}", offsets::TOPIC);
-            ErrorCode::CoordinatorNotAvailable
-        })?;
-        match rx.await {
-            Ok(Ok(_)) => Ok(()),
-            _ => Err(ErrorCode::CoordinatorNotAvailable),
-        }
+        log.append(batch).await
     }
 
-    async fn delete_group(&self, group: &str, log: Option<Rc<Partition>>) -> Result<(), ErrorCode> {
+    async fn delete_group(&self, group: &str, log: Option<Rc<dyn OffsetsLog>>) -> Result<(), ErrorCode> {
         let exists = self.groups.borrow().contains_key(group) || self.offsets.borrow().group(group).is_some();
         if !exists {
             return Err(ErrorCode::GroupIdNotFound);
@@ -290,7 +282,7 @@ impl Coordinator {
         &self,
         group: &str,
         partitions: Vec<(String, i32)>,
-        log: Option<Rc<Partition>>,
+        log: Option<Rc<dyn OffsetsLog>>,
     ) -> Result<super::PerEntry, ErrorCode> {
         let subscribed = {
             let groups = self.groups.borrow();
@@ -357,7 +349,7 @@ impl Coordinator {
         out
     }
 
-    pub async fn apply_expiry(&self, group: &str, records: Vec<Record>, log: Option<Rc<Partition>>) {
+    pub async fn apply_expiry(&self, group: &str, records: Vec<Record>, log: Option<Rc<dyn OffsetsLog>>) {
         if self.append(&records, log).await.is_ok() {
             let mut store = self.offsets.borrow_mut();
             for r in records {

@@ -8,11 +8,24 @@ pub mod coordinator;
 pub mod offsets;
 pub mod state;
 
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
 use futures_channel::oneshot;
 
 use crate::protocol::ErrorCode;
 pub use offsets::Committed;
 pub use state::{GroupLimits, JoinRequest, JoinResponse, SyncRequest, SyncResponse};
+
+/// Where a coordinator makes its records durable: its group's partition of
+/// `__consumer_offsets`. The shard hands it that partition's log (so `group` needs nothing of
+/// `log`); unit tests hand it memory.
+pub trait OffsetsLog {
+    /// Appends one batch of offset records; resolves once it is durable. A failure is
+    /// COORDINATOR_NOT_AVAILABLE to the client, which retries.
+    fn append(&self, batch: Bytes) -> Pin<Box<dyn Future<Output = Result<(), ErrorCode>>>>;
+}
 
 /// One offset to commit.
 #[derive(Debug, Clone)]

@@ -12,7 +12,9 @@ use futures_channel::oneshot;
 
 use super::Shard;
 use crate::auth::acl::{AclBinding, AclFilter};
-use crate::controller::{ConfigChange, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult};
+use crate::controller::{
+    ConfigChange, Controller, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult,
+};
 use crate::protocol::ErrorCode;
 
 /// A request to the controller, with the channel its answer goes back on.
@@ -69,6 +71,36 @@ fn answer<T: 'static>(reply: oneshot::Sender<T>, value: T) -> Box<dyn FnOnce()> 
     })
 }
 
+/// Decides `op` on `c` (the controller logs what it decides) and returns its answer, to be
+/// sent once every shard has the resulting catalog. Fakes of the broker run it too.
+pub fn decide(c: &mut Controller, op: ControllerOp) -> Box<dyn FnOnce()> {
+    match op {
+        ControllerOp::CreateTopics { topics, validate_only, reply } => {
+            answer(reply, c.create_topics(&topics, validate_only))
+        }
+        ControllerOp::DeleteTopics { names, reply } => answer(reply, c.delete_topics(&names)),
+        ControllerOp::CreatePartitions { asks, validate_only, reply } => {
+            answer(reply, c.create_partitions(&asks, validate_only))
+        }
+        ControllerOp::AlterConfigs { changes, validate_only, reply } => {
+            answer(reply, c.alter_configs(&changes, validate_only))
+        }
+        ControllerOp::AlterClientQuotas { changes, validate_only, reply } => {
+            answer(reply, c.alter_client_quotas(&changes, validate_only))
+        }
+        ControllerOp::CreateAcls { bindings, reply } => answer(reply, c.create_acls(&bindings)),
+        ControllerOp::DeleteAcls { filters, reply } => answer(reply, c.delete_acls(&filters)),
+        ControllerOp::AlterCredentials { changes, reply } => answer(reply, c.alter_credentials(&changes)),
+        ControllerOp::AllocateProducerId { reply } => {
+            let id = c.allocate_producer_id().map_err(|(_, why)| {
+                tracing::error!("cannot allocate a producer id: {why}");
+                ErrorCode::CoordinatorNotAvailable
+            });
+            answer(reply, id)
+        }
+    }
+}
+
 /// Runs `op` on this shard's controller, publishes the catalog if it changed, then answers.
 pub async fn run(shard: &Rc<Shard>, op: ControllerOp) {
     let Some(cell) = shard.controller.as_ref() else {
@@ -80,32 +112,7 @@ pub async fn run(shard: &Rc<Shard>, op: ControllerOp) {
     let (before, done) = {
         let mut c = cell.borrow_mut();
         let before = c.catalog().version;
-        let done = match op {
-            ControllerOp::CreateTopics { topics, validate_only, reply } => {
-                answer(reply, c.create_topics(&topics, validate_only))
-            }
-            ControllerOp::DeleteTopics { names, reply } => answer(reply, c.delete_topics(&names)),
-            ControllerOp::CreatePartitions { asks, validate_only, reply } => {
-                answer(reply, c.create_partitions(&asks, validate_only))
-            }
-            ControllerOp::AlterConfigs { changes, validate_only, reply } => {
-                answer(reply, c.alter_configs(&changes, validate_only))
-            }
-            ControllerOp::AlterClientQuotas { changes, validate_only, reply } => {
-                answer(reply, c.alter_client_quotas(&changes, validate_only))
-            }
-            ControllerOp::CreateAcls { bindings, reply } => answer(reply, c.create_acls(&bindings)),
-            ControllerOp::DeleteAcls { filters, reply } => answer(reply, c.delete_acls(&filters)),
-            ControllerOp::AlterCredentials { changes, reply } => answer(reply, c.alter_credentials(&changes)),
-            ControllerOp::AllocateProducerId { reply } => {
-                let id = c.allocate_producer_id().map_err(|(_, why)| {
-                    tracing::error!("cannot allocate a producer id: {why}");
-                    ErrorCode::CoordinatorNotAvailable
-                });
-                answer(reply, id)
-            }
-        };
-        (before, done)
+        (before, decide(&mut c, op))
     };
     let now = cell.borrow().catalog().version;
     if now != before {
@@ -115,14 +122,9 @@ pub async fn run(shard: &Rc<Shard>, op: ControllerOp) {
     done();
 }
 
-/// A controller request that never reached an answer.
-fn unreachable(e: ErrorCode) -> Failure {
-    (e, "controller unreachable".into())
-}
-
 impl Shard {
     /// Runs the controller request `make(reply)` on shard 0 and waits for its answer.
-    async fn on_controller<T: Send + 'static>(
+    pub async fn on_controller<T: Send + 'static>(
         self: &Rc<Self>,
         make: impl FnOnce(oneshot::Sender<T>) -> ControllerOp + Send + 'static,
     ) -> Result<T, ErrorCode> {
@@ -135,82 +137,5 @@ impl Shard {
             return on_controller(self.clone()).await;
         }
         self.call(0, on_controller).await?
-    }
-
-    pub async fn create_topics(self: &Rc<Self>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<TopicResult> {
-        let n = topics.len();
-        self.on_controller(move |reply| ControllerOp::CreateTopics { topics, validate_only, reply })
-            .await
-            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
-    }
-
-    pub async fn alter_configs(
-        self: &Rc<Self>,
-        changes: Vec<ConfigChange>,
-        validate_only: bool,
-    ) -> Vec<Result<(), Failure>> {
-        let n = changes.len();
-        self.on_controller(move |reply| ControllerOp::AlterConfigs { changes, validate_only, reply })
-            .await
-            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
-    }
-
-    pub async fn create_partitions(
-        self: &Rc<Self>,
-        asks: Vec<NewPartitions>,
-        validate_only: bool,
-    ) -> Vec<Result<(), Failure>> {
-        let n = asks.len();
-        self.on_controller(move |reply| ControllerOp::CreatePartitions { asks, validate_only, reply })
-            .await
-            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
-    }
-
-    pub async fn alter_client_quotas(
-        self: &Rc<Self>,
-        changes: Vec<QuotaChange>,
-        validate_only: bool,
-    ) -> Vec<Result<(), Failure>> {
-        let n = changes.len();
-        self.on_controller(move |reply| ControllerOp::AlterClientQuotas { changes, validate_only, reply })
-            .await
-            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
-    }
-
-    pub async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<Result<uuid::Uuid, ErrorCode>> {
-        let n = names.len();
-        self.on_controller(move |reply| ControllerOp::DeleteTopics { names, reply })
-            .await
-            .unwrap_or_else(|e| vec![Err(e); n])
-    }
-
-    pub async fn create_acls(self: &Rc<Self>, bindings: Vec<crate::auth::acl::AclBinding>) -> Result<(), Failure> {
-        self.on_controller(move |reply| ControllerOp::CreateAcls { bindings, reply })
-            .await
-            .unwrap_or_else(|e| Err(unreachable(e)))
-    }
-
-    pub async fn delete_acls(
-        self: &Rc<Self>,
-        filters: Vec<crate::auth::acl::AclFilter>,
-    ) -> Result<Vec<Vec<crate::auth::acl::AclBinding>>, Failure> {
-        self.on_controller(move |reply| ControllerOp::DeleteAcls { filters, reply })
-            .await
-            .unwrap_or_else(|e| Err(unreachable(e)))
-    }
-
-    pub async fn alter_credentials(
-        self: &Rc<Self>,
-        changes: Vec<(String, CredentialChange)>,
-    ) -> Vec<Result<(), Failure>> {
-        let n = changes.len();
-        self.on_controller(move |reply| ControllerOp::AlterCredentials { changes, reply })
-            .await
-            .unwrap_or_else(|e| vec![Err(unreachable(e)); n])
-    }
-
-    /// A new producer id from the controller.
-    pub async fn allocate_producer_id(self: &Rc<Self>) -> Result<i64, ErrorCode> {
-        self.on_controller(move |reply| ControllerOp::AllocateProducerId { reply }).await?
     }
 }

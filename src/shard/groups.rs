@@ -2,13 +2,16 @@
 //! group's partition of `__consumer_offsets`; and the timers and replay of the groups homed
 //! here.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 
+use bytes::Bytes;
 use futures_channel::oneshot;
 
 use super::mesh::join_all;
 use super::{Shard, Tp};
-use crate::group::{offsets, GroupListing, GroupOp};
+use crate::group::{offsets, GroupListing, GroupOp, OffsetsLog};
 use crate::log::Partition;
 use crate::metrics;
 use crate::protocol::ErrorCode;
@@ -50,8 +53,14 @@ impl Shard {
     }
 
     async fn run_group_op(&self, group: String, op: GroupOp) {
-        let log = self.group_home(&group).ok().and_then(|(_, tp)| self.log(&tp).ok());
+        let log = self.offsets_log(&group);
         self.groups.handle(group, op, log).await;
+    }
+
+    /// The local `__consumer_offsets` partition of a group homed here.
+    fn offsets_log(&self, group: &str) -> Option<Rc<dyn OffsetsLog>> {
+        let log = self.group_home(group).ok().and_then(|(_, tp)| self.log(&tp).ok())?;
+        Some(log)
     }
 
     /// ListGroups across every shard.
@@ -91,8 +100,23 @@ impl Shard {
     /// Removes committed offsets of empty groups past `offsets_retention_minutes`.
     pub async fn expire_group_offsets(&self) {
         for (group, records) in self.groups.expire_offsets() {
-            let log = self.group_home(&group).ok().and_then(|(_, tp)| self.log(&tp).ok());
+            let log = self.offsets_log(&group);
             self.groups.apply_expiry(&group, records, log).await;
         }
+    }
+}
+
+impl OffsetsLog for Partition {
+    fn append(&self, batch: Bytes) -> Pin<Box<dyn Future<Output = Result<(), ErrorCode>>>> {
+        let appended = Partition::append(self, &batch).map_err(|e| {
+            tracing::error!(partition = self.index, "cannot append to {}: {e:?}", offsets::TOPIC);
+            ErrorCode::CoordinatorNotAvailable
+        });
+        Box::pin(async move {
+            match appended?.await {
+                Ok(Ok(_)) => Ok(()),
+                _ => Err(ErrorCode::CoordinatorNotAvailable),
+            }
+        })
     }
 }

@@ -35,7 +35,7 @@ use crate::metadata::Catalog;
 use crate::metrics::Probe;
 use crate::quota::{ClientQuota, QuotaTable};
 pub use mesh::Msg;
-pub use partitions::{FetchAsk, OffsetQuery};
+pub use partitions::{FetchAsk, OffsetQuery, PartResult, Share};
 
 /// A topic partition by topic id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,7 +168,7 @@ impl Shard {
 
     /// Runs retention over this shard's partitions.
     pub fn apply_retention(&self) {
-        let now = crate::log::partition::unix_now_ms();
+        let now = crate::sys::unix_now_ms();
         let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
         for p in logs {
             p.apply_retention(now);

@@ -22,8 +22,9 @@ use crate::metrics;
 use crate::producer::ProducerSummary;
 use crate::protocol::ErrorCode;
 
-type PartResult<R> = Result<R, ErrorCode>;
-type Share<A> = Vec<(Tp, A)>;
+pub type PartResult<R> = Result<R, ErrorCode>;
+/// Asks about partitions, each with its partition.
+pub type Share<A> = Vec<(Tp, A)>;
 /// The home half of an operation: serves one shard's share of the asks.
 type Served<R> = Pin<Box<dyn Future<Output = Vec<PartResult<R>>>>>;
 

@@ -124,3 +124,9 @@ pub fn memlock_limit() -> Option<u64> {
 pub fn shutdown(fd: RawFd) -> io::Result<()> {
     nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both).map_err(io::Error::from)
 }
+
+/// The wall clock, ms since the Unix epoch (0 if the clock is before it): record and batch
+/// timestamps, retention and offset expiry.
+pub fn unix_now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}

@@ -28,7 +28,7 @@
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use futures_channel::oneshot;
 use glommio::channels::local_channel::{self, LocalSender};
@@ -156,7 +156,7 @@ pub struct Partition {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    crate::sys::unix_now_ms()
 }
 
 fn storage(path: &Path, source: std::io::Error) -> BrokerError {
@@ -362,10 +362,6 @@ impl Partition {
     pub fn segment_count(&self) -> usize {
         self.st.borrow().segments.len()
     }
-}
-
-pub fn unix_now_ms() -> i64 {
-    now_ms()
 }
 
 #[cfg(test)]

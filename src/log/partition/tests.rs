@@ -11,6 +11,7 @@ use super::*;
 use crate::config::FlushPolicy;
 use crate::log::config::{TimestampType, TopicCompression};
 use crate::protocol::batch;
+use crate::sys::unix_now_ms;
 
 fn cfg(flush: FlushPolicy, segment_bytes: u64) -> LogConfig {
     LogConfig::from_config(&crate::config::Config {
