@@ -8,20 +8,27 @@
 //! any Kafka-compatible broker. `Cluster` bootstraps from a list of addresses, learns the
 //! brokers from Metadata and opens (lazily) one connection per broker: the partition leader
 //! for produce and fetch, the group coordinator found with FindCoordinator.
+//!
+//! Below `send` and `recv` are the steps they are made of, public for callers that speak
+//! the protocol more freely than a client should (the integration tests): a request frame
+//! built with `request_frame` (or around any body with `raw_request_frame`) is written with
+//! `Conn::write_raw`; `Conn::read_frame` reads one response frame and `response_body`
+//! strips its header. Nothing here keeps requests in flight by correlation id: a caller
+//! that pipelines reads the answers in order, or matches the ids itself.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::protocol::messages::metadata_request::MetadataRequestTopic;
 use crate::protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest,
-    MetadataResponse, RequestHeader, TopicName,
+    MetadataResponse, RequestHeader, ResponseHeader, TopicName,
 };
 use crate::protocol::{Decodable, Encodable, ErrorCode, StrBytes};
 use anyhow::{anyhow, bail, Context, Result};
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 pub struct Conn {
     stream: TcpStream,
@@ -65,6 +72,16 @@ impl Conn {
         Conn::from_stream(stream)
     }
 
+    /// Connects to `addr` within `timeout`, and bounds every later read and write by
+    /// `io_timeout`, so that a broker that stops answering (or reading) fails the call
+    /// instead of hanging it.
+    pub fn connect_timeout(addr: SocketAddr, timeout: Duration, io_timeout: Duration) -> Result<Conn> {
+        let stream = TcpStream::connect_timeout(&addr, timeout).with_context(|| format!("connecting to {addr}"))?;
+        stream.set_read_timeout(Some(io_timeout))?;
+        stream.set_write_timeout(Some(io_timeout))?;
+        Conn::from_stream(stream)
+    }
+
     /// Connects to `host:port` (resolving the name), trying each address for up to `timeout`,
     /// and bounds every later read by `read_timeout` so a silent broker cannot hang a command.
     pub fn connect_host(host_port: &str, timeout: Duration, read_timeout: Duration) -> Result<Conn> {
@@ -105,6 +122,11 @@ impl Conn {
             client_id: self.client_id.clone(),
             versions: self.versions.clone(),
         })
+    }
+
+    /// The socket: for its timeouts, or to shut one direction down.
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
     }
 
     /// The broker's address, for messages.
@@ -152,41 +174,57 @@ impl Conn {
     /// Encodes and writes a request; returns its correlation id.
     pub fn send<R: Encodable>(&mut self, api: ApiKey, version: i16, req: &R) -> Result<i32> {
         let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
-        let mut header = RequestHeader::default();
-        header.request_api_key = api as i16;
-        header.request_api_version = version;
-        header.correlation_id = id;
-        header.client_id = self.client_id.clone();
-        let mut buf = BytesMut::new();
-        buf.put_i32(0);
-        header.encode(&mut buf, api.request_header_version(version))?;
-        req.encode(&mut buf, version)?;
-        let len = (buf.len() - 4) as i32;
-        buf[..4].copy_from_slice(&len.to_be_bytes());
-        self.stream.write_all(&buf)?;
+        self.send_with_id(api, version, id, req)?;
         Ok(id)
     }
 
-    /// Reads the next response frame and decodes it.
-    pub fn recv<R: Decodable>(&mut self, api: ApiKey, version: i16) -> Result<(i32, R)> {
+    /// Encodes and writes a request under a correlation id the caller chose; later `send`s
+    /// number on from the larger of it and their own count.
+    pub fn send_with_id<R: Encodable>(
+        &mut self,
+        api: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        req: &R,
+    ) -> Result<()> {
+        let frame = request_frame(api, version, correlation_id, self.client_id.as_ref(), req)?;
+        self.stream.write_all(&frame)?;
+        self.next_id = self.next_id.max(correlation_id).wrapping_add(1);
+        Ok(())
+    }
+
+    /// Writes `bytes` to the broker as they are: a frame from `request_frame` or
+    /// `raw_request_frame`, or anything else a test wants the broker to read.
+    pub fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes)?;
+        self.stream.flush()
+    }
+
+    /// Reads the next frame (a response's correlation id, header and body, or a legacy SASL
+    /// token, without the size prefix). `None` when the broker closed or reset the connection
+    /// before the frame began. A frame cut short is `UnexpectedEof`, a silent broker (past the
+    /// read timeout) `WouldBlock` or `TimedOut`, and a size outside 0..256 MiB `InvalidData`.
+    pub fn read_frame(&mut self) -> io::Result<Option<Bytes>> {
         let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).map_err(|e| closed_or_timeout(e, api))?;
+        if !read_full(&mut self.stream, &mut len)? {
+            return Ok(None);
+        }
         let len = i32::from_be_bytes(len);
-        if !(4..=256 << 20).contains(&len) {
-            bail!("response frame of {len} bytes");
+        if !(0..=MAX_RESPONSE).contains(&len) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a response frame of {len} bytes")));
         }
-        let mut body = vec![0u8; len as usize];
-        self.stream.read_exact(&mut body).map_err(|e| closed_or_timeout(e, api))?;
-        let mut body = Bytes::from(body);
-        let id = body.get_i32();
-        // ApiVersions answers with header v0; every other flexible response has a tag section.
-        if api != ApiKey::ApiVersions && api.response_header_version(version) >= 1 {
-            let tags = body.get_u8();
-            if tags != 0 {
-                bail!("unexpected tagged fields in a response header");
-            }
+        let mut frame = vec![0u8; len as usize];
+        if !read_full(&mut self.stream, &mut frame)? {
+            return Err(io::ErrorKind::UnexpectedEof.into());
         }
+        Ok(Some(Bytes::from(frame)))
+    }
+
+    /// Reads the next response frame and decodes it as the answer to `api` at `version`.
+    pub fn recv<R: Decodable>(&mut self, api: ApiKey, version: i16) -> Result<(i32, R)> {
+        let frame = self.read_frame().map_err(|e| closed_or_timeout(e, api))?;
+        let Some(frame) = frame else { return Err(closed_or_timeout(io::ErrorKind::UnexpectedEof.into(), api)) };
+        let (id, mut body) = response_body(api, version, frame)?;
         Ok((id, R::decode(&mut body, version)?))
     }
 
@@ -200,12 +238,86 @@ impl Conn {
     }
 }
 
-fn closed_or_timeout(e: std::io::Error, api: ApiKey) -> anyhow::Error {
+/// Larger response frames are refused rather than allocated.
+const MAX_RESPONSE: i32 = 256 << 20;
+
+/// A whole request frame: the size prefix, the request header `api` at `version` calls for
+/// (with `correlation_id` and `client_id`), and `req` encoded at `version`.
+pub fn request_frame<R: Encodable>(
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&StrBytes>,
+    req: &R,
+) -> Result<Vec<u8>> {
+    let mut body = BytesMut::new();
+    req.encode(&mut body, version).with_context(|| format!("encoding the {api:?} v{version} request"))?;
+    let header_version = api.request_header_version(version);
+    Ok(raw_request_frame(api as i16, version, correlation_id, header_version, client_id, &body))
+}
+
+/// A request frame built by hand: a request header of `header_version` with these fields
+/// (any API key and version), then `body` as it is. For requests the codec would refuse to
+/// write, and bodies encoded elsewhere.
+pub fn raw_request_frame(
+    api_key: i16,
+    version: i16,
+    correlation_id: i32,
+    header_version: i16,
+    client_id: Option<&StrBytes>,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut header = RequestHeader::default();
+    header.request_api_key = api_key;
+    header.request_api_version = version;
+    header.correlation_id = correlation_id;
+    header.client_id = client_id.cloned();
+    let mut buf = BytesMut::new();
+    buf.put_i32(0);
+    header.encode(&mut buf, header_version).expect("a request header of version 0-2 always encodes");
+    buf.extend_from_slice(body);
+    let len = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&len.to_be_bytes());
+    buf.to_vec()
+}
+
+/// Splits a response frame (from `Conn::read_frame`) into its correlation id and its body,
+/// past the response header that `api` at `version` answers with (v0 for ApiVersions, as
+/// KIP-511 has it; tagged fields of a flexible header are skipped).
+pub fn response_body(api: ApiKey, version: i16, mut frame: Bytes) -> Result<(i32, Bytes)> {
+    let header_version = api.response_header_version(version);
+    let header = ResponseHeader::decode(&mut frame, header_version)
+        .with_context(|| format!("reading the header (v{header_version}) of the {api:?} v{version} response"))?;
+    Ok((header.correlation_id, frame))
+}
+
+/// Fills `buf`; `false` when the stream ended (or was reset) before its first byte.
+fn read_full(s: &mut TcpStream, buf: &mut [u8]) -> io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if got == 0
+                    && matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted) =>
+            {
+                return Ok(false)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+fn closed_or_timeout(e: io::Error, api: ApiKey) -> anyhow::Error {
     match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => {
+        io::ErrorKind::UnexpectedEof => {
             anyhow!("the broker closed the connection instead of answering {api:?} (see its log for why)")
         }
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
             anyhow!("no answer to {api:?} within the read timeout; is the broker overloaded or stuck?")
         }
         _ => anyhow!(e).context(format!("reading the {api:?} response")),
@@ -398,6 +510,33 @@ pub fn error_name(e: ErrorCode) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::header;
+
+    #[test]
+    fn a_request_frame_is_what_the_broker_parses() {
+        let mut req = MetadataRequest::default();
+        req.allow_auto_topic_creation = true;
+        let frame = request_frame(ApiKey::Metadata, 12, 77, Some(&StrBytes::from_static_str("me")), &req).unwrap();
+        let size = i32::from_be_bytes(frame[..4].try_into().unwrap());
+        assert_eq!(size as usize, frame.len() - 4);
+        let (h, mut body) = header::parse(ApiKey::Metadata, 12, Bytes::from(frame[4..].to_vec())).unwrap();
+        assert_eq!((h.request_api_key, h.request_api_version, h.correlation_id), (3, 12, 77));
+        assert_eq!(h.client_id.as_deref(), Some("me"));
+        assert_eq!(MetadataRequest::decode(&mut body, 12).unwrap(), req);
+    }
+
+    #[test]
+    fn response_headers_are_stripped_by_version_tagged_fields_and_all() {
+        // Metadata v12 answers with header v1: the correlation id, then tagged fields (here
+        // one field, tag 5, of 2 bytes).
+        let frame = Bytes::from_static(&[0, 0, 0, 9, 1, 5, 2, 0xaa, 0xbb, 0x42]);
+        let (id, body) = response_body(ApiKey::Metadata, 12, frame).unwrap();
+        assert_eq!((id, &body[..]), (9, &[0x42][..]));
+        // ApiVersions always answers with header v0 (KIP-511): no tagged fields to skip.
+        let frame = Bytes::from_static(&[0, 0, 0, 3, 0, 0]);
+        let (id, body) = response_body(ApiKey::ApiVersions, 3, frame).unwrap();
+        assert_eq!((id, &body[..]), (3, &[0, 0][..]));
+    }
 
     #[test]
     fn error_names_are_kafkas() {

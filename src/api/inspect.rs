@@ -2,7 +2,7 @@
 //! preamble and version checks, the header, the body decoded by the generated codec for its
 //! API and version, and, for Produce, every partition's record batch validated as an append
 //! would validate it. The fuzz targets (`tests/fuzz`) and the replay of their corpus as
-//! ordinary tests (`tests/fuzz_corpus.rs`) call this, so they exercise the broker's own
+//! ordinary tests (`tests/wire/fuzz_corpus.rs`) call this, so they exercise the broker's own
 //! path: any input must come back as `Ok` or a `Fault`, never a panic or an abort.
 
 use bytes::Bytes;

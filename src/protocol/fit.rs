@@ -11,7 +11,7 @@
 //! type's versions (the ranges of Kafka's message schemas, as the generated codec documents
 //! each field) and the nested structures that hold such fields. Every response type the
 //! broker sends must implement `Fit` (the bound on `respond` makes a missing row a compile
-//! error); `tests/versions.rs` encodes and decodes a real response at every advertised
+//! error); `tests/wire/versions.rs` encodes and decodes a real response at every advertised
 //! version of every API. Structures with no version-dependent fields anywhere below them
 //! have an empty row.
 //!

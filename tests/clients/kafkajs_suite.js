@@ -1,4 +1,5 @@
-// kafkajs's side of tests/clients.rs: one command per run, records as JSON lines.
+// kafkajs's side of tests/interop_clients/clients.rs: one command per run, records as JSON
+// lines.
 //
 // Keys and values travel as hex strings (null for a null value), so the Rust test compares
 // bytes exactly. Every command prints JSON lines on stdout and exits non-zero, with the

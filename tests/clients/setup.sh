@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the clients tests/clients.rs drives, at their pinned versions: Debian's kcat (on
-# Debian's librdkafka), kafka-python and its codec libraries in tests/clients/.venv (a venv,
-# since pip may refuse to install into the system's Python: PEP 668), and kafkajs from the
-# committed package-lock.json. Each step is skipped while what it installed is there and
-# matches its pins, so a second run costs a fraction of a second. Run by .ci/run, and by
-# tests/clients.rs itself before its first suite, so `cargo test` needs no step before it.
+# Installs the clients tests/interop_clients/clients.rs drives, at their pinned versions:
+# Debian's kcat (on Debian's librdkafka), kafka-python and its codec libraries in
+# tests/clients/.venv (a venv, since pip may refuse to install into the system's Python:
+# PEP 668), and kafkajs from the committed package-lock.json. Each step is skipped while what
+# it installed is there and matches its pins, so a second run costs a fraction of a second.
+# Run by .ci/run, and by tests/interop_clients/clients.rs itself before its first suite, so
+# `cargo test` needs no step before it.
 set -euo pipefail
 cd "$(dirname "$0")"
 

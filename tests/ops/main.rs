@@ -1,0 +1,14 @@
+//! Running the broker and its tools as an operator does: the admin CLI (`cli_run` runs it),
+//! the command line and config file, restarts and recovery, shutdown under load, a full disk,
+//! `ringbroker tune`, and the load tool.
+//!
+//! `tune` reads this test process's own resource limits: no test here may change them.
+
+mod cli;
+mod cli_run;
+mod cli_security;
+mod faults;
+mod ringbench;
+mod shutdown;
+mod startup;
+mod tune;

@@ -1,0 +1,13 @@
+//! What the integration test binaries (`tests/<binary>/main.rs`) share: the broker process
+//! and its metrics page (`broker`), the test client over the library's own
+//! (`client`), brokers with secured listeners (`security`) and their certificates (`tls`), a
+//! proxy that loses chosen responses (`proxy`) and the Java client harness (`java`).
+
+pub mod broker;
+pub mod client;
+pub mod java;
+pub mod proxy;
+pub mod security;
+pub mod tls;
+
+pub use broker::{metric_sum, restart, scrape, Broker};
