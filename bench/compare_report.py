@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turn a bench/compare.sh run directory into <out>.md and <out>.json.
+"""Turn a `bench/run.sh compare` run directory into <out>.md and <out>.json.
 
 usage: compare_report.py RUN_DIR OUT_PREFIX
 """
@@ -341,7 +341,7 @@ L.append("")
 L.append("## Commands")
 L.append("")
 L.append("```")
-L.append(cfg.get("invocation", "bench/compare.sh"))
+L.append(cfg.get("invocation", "bench/run.sh compare"))
 L.append("")
 L.append("# brokers")
 L.append(cfg.get("ringbroker_cmd", ""))

@@ -1,4 +1,4 @@
-"""Side-by-side table from ringbench-compare.sh's run directory: the median of each figure
+"""Side-by-side table from a `bench/run.sh ringbench` run directory: the median of each figure
 over the rounds for Ringbroker and Kafka, the ratio of the medians, and the range of the
 per-round ratios (each round ran both brokers back to back). Also the null-broker ceiling
 and each broker's CPU time and peak RSS.

@@ -1,7 +1,7 @@
-#!/usr/bin/env bash
-# Side-by-side: Ringbroker vs Apache Kafka on this machine, one broker at a time.
+# Ringbroker vs Kafka with Kafka's ProducerPerformance; broker CPU per GB, sendfile vs copy
 #
-#   bench/compare.sh
+#   bench/run.sh compare
+#   WAIT_QUIET=600 bench/run.sh compare     first wait (up to 600 s) for an idle machine
 #
 # For each broker: create a topic (PARTITIONS partitions), produce RECORDS records of
 # RECORD_SIZE bytes with Kafka's own ProducerPerformance (acks=1, enable.idempotence=false,
@@ -11,22 +11,18 @@
 # with --zero-copy-fetch false (read+write copy) for consume only. Broker CPU time (utime+stime,
 # /proc/PID/stat) is taken around every phase, peak RSS (VmHWM) before each broker stops.
 #
-# Writes bench/results/<date>-compare.md and .json (RESULT_NAME overrides "<date>-compare").
+# Writes bench/results/<date>-compare.md and .json (RESULT_NAME overrides "<date>-compare",
+# RESULTS_DIR the directory).
 #
 # Environment (defaults in brackets):
 #   RECORDS [2000000]  RECORD_SIZE [1024]  PARTITIONS [6]  CONSUME_PASSES [3]
-#   RB_PORT [19093]  KAFKA_BENCH_PORT [19092]  KAFKA_BENCH_HEAP [1G]  CLIENT_HEAP [512M]
+#   RB_PORT [19093]  KAFKA_BENCH_PORT [19092]  RB_ADMIN_PORT [0]  KAFKA_BENCH_HEAP [1G]  CLIENT_HEAP [512M]
 #   PRODUCER_PROPS  extra producer properties, space-separated k=v (e.g. "linger.ms=10")
 #   SKIP_BUILD=1    use the existing target/release/ringbroker and bench/kafka/target/lib
 #   KEEP_RUN_DIR=0  delete the temp run dir at the end (by default its logs and tool output are
 #                   kept, only the brokers' data is deleted; the report names the dir)
 #   WAIT_QUIET=S    before measuring, wait up to S seconds for the machine to be idle
-set -euo pipefail
-
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/.." && pwd)"
-LIB="$HERE/kafka/target/lib"
-
+# shellcheck shell=bash
 RECORDS="${RECORDS:-2000000}"
 RECORD_SIZE="${RECORD_SIZE:-1024}"
 PARTITIONS="${PARTITIONS:-6}"
@@ -35,54 +31,21 @@ RB_PORT="${RB_PORT:-19093}"
 export KAFKA_BENCH_PORT="${KAFKA_BENCH_PORT:-19092}"
 export KAFKA_BENCH_HEAP="${KAFKA_BENCH_HEAP:-1G}"
 export KAFKA_BENCH_PARTITIONS="$PARTITIONS"
-CLIENT_HEAP="${CLIENT_HEAP:-512M}"
 PRODUCER_PROPS="${PRODUCER_PROPS:-}"
 TOPIC="bench"
 PRODUCE_TIMEOUT=300
 CONSUME_TIMEOUT_MS=180000
+INVOCATION="$(for v in RECORDS RECORD_SIZE PARTITIONS CONSUME_PASSES PRODUCER_PROPS RB_PORT KAFKA_BENCH_PORT SKIP_BUILD; do
+    if [[ -n "${!v:-}" ]]; then printf '%s=%q ' "$v" "${!v}"; fi; done)bench/run.sh compare${*:+ $*}"
 
-log() { echo "[compare $(date -u +%H:%M:%S)] $*" >&2; }
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-listeners_of() { ss -ltnpH "sport = :$1" 2>/dev/null | sed 's/  */ /g' | paste -sd';' || true; }
-for p in "$RB_PORT" "$KAFKA_BENCH_PORT" $((KAFKA_BENCH_PORT + 2)); do
-    if port_busy "$p"; then
-        log "127.0.0.1:$p is already in use ($(listeners_of "$p")): pick free ports with RB_PORT / KAFKA_BENCH_PORT"
-        exit 1
-    fi
-done
-
+bench_init compare
+require_free_ports "$RB_PORT" "$KAFKA_BENCH_PORT" $((KAFKA_BENCH_PORT + 2))
 RESULT_NAME="${RESULT_NAME:-$(date -u +%Y-%m-%d)-compare}"
-RESULTS="$HERE/results"
 mkdir -p "$RESULTS"
-RUN="$(mktemp -d "${TMPDIR:-/tmp}/ringbroker-compare.XXXXXX")"
-export KAFKA_BENCH_DIR="$RUN/kafka"
 METRICS="$RUN/metrics.tsv"
 : >"$METRICS"
-CLK_TCK="$(getconf CLK_TCK)"
-INVOCATION="$(for v in RECORDS RECORD_SIZE PARTITIONS CONSUME_PASSES PRODUCER_PROPS RB_PORT KAFKA_BENCH_PORT SKIP_BUILD; do
-    if [[ -n "${!v:-}" ]]; then printf '%s=%q ' "$v" "${!v}"; fi; done)bench/compare.sh${*:+ $*}"
 
 metric() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$METRICS"; }
-
-RB_PID=""
-cleanup() {
-    local rc=$?
-    if [[ -n "$RB_PID" ]] && kill -0 "$RB_PID" 2>/dev/null; then kill -KILL "$RB_PID" 2>/dev/null || true; fi
-    KEEP=1 "$HERE/kafka.sh" stop >/dev/null 2>&1 || true
-    rm -rf "$RUN/rb-data" "$RUN/kafka/data" "$RUN/ringbroker"
-    if [[ "${KEEP_RUN_DIR:-1}" == 0 && $rc -eq 0 ]]; then rm -rf "$RUN"; else log "logs kept in $RUN"; fi
-}
-trap cleanup EXIT
-
-# ---- /proc helpers ---------------------------------------------------------------------
-
-# utime+stime of a process (all its threads), in clock ticks.
-proc_ticks() { awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
-# Machine-wide busy ticks (user+nice+system+irq+softirq) and steal ticks.
-sys_busy() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-sys_steal() { awk '/^cpu /{ print $9 }' /proc/stat; }
-vm_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
-ticks_to_s() { awk -v t="$1" -v h="$CLK_TCK" 'BEGIN { printf "%.3f", t / h }'; }
 
 # measure PHASE BROKER_PID OUTFILE CMD...: run CMD, record wall time, broker CPU, client CPU
 # (children of a subshell, via `times`) and the rest of the machine's busy CPU.
@@ -110,10 +73,8 @@ measure() {
     return $rc
 }
 
-java_client() { java "-Xmx$CLIENT_HEAP" -cp "$LIB/*" "$@"; }
-
 create_topic() {
-    java_client ringbroker.bench.TopicSetup --bootstrap "$1" --create "$TOPIC" --partitions "$PARTITIONS" >&2
+    java_tool ringbroker.bench.TopicSetup --bootstrap "$1" --create "$TOPIC" --partitions "$PARTITIONS" >&2
 }
 
 PRODUCE_CMD=(org.apache.kafka.tools.ProducerPerformance --topic "$TOPIC" --num-records "$RECORDS"
@@ -123,8 +84,8 @@ if [[ -n "$PRODUCER_PROPS" ]]; then PRODUCE_CMD+=($PRODUCER_PROPS); fi
 
 produce() { # BROKER BOOTSTRAP PID
     log "$1: produce $RECORDS x $RECORD_SIZE B to $TOPIC ($PARTITIONS partitions)"
-    if ! measure "$1.produce" "$3" "$RUN/$1.produce.out" \
-        timeout "$PRODUCE_TIMEOUT" java -Xmx"$CLIENT_HEAP" -cp "$LIB/*" "${PRODUCE_CMD[@]}" --bootstrap-server "$2"; then
+    if ! JAVA_TIMEOUT="$PRODUCE_TIMEOUT" measure "$1.produce" "$3" "$RUN/$1.produce.out" \
+        java_tool "${PRODUCE_CMD[@]}" --bootstrap-server "$2"; then
         log "$1: ProducerPerformance failed (rc $(awk -F'\t' -v p="$1.produce" '$1 == p && $2 == "rc" { print $3 }' "$METRICS")); tail:"
         tail -5 "$RUN/$1.produce.out" "$RUN/$1.produce.out.err" >&2 || true
     fi
@@ -137,7 +98,7 @@ consume() { # LABEL BOOTSTRAP PID
     for ((i = 1; i <= CONSUME_PASSES; i++)); do
         log "$1: consume pass $i/$CONSUME_PASSES"
         if ! measure "$1.consume.$i" "$3" "$RUN/$1.consume.$i.out" \
-            java -Xmx"$CLIENT_HEAP" -cp "$LIB/*" ringbroker.bench.ConsumePerf --bootstrap "$2" --topic "$TOPIC" \
+            java_tool ringbroker.bench.ConsumePerf --bootstrap "$2" --topic "$TOPIC" \
             --records "$RECORDS" --timeout-ms "$CONSUME_TIMEOUT_MS"; then
             log "$1: ConsumePerf pass $i failed; tail:"
             tail -5 "$RUN/$1.consume.$i.out.err" >&2 || true
@@ -147,64 +108,22 @@ consume() { # LABEL BOOTSTRAP PID
 }
 
 record_rss() { # LABEL PID
-    metric "$1" vm_hwm_kib "$(vm_kib "$2" VmHWM)"
-    metric "$1" vm_rss_kib "$(vm_kib "$2" VmRSS)"
-}
-
-# ---- Ringbroker --------------------------------------------------------------------------
-
-
-start_ringbroker() { # LABEL ZERO_COPY
-    local logf="$RUN/$1.log"
-    # Ringbroker binds with SO_REUSEPORT: a second broker on the port would silently share it.
-    if port_busy "$RB_PORT"; then
-        log "$1: 127.0.0.1:$RB_PORT is already in use ($(listeners_of "$RB_PORT")); set RB_PORT to another port"
-        return 1
-    fi
-    RB_CMD=("$RUN/ringbroker" --flush os --listen "127.0.0.1:$RB_PORT" --data-dir "$RUN/rb-data" --zero-copy-fetch "$2")
-    log "$1: ${RB_CMD[*]}"
-    RUST_LOG="${RUST_LOG:-info}" "${RB_CMD[@]}" >"$logf" 2>&1 </dev/null &
-    RB_PID=$!
-    for _ in $(seq 1 300); do
-        if grep -q "ringbroker listening on" "$logf"; then
-            if command -v ss >/dev/null && listeners_of "$RB_PORT" | grep -v "pid=$RB_PID," | grep -q .; then
-                log "$1: another process also listens on $RB_PORT: $(listeners_of "$RB_PORT")"
-                return 1
-            fi
-            return 0
-        fi
-        kill -0 "$RB_PID" 2>/dev/null || { log "$1: exited at start:"; tail -20 "$logf" >&2; return 1; }
-        sleep 0.1
-    done
-    log "$1: not listening after 30 s"
-    return 1
+    metric "$1" vm_hwm_kib "$(proc_kib "$2" VmHWM)"
+    metric "$1" vm_rss_kib "$(proc_kib "$2" VmRSS)"
 }
 
 stop_ringbroker() { # LABEL
-    [[ -n "$RB_PID" ]] || return 0
-    kill -TERM "$RB_PID" 2>/dev/null || true
-    for _ in $(seq 1 300); do kill -0 "$RB_PID" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$RB_PID" 2>/dev/null; then
-        log "$1: still running 30 s after SIGTERM: SIGKILL"
-        metric "$1" shutdown_killed 1
-        kill -KILL "$RB_PID" 2>/dev/null || true
-    fi
-    wait "$RB_PID" 2>/dev/null || true
-    RB_PID=""
+    rb_stop "$1"
+    if [[ "$RB_KILLED" == 1 ]]; then metric "$1" shutdown_killed 1; fi
 }
 
-# ---- build ---------------------------------------------------------------------------------
+build_release
+rb_private_copy
+kafka_provision
+ls "$KAFKA_LIB"/ringbroker-bench-kafka-*.jar >/dev/null
 
-if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    log "cargo build --release"
-    (cd "$ROOT" && cargo build --release 2>&1 | tail -2 >&2)
-    "$HERE/kafka.sh" provision
-fi
-# Run a private copy so a rebuild in the shared target dir cannot swap the binary mid-run.
-cp "$ROOT/target/release/ringbroker" "$RUN/ringbroker"
-ls "$LIB"/ringbroker-bench-kafka-*.jar >/dev/null
-
-KAFKA_VERSION="$(basename "$(ls "$LIB"/kafka_2.13-*.jar | head -1)" .jar | sed 's/^kafka_2.13-//')"
+KAFKA_JARS=("$KAFKA_LIB"/kafka_2.13-*.jar)
+KAFKA_VERSION="$(basename "${KAFKA_JARS[0]}" .jar | sed 's/^kafka_2.13-//')"
 metric machine cpu_model "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 metric machine cores "$(nproc)"
 metric machine kernel "$(uname -sr)"
@@ -212,23 +131,11 @@ metric machine mem_total_kib "$(awk '/^MemTotal/ { print $2 }' /proc/meminfo)"
 metric machine java "$(java -version 2>&1 | head -1)"
 metric machine kafka_version "$KAFKA_VERSION"
 metric machine ringbroker_git "$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null)$(cd "$ROOT" && git diff --quiet HEAD -- src Cargo.toml Cargo.lock 2>/dev/null || echo '+dirty')"
-metric machine ringbroker_sha256 "$(sha256sum "$RUN/ringbroker" | cut -c1-16)"
+metric machine ringbroker_sha256 "$(sha256sum "$RB" | cut -c1-16)"
 metric machine loadavg_at_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 # How busy the machine is before we start (2 s sample): other work skews every figure.
-# With WAIT_QUIET=SECONDS, wait up to that long for a sample under 0.2 busy cores.
-quiet_deadline=$((SECONDS + ${WAIT_QUIET:-0}))
-while :; do
-    b0="$(sys_busy)"; sleep 2; b1="$(sys_busy)"
-    IDLE_BUSY="$(awk -v t=$((b1 - b0)) -v h="$CLK_TCK" 'BEGIN { printf "%.2f", t / h / 2 }')"
-    if awk -v b="$IDLE_BUSY" 'BEGIN { exit !(b <= 0.2) }' || ((SECONDS >= quiet_deadline)); then break; fi
-    log "waiting for a quiet machine ($IDLE_BUSY cores busy)"
-    sleep 3
-done
+wait_quiet "${WAIT_QUIET:-0}"
 metric machine busy_cores_before_start "$IDLE_BUSY"
-if awk -v b="$IDLE_BUSY" 'BEGIN { exit !(b > 0.2) }'; then
-    log "WARNING: the machine is already busy ($IDLE_BUSY cores in use before start); top processes:"
-    ps -eo pcpu,pid,comm --sort=-pcpu | head -4 >&2
-fi
 metric config records "$RECORDS"
 metric config record_size "$RECORD_SIZE"
 metric config partitions "$PARTITIONS"
@@ -236,7 +143,7 @@ metric config consume_passes "$CONSUME_PASSES"
 metric config invocation "$INVOCATION"
 metric config produce_cmd "java -Xmx$CLIENT_HEAP -cp 'bench/kafka/target/lib/*' ${PRODUCE_CMD[*]} --bootstrap-server HOST:PORT"
 metric config consume_cmd "java -Xmx$CLIENT_HEAP -cp 'bench/kafka/target/lib/*' ringbroker.bench.ConsumePerf --bootstrap HOST:PORT --topic $TOPIC --records $RECORDS"
-metric config ringbroker_cmd "target/release/ringbroker --flush os --listen 127.0.0.1:$RB_PORT --data-dir TMP --zero-copy-fetch true|false"
+metric config ringbroker_cmd "target/release/ringbroker --data-dir TMP --admin-listen $(rb_admin_listen) --flush os --listen 127.0.0.1:$RB_PORT --zero-copy-fetch true|false"
 metric config kafka_cmd "bench/kafka.sh start (kafka.Kafka, KRaft broker+controller, heap $KAFKA_BENCH_HEAP, num.partitions=$PARTITIONS, 127.0.0.1:$KAFKA_BENCH_PORT)"
 metric config client_heap "$CLIENT_HEAP"
 metric config run_dir "$RUN"
@@ -246,7 +153,7 @@ T_START=$SECONDS
 RB_BOOT="127.0.0.1:$RB_PORT"
 
 # Ringbroker, sendfile: produce + consume.
-if start_ringbroker rb-sendfile true; then
+if rb_start rb-sendfile "$RB" --flush os --listen "$RB_BOOT" --zero-copy-fetch true; then
     metric rb-sendfile started 1
     if create_topic "$RB_BOOT"; then
         produce rb "$RB_BOOT" "$RB_PID"
@@ -254,45 +161,43 @@ if start_ringbroker rb-sendfile true; then
     else
         metric rb-sendfile topic_failed 1
     fi
-    metric rb-sendfile data_bytes "$(du -s -B1 "$RUN/rb-data" | cut -f1)"
+    metric rb-sendfile data_bytes "$(du -s -B1 "$RB_DATA" | cut -f1)"
     record_rss rb-sendfile "$RB_PID"
     stop_ringbroker rb-sendfile
 else
     metric rb-sendfile started 0
-    stop_ringbroker rb-sendfile
 fi
 
 # Ringbroker, copying fetch path: consume only, same data.
-if start_ringbroker rb-copy false; then
+if KEEP_DATA=1 rb_start rb-copy "$RB" --flush os --listen "$RB_BOOT" --zero-copy-fetch false; then
     metric rb-copy started 1
     consume rb-copy "$RB_BOOT" "$RB_PID"
     record_rss rb-copy "$RB_PID"
     stop_ringbroker rb-copy
 else
     metric rb-copy started 0
-    stop_ringbroker rb-copy
 fi
 sed 's/\x1b\[[0-9;]*m//g' "$RUN"/rb-*.log | grep -E " (WARN|ERROR) " | head -20 >"$RUN/rb-warnings.txt" || true
-rm -rf "$RUN/rb-data"
+rm -rf "$RB_DATA"
 
 # Apache Kafka: produce + consume.
 KAFKA_BOOT="127.0.0.1:$KAFKA_BENCH_PORT"
-if KEEP=1 "$HERE/kafka.sh" start; then
+if kafka_start; then
     metric kafka started 1
-    KPID="$("$HERE/kafka.sh" pid)"
+    KPID="$(kafka_pid)"
     if create_topic "$KAFKA_BOOT"; then
         produce kafka "$KAFKA_BOOT" "$KPID"
         consume kafka "$KAFKA_BOOT" "$KPID"
     else
         metric kafka topic_failed 1
     fi
-    metric kafka data_bytes "$(du -s -B1 "$RUN/kafka/data" | cut -f1)"
+    metric kafka data_bytes "$(du -s -B1 "$KAFKA_BENCH_DIR/data" | cut -f1)"
     record_rss kafka "$KPID"
-    KEEP=1 "$HERE/kafka.sh" stop
+    kafka_stop
 else
     metric kafka started 0
 fi
-grep -E " (WARN|ERROR) " "$RUN/kafka/kafka.log" 2>/dev/null | head -20 >"$RUN/kafka-warnings.txt" || true
+grep -E " (WARN|ERROR) " "$KAFKA_BENCH_DIR/kafka.log" 2>/dev/null | head -20 >"$RUN/kafka-warnings.txt" || true
 
 metric config total_wall_s "$((SECONDS - T_START))"
 metric machine loadavg_at_end "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,7 +1,6 @@
-#!/usr/bin/env bash
-# Cross-check of ringbench against Kafka's own perf tools, on both brokers in one run.
+# ringbench checked against Kafka's ProducerPerformance/ConsumerPerformance
 #
-#   bench/crosscheck.sh            environment: RECORDS [1000000] RECORD_SIZE [1024] PARTITIONS [6]
+#   bench/run.sh crosscheck
 #
 # For Kafka 4.4 and then Ringbroker (--flush os), one broker at a time:
 #   1. ProducerPerformance: RECORDS records into topic pp (acks=1, no idempotence, as fast as
@@ -12,39 +11,32 @@
 #   4. ringbench reads topic pp from the beginning (one connection, all partitions).
 # Each tool's client CPU time (user+sys of the process tree) is recorded, since on a 2-core
 # machine a client that needs more CPU takes it from the broker.
-# Writes bench/results/<date>-crosscheck.md and .json; keeps tool output in the run dir it names.
-set -euo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/.." && pwd)"
-LIB="$HERE/kafka/target/lib"
+# Writes bench/results/<date>-crosscheck.md and .json (RESULTS_DIR: another directory); keeps
+# tool output in the run dir it names.
+#
+# Environment: RECORDS [1000000] RECORD_SIZE [1024] PARTITIONS [6]
+#   RB_PORT [19593] KAFKA_BENCH_PORT [19592] RB_ADMIN_PORT [0] WAIT_QUIET [0]
+# shellcheck shell=bash
 RECORDS="${RECORDS:-1000000}"
 RECORD_SIZE="${RECORD_SIZE:-1024}"
 PARTITIONS="${PARTITIONS:-6}"
 RB_PORT="${RB_PORT:-19593}"
-KAFKA_PORT="${KAFKA_BENCH_PORT:-19592}"
-RUN="$(mktemp -d "${TMPDIR:-/tmp}/crosscheck.XXXXXX")"
-log() { echo "[crosscheck $(date -u +%H:%M:%S)] $*" >&2; }
-export KAFKA_BENCH_PORT="$KAFKA_PORT" KAFKA_BENCH_DIR="$RUN/kafka" KAFKA_BENCH_PARTITIONS="$PARTITIONS"
+export KAFKA_BENCH_PORT="${KAFKA_BENCH_PORT:-19592}" KAFKA_BENCH_PARTITIONS="$PARTITIONS"
 
-RB_PID=""
-cleanup() {
-    if [[ -n "$RB_PID" ]]; then kill "$RB_PID" 2>/dev/null || true; fi
-    "$HERE/kafka.sh" stop >/dev/null 2>&1 || true
-    rm -rf "$RUN/rb-data"
-}
-trap cleanup EXIT
-
-log "building (release)"
-(cd "$ROOT" && cargo build --release -p ringbroker -p ringbench 2>&1 | tail -1 >&2)
-"$HERE/kafka.sh" provision >/dev/null
-BENCH="$ROOT/target/release/ringbench"
+bench_init crosscheck
+require_free_ports "$RB_PORT" "$KAFKA_BENCH_PORT" $((KAFKA_BENCH_PORT + 2))
+build_release
+rb_private_copy
+kafka_provision
+wait_quiet "${WAIT_QUIET:-0}"
 
 # timed NAME CMD...: runs CMD with its output in NAME.out and its wall and CPU time in NAME.time.json.
 timed() {
     local name="$1"
     shift
     log "$name"
-    python3 - "$RUN/$name" "$@" <<'PY'
+    pin "$CLIENT_CPUS"
+    python3 - "$RUN/$name" "${PIN[@]}" "$@" <<'PY'
 import json, resource, subprocess, sys, time
 out = sys.argv[1]
 t = time.time()
@@ -56,37 +48,31 @@ sys.exit(rc)
 PY
 }
 
-java_tool() { java -Xmx512M -cp "$LIB/*" "$@"; }
-
 run_tools() { # NAME BOOTSTRAP
     local n="$1" b="$2"
     java_tool ringbroker.bench.TopicSetup --bootstrap "$b" --create pp --partitions "$PARTITIONS" >&2
-    timed "$n-producer-perf" java -Xmx512M -cp "$LIB/*" org.apache.kafka.tools.ProducerPerformance --topic pp \
+    timed "$n-producer-perf" java "-Xmx$CLIENT_HEAP" -cp "$KAFKA_LIB/*" org.apache.kafka.tools.ProducerPerformance --topic pp \
         --num-records "$RECORDS" --record-size "$RECORD_SIZE" --throughput -1 \
         --command-property acks=1 enable.idempotence=false --bootstrap-server "$b"
     timed "$n-ringbench-produce" "$BENCH" --broker "$b" --topic rb --partitions "$PARTITIONS" --producers 1 \
         --consumers 0 --acks 1 --records "$RECORDS" --record-size "$RECORD_SIZE" --batch-records 16 \
         --max-in-flight 5 --warmup 0 --quiet --out "$RUN/$n-ringbench-produce"
-    timed "$n-consumer-perf" java -Xmx512M -cp "$LIB/*" org.apache.kafka.tools.ConsumerPerformance \
+    timed "$n-consumer-perf" java "-Xmx$CLIENT_HEAP" -cp "$KAFKA_LIB/*" org.apache.kafka.tools.ConsumerPerformance \
         --bootstrap-server "$b" --topic pp --num-records "$RECORDS" --timeout 120000
     timed "$n-ringbench-consume" "$BENCH" --broker "$b" --topic pp --producers 0 --consumers 1 \
         --from-beginning --warmup 0 --quiet --out "$RUN/$n-ringbench-consume"
 }
 
-"$HERE/kafka.sh" start >/dev/null
-run_tools kafka "127.0.0.1:$KAFKA_PORT"
-"$HERE/kafka.sh" stop >/dev/null
+kafka_start >/dev/null
+run_tools kafka "127.0.0.1:$KAFKA_BENCH_PORT"
+kafka_stop >/dev/null
 
-"$ROOT/target/release/ringbroker" --listen "127.0.0.1:$RB_PORT" --data-dir "$RUN/rb-data" --flush os \
-    --default-partitions "$PARTITIONS" --group-initial-rebalance-delay-ms 0 >"$RUN/rb.out" 2>"$RUN/rb.log" &
-RB_PID=$!
-for _ in $(seq 1 100); do grep -q "^ringbroker listening on" "$RUN/rb.out" 2>/dev/null && break; sleep 0.1; done
+rb_start rb "$RB" --listen "127.0.0.1:$RB_PORT" --flush os --default-partitions "$PARTITIONS" \
+    --group-initial-rebalance-delay-ms 0
 run_tools rb "127.0.0.1:$RB_PORT"
-kill "$RB_PID"
-wait "$RB_PID" 2>/dev/null || true
-RB_PID=""
+rb_stop rb
 
-OUT="$HERE/results/$(date -u +%Y-%m-%d)-crosscheck"
+OUT="$RESULTS/$(date -u +%Y-%m-%d)-crosscheck"
 python3 - "$RUN" "$OUT" "$RECORDS" "$RECORD_SIZE" <<'PY'
 import json, os, re, sys
 run, out, records, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -124,7 +110,7 @@ lines = [
     "# Cross-check: ringbench against Kafka's ProducerPerformance and ConsumerPerformance",
     "",
     f"{records:,} records × {size} B, 6 partitions, acks=1, one broker at a time on the same 2 cores as the client.",
-    f"Command: `bench/crosscheck.sh` (RECORDS={records}). Tool output: `{run}`.",
+    f"Command: `bench/run.sh crosscheck` (RECORDS={records}). Tool output: `{run}`.",
     "",
     "| figure | Kafka 4.4 | Ringbroker | Ringbroker / Kafka |",
     "|---|---:|---:|---:|",
@@ -144,4 +130,4 @@ open(out + ".md", "w").write("\n".join(lines))
 json.dump(fig, open(out + ".json", "w"), indent=2)
 print("\n".join(lines))
 PY
-log "wrote $OUT.md; tool output kept in $RUN"
+log "wrote $OUT.md and $OUT.json"
