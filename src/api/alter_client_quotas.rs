@@ -140,3 +140,160 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     }
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proto_kafka::messages::alter_client_quotas_request::{EntryData as AskedEntry, OpData};
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::{ResourceType, CLUSTER_NAME};
+
+    fn entry(entity: &[(&str, Option<&str>)], ops: &[(&str, f64, bool)]) -> AskedEntry {
+        let mut e = AskedEntry::default();
+        e.entity = entity
+            .iter()
+            .map(|(t, n)| {
+                let mut d = AskedEntity::default();
+                d.entity_type = str_bytes(*t);
+                d.entity_name = n.map(str_bytes);
+                d
+            })
+            .collect();
+        e.ops = ops
+            .iter()
+            .map(|(k, v, remove)| {
+                let mut o = OpData::default();
+                o.key = str_bytes(*k);
+                o.value = *v;
+                o.remove = *remove;
+                o
+            })
+            .collect();
+        e
+    }
+
+    fn alter_as(b: &Fake, principal: Option<&str>, entries: Vec<AskedEntry>, validate_only: bool) -> Vec<i16> {
+        let mut req = AlterClientQuotasRequest::default();
+        req.entries = entries;
+        req.validate_only = validate_only;
+        let resp: AlterClientQuotasResponse = b.call_as(principal, ApiKey::AlterClientQuotas, 1, &req);
+        for (asked, answered) in req.entries.iter().zip(&resp.entries) {
+            let asked_names: Vec<_> = asked.entity.iter().map(|d| (&d.entity_type, &d.entity_name)).collect();
+            let answered_names: Vec<_> = answered.entity.iter().map(|d| (&d.entity_type, &d.entity_name)).collect();
+            assert_eq!(asked_names, answered_names, "each entry names its entity");
+            assert_eq!(answered.error_code != 0, answered.error_message.is_some());
+        }
+        resp.entries.iter().map(|e| e.error_code).collect()
+    }
+
+    fn alter(b: &Fake, entries: Vec<AskedEntry>) -> Vec<i16> {
+        alter_as(b, None, entries, false)
+    }
+
+    fn named(n: &str) -> Option<EntityName> {
+        Some(EntityName::Named(n.into()))
+    }
+
+    /// The stored quotas: (entity, values).
+    fn stored(b: &Fake) -> Vec<(QuotaEntity, BTreeMap<String, f64>)> {
+        b.catalog().client_quotas.iter().map(|s| (s.entity.clone(), s.values.clone())).collect()
+    }
+
+    fn values(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn quotas_are_set_per_entity_and_removed_key_by_key() {
+        let b = Fake::new();
+        let entries = vec![
+            entry(&[(USER, Some("alice"))], &[(PRODUCER_BYTE_RATE, 1024.0, false), (REQUEST_PERCENTAGE, 50.0, false)]),
+            entry(&[(USER, None)], &[(CONSUMER_BYTE_RATE, 2048.0, false)]),
+            entry(&[(USER, Some("alice")), (CLIENT_ID, Some("app"))], &[(PRODUCER_BYTE_RATE, 512.0, false)]),
+        ];
+        assert_eq!(alter(&b, entries), vec![0, 0, 0]);
+        assert_eq!(
+            stored(&b),
+            vec![
+                (
+                    QuotaEntity { user: named("alice"), client_id: None },
+                    values(&[(PRODUCER_BYTE_RATE, 1024.0), (REQUEST_PERCENTAGE, 50.0)])
+                ),
+                (QuotaEntity { user: named("alice"), client_id: named("app") }, values(&[(PRODUCER_BYTE_RATE, 512.0)])),
+                (
+                    QuotaEntity { user: Some(EntityName::Default), client_id: None },
+                    values(&[(CONSUMER_BYTE_RATE, 2048.0)])
+                ),
+            ]
+        );
+        let entries = vec![
+            entry(&[(USER, Some("alice"))], &[(REQUEST_PERCENTAGE, 0.0, true)]),
+            entry(&[(USER, None)], &[(CONSUMER_BYTE_RATE, 0.0, true)]),
+        ];
+        assert_eq!(alter(&b, entries), vec![0, 0]);
+        let left: Vec<QuotaEntity> = stored(&b).into_iter().map(|(e, _)| e).collect();
+        assert_eq!(
+            left,
+            vec![
+                QuotaEntity { user: named("alice"), client_id: None },
+                QuotaEntity { user: named("alice"), client_id: named("app") },
+            ],
+            "an entity left with no quota is gone"
+        );
+        assert_eq!(stored(&b)[0].1, values(&[(PRODUCER_BYTE_RATE, 1024.0)]));
+    }
+
+    #[test]
+    fn entries_kafka_refuses_or_this_broker_does_not_enforce_are_invalid_request_alone() {
+        let b = Fake::new();
+        let rate = |v: f64| [(PRODUCER_BYTE_RATE, v, false)];
+        let entries = vec![
+            entry(&[(IP, Some("10.0.0.1"))], &[("connection_creation_rate", 10.0, false)]),
+            entry(&[("group", Some("g"))], &rate(1024.0)),
+            entry(&[], &rate(1024.0)),
+            entry(&[(USER, Some("a")), (USER, Some("b"))], &rate(1024.0)),
+            entry(&[(USER, Some("a"))], &[("no_such_quota", 1.0, false)]),
+            entry(&[(USER, Some("a"))], &[("controller_mutation_rate", 1.0, false)]),
+            entry(&[(USER, Some("a"))], &rate(10.5)),
+            entry(&[(USER, Some("a"))], &rate(0.0)),
+            entry(&[(USER, Some("a"))], &[(REQUEST_PERCENTAGE, 0.0, false)]),
+            entry(&[(USER, Some("a"))], &[(PRODUCER_BYTE_RATE, 1024.0, false), (PRODUCER_BYTE_RATE, 1.0, true)]),
+            entry(&[(USER, Some("a"))], &[("no_such_quota", 0.0, true)]),
+            entry(&[(CLIENT_ID, Some("ok"))], &rate(4096.0)),
+        ];
+        let n = entries.len();
+        let invalid = ErrorCode::InvalidRequest.code();
+        let mut expected = vec![invalid; n - 1];
+        expected.push(0);
+        assert_eq!(alter(&b, entries), expected);
+        assert_eq!(
+            stored(&b),
+            vec![(QuotaEntity { user: None, client_id: named("ok") }, values(&[(PRODUCER_BYTE_RATE, 4096.0)]))]
+        );
+    }
+
+    #[test]
+    fn validate_only_checks_but_stores_nothing() {
+        let b = Fake::new();
+        let entries = vec![
+            entry(&[(USER, Some("alice"))], &[(PRODUCER_BYTE_RATE, 1024.0, false)]),
+            entry(&[(IP, None)], &[(PRODUCER_BYTE_RATE, 1024.0, false)]),
+        ];
+        assert_eq!(alter_as(&b, None, entries, true), vec![0, ErrorCode::InvalidRequest.code()]);
+        assert!(stored(&b).is_empty());
+    }
+
+    #[test]
+    fn altering_quotas_needs_alter_configs_on_the_cluster() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        let ask = || vec![entry(&[(USER, Some("eve"))], &[(PRODUCER_BYTE_RATE, 1e9, false)])];
+        assert_eq!(alter_as(&b, Some("User:eve"), ask(), false), vec![ErrorCode::ClusterAuthorizationFailed.code()]);
+        assert!(stored(&b).is_empty());
+        b.allow("User:ops", ResourceType::Cluster, CLUSTER_NAME, Operation::AlterConfigs);
+        assert_eq!(alter_as(&b, Some("User:ops"), ask(), false), vec![0]);
+        assert_eq!(stored(&b).len(), 1);
+    }
+}

@@ -2,8 +2,9 @@
 //! tools call: each resource's dynamic configs become exactly the ones given, every other
 //! one going back to its default. Topics and the BROKER resource (cluster-wide defaults
 //! under name "", or this broker by its node id), as in IncrementalAlterConfigs, whose
-//! helpers live here too: which configs a resource names, the ALTER_CONFIGS check, and the
-//! trip to the controller.
+//! helpers live here too: which configs a resource names, the once-per-request check, the
+//! ALTER_CONFIGS check, and the trip to the controller. As in Kafka, a resource named twice is
+//! INVALID_REQUEST for each entry, and so is a config without a value.
 
 use proto_kafka::messages::alter_configs_response::AlterConfigsResourceResponse;
 use proto_kafka::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
@@ -26,6 +27,15 @@ pub fn target_of(broker: &impl Broker, resource_type: i8, name: &str) -> Result<
         RESOURCE_BROKER if name == broker.config().node_id.to_string() => Ok(ConfigTarget::Broker),
         RESOURCE_BROKER => Err((ErrorCode::InvalidRequest, format!("unknown broker {name:?}"))),
         t => Err((ErrorCode::InvalidRequest, format!("resource type {t} has no alterable configs here"))),
+    }
+}
+
+/// Kafka's first check: a resource appears at most once per request; every entry of one
+/// named more often is refused (none of them applies).
+pub fn once<'a>(resource_type: i8, name: &str, all: impl IntoIterator<Item = (i8, &'a str)>) -> Result<(), Refusal> {
+    match all.into_iter().filter(|&(t, n)| t == resource_type && n == name).count() {
+        0 | 1 => Ok(()),
+        _ => Err((ErrorCode::InvalidRequest, "Each resource must appear at most once.".into())),
     }
 }
 
@@ -62,7 +72,7 @@ fn change_of(
             return Err((ErrorCode::InvalidRequest, format!("config {name} appears twice")));
         }
         let Some(value) = &c.value else {
-            return Err((ErrorCode::InvalidConfig, format!("{name} needs a value")));
+            return Err((ErrorCode::InvalidRequest, format!("Null value not supported for : {name}")));
         };
         ops.push((name, ConfigOp::Set(value.to_string())));
     }
@@ -71,8 +81,11 @@ fn change_of(
 
 pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: AlterConfigsRequest = req.decode()?;
+    let named = || r.resources.iter().map(|o| (o.resource_type, o.resource_name.as_str()));
     let asks = r.resources.iter().map(|res| {
-        authorized(broker, &req, res.resource_type, &res.resource_name).and_then(|()| change_of(broker, res))
+        once(res.resource_type, &res.resource_name, named())
+            .and_then(|()| authorized(broker, &req, res.resource_type, &res.resource_name))
+            .and_then(|()| change_of(broker, res))
     });
     let outcomes = apply(broker, asks.collect(), r.validate_only).await;
     let mut resp = AlterConfigsResponse::default();
@@ -88,4 +101,164 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         resp.responses.push(o);
     }
     req.respond(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proto_kafka::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::{ResourceType, CLUSTER_NAME};
+
+    fn resource(resource_type: i8, name: &str, configs: &[(&str, Option<&str>)]) -> AlterConfigsResource {
+        let mut r = AlterConfigsResource::default();
+        r.resource_type = resource_type;
+        r.resource_name = str_bytes(name);
+        r.configs = configs
+            .iter()
+            .map(|(n, v)| {
+                let mut c = AlterableConfig::default();
+                c.name = str_bytes(*n);
+                c.value = v.map(str_bytes);
+                c
+            })
+            .collect();
+        r
+    }
+
+    fn alter_as(
+        b: &Fake,
+        principal: Option<&str>,
+        resources: Vec<AlterConfigsResource>,
+        validate_only: bool,
+    ) -> Vec<i16> {
+        let mut req = AlterConfigsRequest::default();
+        req.resources = resources;
+        req.validate_only = validate_only;
+        let resp: AlterConfigsResponse = b.call_as(principal, ApiKey::AlterConfigs, 2, &req);
+        for (asked, answered) in req.resources.iter().zip(&resp.responses) {
+            assert_eq!((asked.resource_type, &asked.resource_name), (answered.resource_type, &answered.resource_name));
+        }
+        resp.responses.iter().map(|r| r.error_code).collect()
+    }
+
+    fn alter(b: &Fake, resources: Vec<AlterConfigsResource>) -> Vec<i16> {
+        alter_as(b, None, resources, false)
+    }
+
+    fn topic_configs(b: &Fake, name: &str) -> BTreeMap<String, String> {
+        b.catalog().topic(name).expect("topic exists").configs.clone()
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_configs_given_replace_the_topics_dynamic_configs() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let first = resource(RESOURCE_TOPIC, "t", &[("retention.ms", Some("60000")), ("segment.ms", Some("3600000"))]);
+        assert_eq!(alter(&b, vec![first]), vec![0]);
+        assert_eq!(topic_configs(&b, "t"), map(&[("retention.ms", "60000"), ("segment.ms", "3600000")]));
+        assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", &[("max.message.bytes", Some("2048"))])]), vec![0]);
+        assert_eq!(topic_configs(&b, "t"), map(&[("max.message.bytes", "2048")]), "the others went back to defaults");
+        assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", &[])]), vec![0]);
+        assert!(topic_configs(&b, "t").is_empty());
+    }
+
+    #[test]
+    fn the_broker_resource_replaces_the_cluster_defaults_or_this_brokers_configs() {
+        let b = Fake::new();
+        let id = b.config().node_id.to_string();
+        let asks = vec![
+            resource(RESOURCE_BROKER, "", &[("log.retention.ms", Some("120000"))]),
+            resource(RESOURCE_BROKER, &id, &[("log.segment.bytes", Some("1048576"))]),
+        ];
+        assert_eq!(alter(&b, asks), vec![0, 0]);
+        assert_eq!(b.catalog().broker_defaults, map(&[("log.retention.ms", "120000")]));
+        assert_eq!(b.catalog().broker_configs, map(&[("log.segment.bytes", "1048576")]));
+        let other = (b.config().node_id + 1).to_string();
+        let asks = vec![resource(RESOURCE_BROKER, &other, &[("log.retention.ms", Some("1"))])];
+        assert_eq!(alter(&b, asks), vec![ErrorCode::InvalidRequest.code()]);
+    }
+
+    #[test]
+    fn bad_resources_fail_alone_with_kafkas_codes() {
+        let b = Fake::new();
+        for t in ["t1", "t2", "t3", "ok"] {
+            b.topic(t, 1);
+        }
+        let asks = vec![
+            resource(RESOURCE_TOPIC, "never", &[("retention.ms", Some("1"))]),
+            resource(RESOURCE_TOPIC, "t1", &[("retention.ms", Some("1")), ("retention.ms", Some("2"))]),
+            resource(RESOURCE_TOPIC, "t2", &[("retention.ms", Some("soon"))]),
+            resource(RESOURCE_TOPIC, "t3", &[("retention.ms", None)]),
+            resource(RESOURCE_TOPIC, "ok", &[("retention.ms", Some("1000"))]),
+        ];
+        let invalid_request = ErrorCode::InvalidRequest.code();
+        assert_eq!(
+            alter(&b, asks),
+            vec![
+                ErrorCode::UnknownTopicOrPartition.code(),
+                invalid_request,
+                ErrorCode::InvalidConfig.code(),
+                invalid_request, // Kafka: "Null value not supported"
+                0,
+            ]
+        );
+        for t in ["t1", "t2", "t3"] {
+            assert!(topic_configs(&b, t).is_empty());
+        }
+        assert_eq!(topic_configs(&b, "ok"), map(&[("retention.ms", "1000")]));
+    }
+
+    #[test]
+    fn a_resource_named_twice_is_invalid_request_for_both() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let asks = vec![
+            resource(RESOURCE_TOPIC, "t", &[("retention.ms", Some("1000"))]),
+            resource(RESOURCE_TOPIC, "t", &[("segment.ms", Some("3600000"))]),
+        ];
+        let invalid = ErrorCode::InvalidRequest.code();
+        assert_eq!(alter(&b, asks), vec![invalid, invalid]);
+        assert!(topic_configs(&b, "t").is_empty());
+    }
+
+    #[test]
+    fn validate_only_checks_but_leaves_no_trace() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let asks = vec![resource(RESOURCE_TOPIC, "t", &[("retention.ms", Some("1000"))])];
+        assert_eq!(alter_as(&b, None, asks, true), vec![0]);
+        assert!(topic_configs(&b, "t").is_empty());
+    }
+
+    #[test]
+    fn without_alter_configs_topics_and_the_broker_are_refused() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        let asks = vec![
+            resource(RESOURCE_TOPIC, "t", &[("retention.ms", Some("1000"))]),
+            resource(RESOURCE_TOPIC, "never", &[("retention.ms", Some("1000"))]),
+            resource(RESOURCE_BROKER, "", &[("log.retention.ms", Some("1000"))]),
+        ];
+        let topic = ErrorCode::TopicAuthorizationFailed.code();
+        assert_eq!(
+            alter_as(&b, Some("User:eve"), asks, false),
+            vec![topic, topic, ErrorCode::ClusterAuthorizationFailed.code()]
+        );
+        assert!(topic_configs(&b, "t").is_empty() && b.catalog().broker_defaults.is_empty());
+        b.allow("User:eve", ResourceType::Topic, "t", Operation::AlterConfigs);
+        b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::AlterConfigs);
+        let asks = vec![
+            resource(RESOURCE_TOPIC, "t", &[("retention.ms", Some("1000"))]),
+            resource(RESOURCE_BROKER, "", &[("log.retention.ms", Some("1000"))]),
+        ];
+        assert_eq!(alter_as(&b, Some("User:eve"), asks, false), vec![0, 0]);
+    }
 }

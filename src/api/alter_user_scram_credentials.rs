@@ -120,3 +120,150 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         .collect();
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::alter_user_scram_credentials_request::{
+        ScramCredentialDeletion, ScramCredentialUpsertion,
+    };
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::{ResourceType, CLUSTER_NAME};
+    use crate::auth::scram::salted_password;
+
+    fn upsert(user: &str, mechanism: i8, password: &str, iterations: i32) -> ScramCredentialUpsertion {
+        let mut u = ScramCredentialUpsertion::default();
+        u.name = str_bytes(user);
+        u.mechanism = mechanism;
+        u.iterations = iterations;
+        u.salt = bytes::Bytes::from_static(b"some salt");
+        let m = Mechanism::from_code(mechanism).unwrap_or(Mechanism::Sha256);
+        u.salted_password = salted_password(m, password, b"some salt", iterations).into();
+        u
+    }
+
+    fn delete(user: &str, mechanism: i8) -> ScramCredentialDeletion {
+        let mut d = ScramCredentialDeletion::default();
+        d.name = str_bytes(user);
+        d.mechanism = mechanism;
+        d
+    }
+
+    fn alter_as(
+        b: &Fake,
+        principal: Option<&str>,
+        deletions: Vec<ScramCredentialDeletion>,
+        upsertions: Vec<ScramCredentialUpsertion>,
+    ) -> Vec<(String, i16)> {
+        let mut req = AlterUserScramCredentialsRequest::default();
+        req.deletions = deletions;
+        req.upsertions = upsertions;
+        let resp: AlterUserScramCredentialsResponse = b.call_as(principal, ApiKey::AlterUserScramCredentials, 0, &req);
+        assert!(resp.results.iter().all(|r| (r.error_code != 0) == r.error_message.is_some()));
+        resp.results.iter().map(|r| (r.user.to_string(), r.error_code)).collect()
+    }
+
+    fn alter(
+        b: &Fake,
+        deletions: Vec<ScramCredentialDeletion>,
+        upsertions: Vec<ScramCredentialUpsertion>,
+    ) -> Vec<(String, i16)> {
+        alter_as(b, None, deletions, upsertions)
+    }
+
+    const SHA256: i8 = 1;
+    const SHA512: i8 = 2;
+
+    /// The user's stored (mechanism, iterations).
+    fn stored(b: &Fake, user: &str) -> Vec<(Mechanism, i32)> {
+        b.catalog().credentials(user).iter().map(|c| (c.mechanism, c.iterations)).collect()
+    }
+
+    #[test]
+    fn an_upserted_credential_is_stored_and_checks_the_password() {
+        let b = Fake::new();
+        let results = alter(&b, vec![], vec![upsert("alice", SHA256, "alice-secret", 4096)]);
+        assert_eq!(results, vec![("alice".into(), 0)]);
+        assert_eq!(stored(&b, "alice"), vec![(Mechanism::Sha256, 4096)]);
+        let credential = b.catalog().credentials("alice").remove(0);
+        assert!(credential.verify_password("alice-secret"));
+        assert!(!credential.verify_password("guess"));
+
+        assert_eq!(alter(&b, vec![], vec![upsert("alice", SHA512, "other", 8192)]), vec![("alice".into(), 0)]);
+        let mut both = stored(&b, "alice");
+        both.sort();
+        assert_eq!(both, vec![(Mechanism::Sha256, 4096), (Mechanism::Sha512, 8192)], "one credential per mechanism");
+    }
+
+    #[test]
+    fn a_deletion_removes_the_credential_and_one_that_does_not_exist_is_resource_not_found() {
+        let b = Fake::new();
+        alter(&b, vec![], vec![upsert("alice", SHA256, "alice-secret", 4096)]);
+        assert_eq!(alter(&b, vec![delete("alice", SHA256)], vec![]), vec![("alice".into(), 0)]);
+        assert!(stored(&b, "alice").is_empty());
+        assert_eq!(
+            alter(&b, vec![delete("alice", SHA256), delete("bob", SHA512)], vec![]),
+            vec![
+                ("alice".into(), ErrorCode::ResourceNotFound.code()),
+                ("bob".into(), ErrorCode::ResourceNotFound.code())
+            ]
+        );
+    }
+
+    #[test]
+    fn unacceptable_upsertions_fail_their_user_alone() {
+        let b = Fake::new();
+        let mut no_salt = upsert("nosalt", SHA256, "pw", 4096);
+        no_salt.salt = bytes::Bytes::new();
+        let upsertions = vec![
+            upsert("few", SHA256, "pw", MIN_ITERATIONS - 1),
+            upsert("many", SHA256, "pw", MAX_ITERATIONS + 1),
+            no_salt,
+            upsert("", SHA256, "pw", 4096),
+            upsert("unknown", 0, "pw", 4096),
+            upsert("ok", SHA512, "pw", 4096),
+        ];
+        let unacceptable = ErrorCode::UnacceptableCredential.code();
+        assert_eq!(
+            alter(&b, vec![], upsertions),
+            vec![
+                ("few".into(), unacceptable),
+                ("many".into(), unacceptable),
+                ("nosalt".into(), unacceptable),
+                ("".into(), unacceptable),
+                ("unknown".into(), ErrorCode::UnsupportedSaslMechanism.code()),
+                ("ok".into(), 0),
+            ]
+        );
+        let catalog = b.catalog();
+        assert_eq!(catalog.scram.keys().collect::<Vec<_>>(), vec!["ok"]);
+    }
+
+    #[test]
+    fn a_user_altered_twice_in_one_request_gets_none_of_its_changes() {
+        let b = Fake::new();
+        alter(&b, vec![], vec![upsert("alice", SHA256, "old", 4096)]);
+        let results = alter(
+            &b,
+            vec![delete("alice", SHA256)],
+            vec![upsert("alice", SHA512, "new", 4096), upsert("bob", SHA256, "pw", 4096)],
+        );
+        assert_eq!(results, vec![("alice".into(), ErrorCode::DuplicateResource.code()), ("bob".into(), 0)]);
+        assert_eq!(stored(&b, "alice"), vec![(Mechanism::Sha256, 4096)], "neither change applied");
+        assert_eq!(stored(&b, "bob"), vec![(Mechanism::Sha256, 4096)]);
+    }
+
+    #[test]
+    fn altering_credentials_needs_alter_on_the_cluster() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        let refused = ErrorCode::ClusterAuthorizationFailed.code();
+        let results =
+            alter_as(&b, Some("User:eve"), vec![delete("bob", SHA256)], vec![upsert("eve", SHA256, "pw", 4096)]);
+        assert_eq!(results, vec![("bob".into(), refused), ("eve".into(), refused)]);
+        assert!(b.catalog().scram.is_empty());
+        b.allow("User:ops", ResourceType::Cluster, CLUSTER_NAME, Operation::Alter);
+        let results = alter_as(&b, Some("User:ops"), vec![], vec![upsert("eve", SHA256, "pw", 4096)]);
+        assert_eq!(results, vec![("eve".into(), 0)]);
+    }
+}

@@ -1,6 +1,9 @@
 //! CreateTopics: forwarded to the controller shard, which answers once every shard serves
 //! the new topics. Replication factor must be 1 or -1 (one broker).
 //!
+//! A name given more than once is INVALID_REQUEST for each of its entries, none created (Kafka
+//! answers "Duplicate topic name.").
+//!
 //! Authorization, Kafka's: CREATE on the cluster, or on the topic, else
 //! TOPIC_AUTHORIZATION_FAILED. A created topic's configs (and partition count and replication
 //! factor) are shown only with DESCRIBE_CONFIGS on it; otherwise its config error is
@@ -27,7 +30,10 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         let mut partitions = t.num_partitions;
         let mut rf = t.replication_factor;
         let mut err = None;
-        if !cluster_create && !authz::topic(broker, &req, Operation::Create, &t.name) {
+        if r.topics.iter().filter(|o| o.name == t.name).count() > 1 {
+            // Kafka's answer: none of a name's entries is created.
+            err = Some((ErrorCode::InvalidRequest, format!("duplicate topic name {:?}", t.name.as_str())));
+        } else if !cluster_create && !authz::topic(broker, &req, Operation::Create, &t.name) {
             err = Some((
                 ErrorCode::TopicAuthorizationFailed,
                 "creating a topic needs CREATE on the cluster or on the topic".into(),
@@ -94,4 +100,191 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         resp.topics.push(tr);
     }
     req.respond(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::create_topics_request::{
+        CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+    };
+    use proto_kafka::messages::{BrokerId, TopicName};
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::ResourceType;
+
+    fn creatable(name: &str, partitions: i32, rf: i16) -> CreatableTopic {
+        let mut t = CreatableTopic::default();
+        t.name = TopicName(str_bytes(name));
+        t.num_partitions = partitions;
+        t.replication_factor = rf;
+        t
+    }
+
+    fn request(topics: Vec<CreatableTopic>, validate_only: bool) -> CreateTopicsRequest {
+        let mut r = CreateTopicsRequest::default();
+        r.topics = topics;
+        r.timeout_ms = 30_000;
+        r.validate_only = validate_only;
+        r
+    }
+
+    fn codes(resp: &CreateTopicsResponse) -> Vec<(String, i16)> {
+        resp.topics.iter().map(|t| (t.name.to_string(), t.error_code)).collect()
+    }
+
+    fn config<'a>(t: &'a CreatableTopicResult, name: &str) -> &'a CreatableTopicConfigs {
+        let configs = t.configs.as_ref().expect("configs shown");
+        configs.iter().find(|c| c.name.as_str() == name).expect("config listed")
+    }
+
+    #[test]
+    fn a_created_topic_is_in_the_catalog_with_its_partitions_and_configs() {
+        let b = Fake::new();
+        let mut t = creatable("orders", 3, -1);
+        let mut c = CreatableTopicConfig::default();
+        c.name = str_bytes("retention.ms");
+        c.value = Some(str_bytes("60000"));
+        t.configs.push(c);
+        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(vec![t], false));
+        let r = &resp.topics[0];
+        assert_eq!((r.error_code, r.error_message.as_ref()), (0, None));
+        assert_eq!((r.num_partitions, r.replication_factor, r.topic_config_error_code), (3, 1, 0));
+        let meta = b.catalog().topic("orders").cloned().expect("topic in the catalog");
+        assert_eq!(r.topic_id, meta.id);
+        assert_eq!(meta.partitions(), 3);
+        let retention = config(r, "retention.ms");
+        assert_eq!(retention.value.as_deref(), Some("60000"));
+        assert_eq!(retention.config_source, describe_configs::Source::Topic as i8);
+        let segment = config(r, "segment.bytes");
+        assert_eq!(segment.config_source, describe_configs::Source::Default as i8);
+    }
+
+    #[test]
+    fn default_partitions_come_from_the_broker_setting() {
+        let b = Fake::with(|c| c.default_partitions = 5);
+        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(vec![creatable("t", -1, -1)], false));
+        assert_eq!(resp.topics[0].num_partitions, 5);
+        assert_eq!(b.catalog().topic("t").map(|t| t.partitions()), Some(5));
+    }
+
+    #[test]
+    fn a_topic_that_exists_is_refused_with_topic_already_exists() {
+        let b = Fake::new();
+        let id = b.topic("t", 1).topic;
+        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(vec![creatable("t", 4, 1)], false));
+        assert_eq!(codes(&resp), vec![("t".into(), ErrorCode::TopicAlreadyExists.code())]);
+        assert_eq!((resp.topics[0].num_partitions, resp.topics[0].replication_factor), (-1, -1));
+        let meta = b.catalog().topic("t").cloned().expect("still there");
+        assert_eq!((meta.id, meta.partitions()), (id, 1), "the existing topic is untouched");
+    }
+
+    #[test]
+    fn invalid_asks_fail_alone_with_kafkas_codes() {
+        let b = Fake::new();
+        let mut bad_config = creatable("bad-config", 1, 1);
+        let mut c = CreatableTopicConfig::default();
+        c.name = str_bytes("retention.ms");
+        c.value = Some(str_bytes("soon"));
+        bad_config.configs.push(c);
+        let mut misassigned = creatable("misassigned", -1, -1);
+        let mut a = CreatableReplicaAssignment::default();
+        a.broker_ids = vec![BrokerId(b.config().node_id + 1)];
+        misassigned.assignments.push(a);
+        let topics = vec![
+            creatable("ok", 1, 1),
+            creatable("rf3", 1, 3),
+            creatable("zero", 0, 1),
+            creatable("bad/name", 1, 1),
+            bad_config,
+            misassigned,
+        ];
+        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(topics, false));
+        assert_eq!(
+            codes(&resp),
+            vec![
+                ("ok".into(), 0),
+                ("rf3".into(), ErrorCode::InvalidReplicationFactor.code()),
+                ("zero".into(), ErrorCode::InvalidPartitions.code()),
+                ("bad/name".into(), ErrorCode::InvalidTopicException.code()),
+                ("bad-config".into(), ErrorCode::InvalidConfig.code()),
+                ("misassigned".into(), ErrorCode::InvalidReplicaAssignment.code()),
+            ]
+        );
+        assert!(resp.topics[1..].iter().all(|t| t.error_message.is_some()), "each refusal says why");
+        let catalog = b.catalog();
+        let created: Vec<&str> = catalog.topics.keys().map(String::as_str).filter(|n| !n.starts_with("__")).collect();
+        assert_eq!(created, vec!["ok"]);
+    }
+
+    #[test]
+    fn a_manual_assignment_naming_this_broker_sets_the_partition_count() {
+        let b = Fake::new();
+        let mut t = creatable("manual", -1, -1);
+        for i in 0..2 {
+            let mut a = CreatableReplicaAssignment::default();
+            a.partition_index = i;
+            a.broker_ids = vec![BrokerId(b.config().node_id)];
+            t.assignments.push(a);
+        }
+        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(vec![t], false));
+        assert_eq!((resp.topics[0].error_code, resp.topics[0].num_partitions), (0, 2));
+        assert_eq!(b.catalog().topic("manual").map(|t| t.partitions()), Some(2));
+    }
+
+    #[test]
+    fn validate_only_answers_as_a_creation_would_but_creates_nothing() {
+        let b = Fake::new();
+        b.topic("exists", 1);
+        let topics = vec![creatable("new", 2, 1), creatable("exists", 1, 1)];
+        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(topics, true));
+        assert_eq!(codes(&resp), vec![("new".into(), 0), ("exists".into(), ErrorCode::TopicAlreadyExists.code())]);
+        assert_eq!(resp.topics[0].num_partitions, 2);
+        assert!(b.catalog().topic("new").is_none(), "validate_only leaves no topic");
+    }
+
+    #[test]
+    fn duplicate_names_in_one_request_are_invalid_request() {
+        let b = Fake::new();
+        let topics = vec![creatable("twice", 1, 1), creatable("twice", 2, 1)];
+        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(topics, false));
+        let invalid = ErrorCode::InvalidRequest.code();
+        assert_eq!(codes(&resp), vec![("twice".into(), invalid), ("twice".into(), invalid)]);
+        assert!(b.catalog().topic("twice").is_none());
+    }
+
+    #[test]
+    fn without_create_the_topic_is_refused_and_not_created() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        let resp: CreateTopicsResponse =
+            b.call_as(Some("User:eve"), ApiKey::CreateTopics, 7, &request(vec![creatable("t", 1, 1)], false));
+        assert_eq!(codes(&resp), vec![("t".into(), ErrorCode::TopicAuthorizationFailed.code())]);
+        assert!(b.catalog().topic("t").is_none());
+    }
+
+    #[test]
+    fn create_on_the_topic_without_describe_configs_hides_its_configs() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.allow("User:eve", ResourceType::Topic, "t", Operation::Create);
+        let resp: CreateTopicsResponse =
+            b.call_as(Some("User:eve"), ApiKey::CreateTopics, 7, &request(vec![creatable("t", 2, 1)], false));
+        let r = &resp.topics[0];
+        assert_eq!(r.error_code, 0);
+        assert_eq!(r.topic_config_error_code, ErrorCode::TopicAuthorizationFailed.code());
+        assert_eq!((r.num_partitions, r.replication_factor), (-1, -1));
+        assert_eq!(r.configs.as_ref().map(Vec::len), Some(0));
+        assert_eq!(b.catalog().topic("t").map(|t| t.partitions()), Some(2), "created all the same");
+    }
+
+    #[test]
+    fn create_on_the_cluster_allows_any_topic() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.allow("User:ops", ResourceType::Cluster, crate::auth::acl::CLUSTER_NAME, Operation::Create);
+        b.allow("User:ops", ResourceType::Topic, "t", Operation::DescribeConfigs);
+        let resp: CreateTopicsResponse =
+            b.call_as(Some("User:ops"), ApiKey::CreateTopics, 7, &request(vec![creatable("t", 1, 1)], false));
+        let r = &resp.topics[0];
+        assert_eq!((r.error_code, r.topic_config_error_code, r.num_partitions), (0, 0, 1));
+        assert!(b.catalog().topic("t").is_some());
+    }
 }

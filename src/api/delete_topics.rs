@@ -66,3 +66,114 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     }
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::delete_topics_request::DeleteTopicState;
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::ResourceType;
+
+    fn by_names(names: &[&str]) -> DeleteTopicsRequest {
+        let mut r = DeleteTopicsRequest::default();
+        r.topic_names = names.iter().map(|n| TopicName(str_bytes(*n))).collect();
+        r.timeout_ms = 30_000;
+        r
+    }
+
+    /// A v6 request: each topic by name or by id.
+    fn by_states(topics: &[(Option<&str>, uuid::Uuid)]) -> DeleteTopicsRequest {
+        let mut r = DeleteTopicsRequest::default();
+        for (name, id) in topics {
+            let mut t = DeleteTopicState::default();
+            t.name = name.map(|n| TopicName(str_bytes(n)));
+            t.topic_id = *id;
+            r.topics.push(t);
+        }
+        r.timeout_ms = 30_000;
+        r
+    }
+
+    fn codes(resp: &DeleteTopicsResponse) -> Vec<(Option<String>, i16)> {
+        resp.responses.iter().map(|t| (t.name.as_ref().map(|n| n.to_string()), t.error_code)).collect()
+    }
+
+    #[test]
+    fn a_topic_deleted_by_name_leaves_the_catalog_and_unknown_names_fail_alone() {
+        let b = Fake::new();
+        b.topic("gone", 2);
+        b.topic("kept", 1);
+        let resp: DeleteTopicsResponse = b.call(ApiKey::DeleteTopics, 5, &by_names(&["gone", "never"]));
+        assert_eq!(
+            codes(&resp),
+            vec![(Some("gone".into()), 0), (Some("never".into()), ErrorCode::UnknownTopicOrPartition.code())]
+        );
+        assert!(b.catalog().topic("gone").is_none());
+        assert!(b.catalog().topic("kept").is_some(), "other topics stay");
+    }
+
+    #[test]
+    fn v6_deletes_by_id_and_answers_with_the_name_and_id() {
+        let b = Fake::new();
+        let id = b.topic("t", 1).topic;
+        b.topic("u", 1);
+        let unknown = uuid::Uuid::from_u128(42);
+        let req = by_states(&[(None, id), (None, unknown), (Some("u"), uuid::Uuid::nil())]);
+        let resp: DeleteTopicsResponse = b.call(ApiKey::DeleteTopics, 6, &req);
+        assert_eq!(
+            codes(&resp),
+            vec![(Some("t".into()), 0), (None, ErrorCode::UnknownTopicId.code()), (Some("u".into()), 0)]
+        );
+        assert_eq!(resp.responses[0].topic_id, id);
+        assert_eq!(resp.responses[1].topic_id, unknown);
+        assert!(b.catalog().topic("t").is_none() && b.catalog().topic("u").is_none());
+    }
+
+    #[test]
+    fn the_offsets_topic_cannot_be_deleted() {
+        let b = Fake::new();
+        let resp: DeleteTopicsResponse = b.call(ApiKey::DeleteTopics, 5, &by_names(&[crate::group::offsets::TOPIC]));
+        assert_eq!(resp.responses[0].error_code, ErrorCode::InvalidTopicException.code());
+        assert!(b.catalog().topic(crate::group::offsets::TOPIC).is_some());
+    }
+
+    #[test]
+    fn without_delete_a_topic_is_refused_whether_or_not_it_exists() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        let resp: DeleteTopicsResponse =
+            b.call_as(Some("User:eve"), ApiKey::DeleteTopics, 5, &by_names(&["t", "never"]));
+        let refused = ErrorCode::TopicAuthorizationFailed.code();
+        assert_eq!(codes(&resp), vec![(Some("t".into()), refused), (Some("never".into()), refused)]);
+        assert!(b.catalog().topic("t").is_some());
+    }
+
+    #[test]
+    fn by_id_the_name_is_shown_only_to_who_may_describe_it() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        let hidden = b.topic("hidden", 1).topic;
+        let described = b.topic("described", 1).topic;
+        b.allow("User:eve", ResourceType::Topic, "described", Operation::Describe);
+        let resp: DeleteTopicsResponse =
+            b.call_as(Some("User:eve"), ApiKey::DeleteTopics, 6, &by_states(&[(None, hidden), (None, described)]));
+        let refused = ErrorCode::TopicAuthorizationFailed.code();
+        assert_eq!(codes(&resp), vec![(None, refused), (Some("described".into()), refused)]);
+        assert_eq!((resp.responses[0].topic_id, resp.responses[1].topic_id), (hidden, described));
+        assert!(b.catalog().topic("hidden").is_some() && b.catalog().topic("described").is_some());
+    }
+
+    #[test]
+    fn delete_on_the_topic_or_the_cluster_allows_the_deletion() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("a", 1);
+        b.topic("b", 1);
+        b.allow("User:eve", ResourceType::Topic, "a", Operation::Delete);
+        b.allow("User:ops", ResourceType::Cluster, crate::auth::acl::CLUSTER_NAME, Operation::Delete);
+        let resp: DeleteTopicsResponse = b.call_as(Some("User:eve"), ApiKey::DeleteTopics, 5, &by_names(&["a"]));
+        assert_eq!(codes(&resp), vec![(Some("a".into()), 0)]);
+        let resp: DeleteTopicsResponse = b.call_as(Some("User:ops"), ApiKey::DeleteTopics, 5, &by_names(&["b"]));
+        assert_eq!(codes(&resp), vec![(Some("b".into()), 0)]);
+        assert!(b.catalog().topic("a").is_none() && b.catalog().topic("b").is_none());
+    }
+}

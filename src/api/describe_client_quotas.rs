@@ -128,3 +128,145 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     resp.entries = Some(entries);
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::alter_client_quotas_request::{
+        EntityData as AskedEntity, EntryData as AskedEntry, OpData,
+    };
+    use proto_kafka::messages::describe_client_quotas_request::ComponentData;
+    use proto_kafka::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse};
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::{ResourceType, CLUSTER_NAME};
+    use crate::quota::PRODUCER_BYTE_RATE;
+
+    /// Sets producer_byte_rate = `rate` on the entity of (type, name) parts.
+    fn set(b: &Fake, entity: &[(&str, Option<&str>)], rate: f64) {
+        let mut e = AskedEntry::default();
+        for (t, n) in entity {
+            let mut d = AskedEntity::default();
+            d.entity_type = str_bytes(*t);
+            d.entity_name = n.map(str_bytes);
+            e.entity.push(d);
+        }
+        let mut o = OpData::default();
+        o.key = str_bytes(PRODUCER_BYTE_RATE);
+        o.value = rate;
+        e.ops.push(o);
+        let mut req = AlterClientQuotasRequest::default();
+        req.entries.push(e);
+        let resp: AlterClientQuotasResponse = b.call(ApiKey::AlterClientQuotas, 1, &req);
+        assert_eq!(resp.entries[0].error_code, 0);
+    }
+
+    fn component(entity_type: &str, match_type: i8, name: Option<&str>) -> ComponentData {
+        let mut c = ComponentData::default();
+        c.entity_type = str_bytes(entity_type);
+        c.match_type = match_type;
+        c._match = name.map(str_bytes);
+        c
+    }
+
+    fn describe_as(
+        b: &Fake,
+        principal: Option<&str>,
+        components: Vec<ComponentData>,
+        strict: bool,
+    ) -> DescribeClientQuotasResponse {
+        let mut req = DescribeClientQuotasRequest::default();
+        req.components = components;
+        req.strict = strict;
+        b.call_as(principal, ApiKey::DescribeClientQuotas, 1, &req)
+    }
+
+    /// Each entry as "user=alice,client-id=<default>:rate".
+    fn entries(resp: &DescribeClientQuotasResponse) -> Vec<String> {
+        let entries = resp.entries.as_ref().expect("entries answered");
+        entries
+            .iter()
+            .map(|e| {
+                let entity: Vec<String> = e
+                    .entity
+                    .iter()
+                    .map(|d| format!("{}={}", d.entity_type, d.entity_name.as_deref().unwrap_or("<default>")))
+                    .collect();
+                let values: Vec<String> = e.values.iter().map(|v| format!("{}={}", v.key, v.value)).collect();
+                format!("{}:{}", entity.join(","), values.join(","))
+            })
+            .collect()
+    }
+
+    fn broker() -> Fake {
+        let b = Fake::new();
+        set(&b, &[(USER, Some("alice"))], 1000.0);
+        set(&b, &[(USER, None)], 2000.0);
+        set(&b, &[(USER, Some("alice")), (CLIENT_ID, Some("app"))], 3000.0);
+        set(&b, &[(CLIENT_ID, Some("app"))], 4000.0);
+        b
+    }
+
+    #[test]
+    fn no_components_lists_every_entity_with_its_values() {
+        let b = broker();
+        let resp = describe_as(&b, None, vec![], false);
+        assert_eq!((resp.error_code, resp.error_message.as_ref()), (0, None));
+        assert_eq!(
+            entries(&resp),
+            vec![
+                "client-id=app:producer_byte_rate=4000",
+                "user=alice:producer_byte_rate=1000",
+                "user=alice,client-id=app:producer_byte_rate=3000",
+                "user=<default>:producer_byte_rate=2000",
+            ]
+        );
+    }
+
+    #[test]
+    fn exact_default_and_any_match_as_in_kafka_and_strict_leaves_out_other_types() {
+        let b = broker();
+        let alice = || vec![component(USER, MATCH_EXACT, Some("alice"))];
+        assert_eq!(
+            entries(&describe_as(&b, None, alice(), false)),
+            vec!["user=alice:producer_byte_rate=1000", "user=alice,client-id=app:producer_byte_rate=3000"]
+        );
+        assert_eq!(entries(&describe_as(&b, None, alice(), true)), vec!["user=alice:producer_byte_rate=1000"]);
+        let default = vec![component(USER, MATCH_DEFAULT, None)];
+        assert_eq!(entries(&describe_as(&b, None, default, true)), vec!["user=<default>:producer_byte_rate=2000"]);
+        let any_user_with_app = vec![component(USER, MATCH_ANY, None), component(CLIENT_ID, MATCH_EXACT, Some("app"))];
+        assert_eq!(
+            entries(&describe_as(&b, None, any_user_with_app, true)),
+            vec!["user=alice,client-id=app:producer_byte_rate=3000"]
+        );
+    }
+
+    #[test]
+    fn an_invalid_filter_is_invalid_request_with_no_entries() {
+        let b = broker();
+        let filters = vec![
+            vec![component(IP, MATCH_ANY, None)],
+            vec![component("group", MATCH_ANY, None)],
+            vec![component(USER, MATCH_EXACT, None)],
+            vec![component(USER, 9, None)],
+            vec![component(USER, MATCH_ANY, None), component(USER, MATCH_DEFAULT, None)],
+        ];
+        for f in filters {
+            let resp = describe_as(&b, None, f, false);
+            assert_eq!(resp.error_code, ErrorCode::InvalidRequest.code());
+            assert!(resp.error_message.is_some());
+            assert!(resp.entries.is_none());
+        }
+    }
+
+    #[test]
+    fn describing_quotas_needs_describe_configs_on_the_cluster() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.allow("User:ops", ResourceType::Cluster, CLUSTER_NAME, Operation::DescribeConfigs);
+        let resp = describe_as(&b, Some("User:eve"), vec![], false);
+        assert_eq!(resp.error_code, ErrorCode::ClusterAuthorizationFailed.code());
+        assert!(resp.entries.is_none());
+        let resp = describe_as(&b, Some("User:ops"), vec![], false);
+        assert_eq!((resp.error_code, resp.entries.map(|e| e.len())), (0, Some(0)));
+    }
+}

@@ -205,7 +205,8 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 .and_then(|()| resource_configs(broker, &catalog, res, r.include_synonyms));
         match configs {
             Ok(mut c) => {
-                if let Some(keys) = &res.configuration_keys {
+                // No keys, or an empty list (Kafka's rule): every config.
+                if let Some(keys) = res.configuration_keys.as_ref().filter(|k| !k.is_empty()) {
                     c.retain(|e| keys.iter().any(|k| k.as_str() == e.name.as_str()));
                 }
                 out.configs = c;
@@ -218,4 +219,177 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         resp.results.push(out);
     }
     req.respond(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    use proto_kafka::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::{ResourceType, CLUSTER_NAME};
+
+    fn resource(resource_type: i8, name: &str, keys: Option<&[&str]>) -> DescribeConfigsResource {
+        let mut r = DescribeConfigsResource::default();
+        r.resource_type = resource_type;
+        r.resource_name = str_bytes(name);
+        r.configuration_keys = keys.map(|k| k.iter().map(|k| str_bytes(*k)).collect());
+        r
+    }
+
+    fn request(resources: Vec<DescribeConfigsResource>, synonyms: bool) -> DescribeConfigsRequest {
+        let mut r = DescribeConfigsRequest::default();
+        r.resources = resources;
+        r.include_synonyms = synonyms;
+        r
+    }
+
+    fn describe(b: &Fake, resources: Vec<DescribeConfigsResource>, synonyms: bool) -> DescribeConfigsResponse {
+        b.call(ApiKey::DescribeConfigs, 4, &request(resources, synonyms))
+    }
+
+    fn find<'a>(r: &'a DescribeConfigsResult, name: &str) -> &'a DescribeConfigsResourceResult {
+        r.configs.iter().find(|c| c.name.as_str() == name).unwrap_or_else(|| panic!("{name} listed"))
+    }
+
+    /// Sets `name` = `value` on a resource with IncrementalAlterConfigs.
+    fn set(b: &Fake, resource_type: i8, resource_name: &str, name: &str, value: &str) {
+        let mut c = AlterableConfig::default();
+        c.name = str_bytes(name);
+        c.value = Some(str_bytes(value));
+        let mut res = AlterConfigsResource::default();
+        res.resource_type = resource_type;
+        res.resource_name = str_bytes(resource_name);
+        res.configs.push(c);
+        let mut req = IncrementalAlterConfigsRequest::default();
+        req.resources.push(res);
+        let resp: IncrementalAlterConfigsResponse = b.call(ApiKey::IncrementalAlterConfigs, 1, &req);
+        assert_eq!(resp.responses[0].error_code, 0, "{:?}", resp.responses[0].error_message);
+    }
+
+    #[test]
+    fn a_topics_own_value_is_sourced_from_the_topic_and_the_others_from_the_defaults() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        set(&b, RESOURCE_TOPIC, "t", "retention.ms", "60000");
+        let resp = describe(&b, vec![resource(RESOURCE_TOPIC, "t", None)], false);
+        let r = &resp.results[0];
+        assert_eq!((r.error_code, r.error_message.as_ref()), (0, None));
+        assert_eq!(r.configs.len(), TOPIC_CONFIGS.len(), "every topic config is listed");
+        let retention = find(r, "retention.ms");
+        assert_eq!(retention.value.as_deref(), Some("60000"));
+        assert_eq!((retention.config_source, retention.config_type), (Source::Topic as i8, Kind::Long as i8));
+        assert!(retention.synonyms.is_empty(), "no synonyms unless asked");
+        let policy = find(r, "cleanup.policy");
+        assert_eq!((policy.value.as_deref(), policy.config_source), (Some("delete"), Source::Default as i8));
+    }
+
+    #[test]
+    fn synonyms_list_each_layer_most_specific_first() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        set(&b, RESOURCE_BROKER, "", "log.retention.ms", "120000");
+        let default = (b.log_config().retention_ms).to_string();
+        let resp = describe(&b, vec![resource(RESOURCE_TOPIC, "t", Some(&["retention.ms"]))], true);
+        let r = &resp.results[0];
+        assert_eq!(r.configs.len(), 1, "only the key asked for");
+        let e = &r.configs[0];
+        assert_eq!((e.value.as_deref(), e.config_source), (Some("120000"), Source::DynamicDefaultBroker as i8));
+        let layers: Vec<(&str, Option<&str>, i8)> =
+            e.synonyms.iter().map(|s| (s.name.as_str(), s.value.as_deref(), s.source)).collect();
+        assert_eq!(
+            layers,
+            vec![
+                ("log.retention.ms", Some("120000"), Source::DynamicDefaultBroker as i8),
+                ("log.retention.ms", Some(default.as_str()), Source::Default as i8),
+            ]
+        );
+        set(&b, RESOURCE_TOPIC, "t", "retention.ms", "5000");
+        let resp = describe(&b, vec![resource(RESOURCE_TOPIC, "t", Some(&["retention.ms"]))], true);
+        let sources: Vec<i8> = resp.results[0].configs[0].synonyms.iter().map(|s| s.source).collect();
+        assert_eq!(sources, vec![Source::Topic as i8, Source::DynamicDefaultBroker as i8, Source::Default as i8]);
+    }
+
+    #[test]
+    fn an_empty_key_list_means_every_config_as_in_kafka() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let resp = describe(&b, vec![resource(RESOURCE_TOPIC, "t", Some(&[]))], false);
+        assert_eq!(resp.results[0].configs.len(), TOPIC_CONFIGS.len());
+    }
+
+    #[test]
+    fn the_broker_shows_its_static_settings_and_the_default_resource_only_dynamic_defaults() {
+        let b = Fake::new();
+        let id = b.config().node_id.to_string();
+        let resp = describe(&b, vec![resource(RESOURCE_BROKER, &id, None), resource(RESOURCE_BROKER, "", None)], false);
+        let broker = &resp.results[0];
+        assert_eq!(broker.error_code, 0);
+        let broker_id = find(broker, "broker.id");
+        assert_eq!(broker_id.value.as_deref(), Some(id.as_str()));
+        assert!(broker_id.read_only);
+        assert_eq!(broker_id.config_source, Source::StaticBroker as i8);
+        assert!(!find(broker, "log.retention.ms").read_only, "topic defaults are dynamic");
+        assert!(resp.results[1].configs.is_empty(), "no dynamic default set yet");
+
+        set(&b, RESOURCE_BROKER, "", "log.retention.ms", "120000");
+        let resp = describe(&b, vec![resource(RESOURCE_BROKER, &id, None), resource(RESOURCE_BROKER, "", None)], false);
+        let e = find(&resp.results[0], "log.retention.ms");
+        assert_eq!((e.value.as_deref(), e.config_source), (Some("120000"), Source::DynamicDefaultBroker as i8));
+        let defaults: Vec<(&str, Option<&str>)> =
+            resp.results[1].configs.iter().map(|c| (c.name.as_str(), c.value.as_deref())).collect();
+        assert_eq!(defaults, vec![("log.retention.ms", Some("120000"))]);
+    }
+
+    #[test]
+    fn unknown_topics_other_brokers_and_other_resource_types_fail_alone() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let other = (b.config().node_id + 1).to_string();
+        let resources = vec![
+            resource(RESOURCE_TOPIC, "never", None),
+            resource(RESOURCE_BROKER, &other, None),
+            resource(RESOURCE_TOPIC, "t", Some(&["segment.bytes"])),
+            resource(16, "metrics", None),
+        ];
+        let resp = describe(&b, resources, false);
+        let codes: Vec<i16> = resp.results.iter().map(|r| r.error_code).collect();
+        let invalid = ErrorCode::InvalidRequest.code();
+        assert_eq!(codes, vec![ErrorCode::UnknownTopicOrPartition.code(), invalid, 0, invalid]);
+        assert!(resp.results[0].configs.is_empty());
+        assert_eq!(resp.results[2].configs.len(), 1);
+        assert_eq!(resp.results[1].resource_name.as_str(), other, "each result names its resource");
+    }
+
+    #[test]
+    fn without_describe_configs_topics_and_the_broker_are_refused_before_existence() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        b.topic("mine", 1);
+        b.allow("User:eve", ResourceType::Topic, "mine", Operation::DescribeConfigs);
+        let id = b.config().node_id.to_string();
+        let resources = vec![
+            resource(RESOURCE_TOPIC, "t", None),
+            resource(RESOURCE_TOPIC, "never", None),
+            resource(RESOURCE_BROKER, &id, None),
+            resource(RESOURCE_TOPIC, "mine", None),
+        ];
+        let resp: DescribeConfigsResponse =
+            b.call_as(Some("User:eve"), ApiKey::DescribeConfigs, 4, &request(resources, false));
+        let codes: Vec<i16> = resp.results.iter().map(|r| r.error_code).collect();
+        let topic = ErrorCode::TopicAuthorizationFailed.code();
+        assert_eq!(codes, vec![topic, topic, ErrorCode::ClusterAuthorizationFailed.code(), 0]);
+        assert!(resp.results[..3].iter().all(|r| r.configs.is_empty()));
+        assert_eq!(resp.results[3].configs.len(), TOPIC_CONFIGS.len());
+
+        b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::DescribeConfigs);
+        let resp: DescribeConfigsResponse = b.call_as(
+            Some("User:eve"),
+            ApiKey::DescribeConfigs,
+            4,
+            &request(vec![resource(RESOURCE_BROKER, &id, None)], false),
+        );
+        assert_eq!(resp.results[0].error_code, 0);
+    }
 }

@@ -56,3 +56,111 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     }
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::api::join_group::tests::{join, stable, subscription};
+    use crate::api::offset_fetch::tests::commit;
+
+    fn request(groups: &[&str], include_authorized_operations: bool) -> DescribeGroupsRequest {
+        let mut r = DescribeGroupsRequest::default();
+        r.groups = groups.iter().map(|g| GroupId(str_bytes(*g))).collect();
+        r.include_authorized_operations = include_authorized_operations;
+        r
+    }
+
+    #[test]
+    fn a_stable_group_is_described_with_each_members_metadata_and_assignment() {
+        let b = Fake::new();
+        let (m, _) = stable(&b, "g", &["t"]);
+        let resp: DescribeGroupsResponse = b.call(ApiKey::DescribeGroups, 5, &request(&["g"], false));
+        let g = &resp.groups[0];
+        assert_eq!((g.error_code, g.group_id.as_str(), g.group_state.as_str()), (0, "g", "Stable"));
+        assert_eq!((g.protocol_type.as_str(), g.protocol_data.as_str()), ("consumer", "range"));
+        assert_eq!(g.authorized_operations, AUTH_OPS_OMITTED, "not asked for");
+        let members: Vec<_> = g
+            .members
+            .iter()
+            .map(|x| (x.member_id.to_string(), x.client_id.to_string(), x.client_host.to_string()))
+            .collect();
+        assert_eq!(members, vec![(m, "unit-test".to_string(), "/127.0.0.1".to_string())]);
+        assert_eq!(g.members[0].member_metadata, subscription(&["t"]));
+        assert_eq!(&g.members[0].member_assignment[..], b"A");
+    }
+
+    #[test]
+    fn a_group_in_a_rebalance_shows_no_protocol_yet() {
+        let b = Fake::new();
+        join(&b, "g", &["t"]);
+        let resp: DescribeGroupsResponse = b.call(ApiKey::DescribeGroups, 0, &request(&["g"], false));
+        let g = &resp.groups[0];
+        assert_eq!((g.group_state.as_str(), g.protocol_data.as_str()), ("CompletingRebalance", ""));
+        assert_eq!(g.protocol_type.as_str(), "consumer");
+        assert!(g.members[0].member_assignment.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_group_is_dead_before_v6_and_group_id_not_found_from_v6() {
+        let b = Fake::new();
+        let resp: DescribeGroupsResponse = b.call(ApiKey::DescribeGroups, 5, &request(&["nope"], false));
+        let g = &resp.groups[0];
+        assert_eq!((g.error_code, g.group_state.as_str(), g.members.len()), (0, "Dead", 0));
+        let resp: DescribeGroupsResponse = b.call(ApiKey::DescribeGroups, 6, &request(&["nope"], true));
+        let g = &resp.groups[0];
+        assert_eq!((g.error_code, g.group_state.as_str()), (ErrorCode::GroupIdNotFound.code(), "Dead"));
+        assert_eq!(g.error_message.as_deref(), Some("group nope not found"));
+    }
+
+    #[test]
+    fn authorized_operations_are_filled_in_when_asked_for() {
+        let b = Fake::with(|c| {
+            c.authorizer_enabled = true;
+            c.super_users = "User:ANONYMOUS".into();
+        });
+        b.topic("t", 1);
+        commit(&b, "g", "t", &[(0, 1)]);
+        b.allow("User:eve", ResourceType::Group, "g", Operation::Read);
+        let eve = Some("User:eve");
+        let resp: DescribeGroupsResponse = b.call_as(eve, ApiKey::DescribeGroups, 3, &request(&["g"], true));
+        let g = &resp.groups[0];
+        let read_and_describe = 1 << Operation::Read.code() | 1 << Operation::Describe.code();
+        assert_eq!((g.error_code, g.group_state.as_str()), (0, "Empty"));
+        assert_eq!(g.authorized_operations, read_and_describe, "READ implies DESCRIBE");
+        let resp: DescribeGroupsResponse = b.call_as(eve, ApiKey::DescribeGroups, 3, &request(&["g"], false));
+        assert_eq!(resp.groups[0].authorized_operations, AUTH_OPS_OMITTED);
+    }
+
+    #[test]
+    fn each_group_the_principal_may_not_describe_is_refused_on_its_own() {
+        let b = Fake::with(|c| {
+            c.authorizer_enabled = true;
+            c.super_users = "User:ANONYMOUS".into();
+        });
+        b.topic("t", 1);
+        commit(&b, "a", "t", &[(0, 1)]);
+        commit(&b, "b", "t", &[(0, 1)]);
+        b.allow("User:eve", ResourceType::Group, "a", Operation::Describe);
+        let resp: DescribeGroupsResponse =
+            b.call_as(Some("User:eve"), ApiKey::DescribeGroups, 5, &request(&["a", "b", ""], false));
+        let answers: Vec<_> =
+            resp.groups.iter().map(|g| (g.group_id.to_string(), g.error_code, g.group_state.to_string())).collect();
+        let refused = ErrorCode::GroupAuthorizationFailed.code();
+        assert_eq!(
+            answers,
+            vec![
+                ("a".into(), 0, "Empty".into()),
+                ("b".into(), refused, String::new()),
+                (String::new(), refused, String::new())
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_group_id_is_invalid() {
+        let b = Fake::new();
+        let resp: DescribeGroupsResponse = b.call(ApiKey::DescribeGroups, 5, &request(&[""], false));
+        assert_eq!(resp.groups[0].error_code, ErrorCode::InvalidGroupId.code());
+    }
+}

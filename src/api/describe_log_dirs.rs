@@ -73,3 +73,97 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     resp.results.push(dir);
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::describe_log_dirs_request::DescribableLogDirTopic;
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::{AclBinding, PatternType, Permission, ResourceType, CLUSTER_NAME};
+    use crate::protocol::batch;
+
+    fn request(topics: Option<&[(&str, &[i32])]>) -> DescribeLogDirsRequest {
+        let mut r = DescribeLogDirsRequest::default();
+        r.topics = topics.map(|ts| {
+            ts.iter()
+                .map(|(name, partitions)| {
+                    let mut t = DescribableLogDirTopic::default();
+                    t.topic = TopicName(str_bytes(*name));
+                    t.partitions = partitions.to_vec();
+                    t
+                })
+                .collect()
+        });
+        r
+    }
+
+    /// (partition, size, offset lag) of each partition of `topic` in the one directory.
+    fn partitions(resp: &DescribeLogDirsResponse, topic: &str) -> Option<Vec<(i32, i64, i64)>> {
+        let t = resp.results[0].topics.iter().find(|t| t.name.as_str() == topic)?;
+        Some(t.partitions.iter().map(|p| (p.partition_index, p.partition_size, p.offset_lag)).collect())
+    }
+
+    fn allow_cluster(b: &Fake, principal: &str, op: Operation) {
+        let binding = AclBinding {
+            resource_type: ResourceType::Cluster,
+            resource_name: CLUSTER_NAME.into(),
+            pattern: PatternType::Literal,
+            principal: principal.into(),
+            host: "*".into(),
+            operation: op,
+            permission: Permission::Allow,
+        };
+        futures_lite::future::block_on(b.create_acls(vec![binding])).expect("ACL stored");
+    }
+
+    #[test]
+    fn null_topics_describe_every_partition_with_its_size_and_the_disk() {
+        let b = Fake::new();
+        b.topic("t", 2);
+        b.append(b.tp("t", 1), &[b"hello"]);
+        let resp: DescribeLogDirsResponse = b.call(ApiKey::DescribeLogDirs, 4, &request(None));
+        assert_eq!(resp.error_code, 0);
+        assert_eq!(resp.results.len(), 1, "one log directory");
+        let dir = &resp.results[0];
+        assert_eq!(dir.log_dir.as_str(), b.config().data_dir.display().to_string());
+        let size = batch::build(0, &[b"hello"]).len() as i64;
+        assert_eq!(partitions(&resp, "t"), Some(vec![(0, 0, 0), (1, size, 0)]));
+        assert_eq!(partitions(&resp, crate::group::offsets::TOPIC), Some(vec![(0, 0, 0)]), "the offsets topic too");
+        assert!(dir.total_bytes > 0 && (0..=dir.total_bytes).contains(&dir.usable_bytes), "{dir:?}");
+    }
+
+    #[test]
+    fn only_asked_partitions_of_known_topics_are_described() {
+        let b = Fake::new();
+        b.topic("t", 2);
+        b.append(b.tp("t", 0), &[b"x"]);
+        let req = request(Some(&[("t", &[1, 5, -1]), ("missing", &[0])]));
+        let resp: DescribeLogDirsResponse = b.call(ApiKey::DescribeLogDirs, 2, &req);
+        let names: Vec<&str> = resp.results[0].topics.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, vec!["t"], "unknown topics are left out");
+        assert_eq!(partitions(&resp, "t"), Some(vec![(1, 0, 0)]), "unknown partitions are left out");
+    }
+
+    #[test]
+    fn before_v4_the_disk_space_is_not_told() {
+        let b = Fake::new();
+        let resp: DescribeLogDirsResponse = b.call(ApiKey::DescribeLogDirs, 3, &request(None));
+        assert_eq!((resp.results[0].total_bytes, resp.results[0].usable_bytes), (-1, -1));
+    }
+
+    #[test]
+    fn without_describe_on_the_cluster_no_directory_is_told() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        let resp: DescribeLogDirsResponse = b.call_as(Some("User:eve"), ApiKey::DescribeLogDirs, 3, &request(None));
+        assert_eq!(resp.error_code, ErrorCode::ClusterAuthorizationFailed.code());
+        assert!(resp.results.is_empty());
+        let resp: DescribeLogDirsResponse = b.call_as(Some("User:eve"), ApiKey::DescribeLogDirs, 1, &request(None));
+        assert_eq!((resp.error_code, resp.results.len()), (0, 0), "v1-2 have no top-level error: no directories");
+        allow_cluster(&b, "User:eve", Operation::Describe);
+        let resp: DescribeLogDirsResponse = b.call_as(Some("User:eve"), ApiKey::DescribeLogDirs, 3, &request(None));
+        assert_eq!(resp.error_code, 0);
+        assert_eq!(partitions(&resp, "t"), Some(vec![(0, 0, 0)]));
+    }
+}

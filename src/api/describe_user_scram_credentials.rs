@@ -76,3 +76,96 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     }
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::describe_user_scram_credentials_request::UserName;
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::{ResourceType, CLUSTER_NAME};
+    use crate::auth::scram::Mechanism;
+    use crate::controller::CredentialChange;
+
+    /// Stores a credential for `user` through the controller, as AlterUserScramCredentials does.
+    fn set(b: &Fake, user: &str, mechanism: Mechanism, iterations: i32) {
+        let c = ScramCredential::from_password(mechanism, "pw", b"salt", iterations);
+        let results =
+            futures_lite::future::block_on(b.alter_credentials(vec![(user.to_string(), CredentialChange::Upsert(c))]));
+        assert!(results[0].is_ok());
+    }
+
+    fn describe_as(b: &Fake, principal: Option<&str>, users: Option<&[&str]>) -> DescribeUserScramCredentialsResponse {
+        let mut req = DescribeUserScramCredentialsRequest::default();
+        req.users = users.map(|u| {
+            u.iter()
+                .map(|n| {
+                    let mut name = UserName::default();
+                    name.name = str_bytes(*n);
+                    name
+                })
+                .collect()
+        });
+        b.call_as(principal, ApiKey::DescribeUserScramCredentials, 0, &req)
+    }
+
+    /// One result: (user, error, [(mechanism, iterations)]).
+    type Described = (String, i16, Vec<(i8, i32)>);
+
+    fn results(resp: &DescribeUserScramCredentialsResponse) -> Vec<Described> {
+        resp.results
+            .iter()
+            .map(|r| {
+                let infos = r.credential_infos.iter().map(|i| (i.mechanism, i.iterations)).collect();
+                (r.user.to_string(), r.error_code, infos)
+            })
+            .collect()
+    }
+
+    fn broker() -> Fake {
+        let b = Fake::new();
+        set(&b, "alice", Mechanism::Sha512, 8192);
+        set(&b, "alice", Mechanism::Sha256, 4096);
+        set(&b, "bob", Mechanism::Sha256, 4096);
+        b
+    }
+
+    #[test]
+    fn no_users_named_lists_every_user_with_its_mechanisms_in_kafkas_order() {
+        let b = broker();
+        let expected =
+            vec![("alice".to_string(), 0, vec![(1, 4096), (2, 8192)]), ("bob".to_string(), 0, vec![(1, 4096)])];
+        for users in [None, Some(&[][..])] {
+            let resp = describe_as(&b, None, users);
+            assert_eq!(resp.error_code, 0);
+            assert_eq!(results(&resp), expected);
+        }
+    }
+
+    #[test]
+    fn named_users_are_answered_once_each_unknown_and_repeated_ones_with_an_error() {
+        let b = broker();
+        let resp = describe_as(&b, None, Some(&["bob", "carol", "alice", "alice"]));
+        assert_eq!(
+            results(&resp),
+            vec![
+                ("bob".to_string(), 0, vec![(1, 4096)]),
+                ("carol".to_string(), ErrorCode::ResourceNotFound.code(), vec![]),
+                ("alice".to_string(), ErrorCode::DuplicateResource.code(), vec![]),
+            ]
+        );
+        assert!(resp.results[1].error_message.is_some() && resp.results[2].error_message.is_some());
+    }
+
+    #[test]
+    fn describing_credentials_needs_describe_on_the_cluster() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        set(&b, "alice", Mechanism::Sha256, 4096);
+        let resp = describe_as(&b, Some("User:eve"), None);
+        assert_eq!(resp.error_code, ErrorCode::ClusterAuthorizationFailed.code());
+        assert!(resp.results.is_empty(), "no user is told");
+        b.allow("User:ops", ResourceType::Cluster, CLUSTER_NAME, Operation::Describe);
+        let resp = describe_as(&b, Some("User:ops"), None);
+        assert_eq!(results(&resp), vec![("alice".to_string(), 0, vec![(1, 4096)])]);
+    }
+}

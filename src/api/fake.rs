@@ -281,6 +281,22 @@ impl Fake {
         let response = self.send(api, version, msg, principal).expect("answered").expect("a response");
         decode_response(api, version, &response)
     }
+
+    /// Stores an ALLOW ACL: `principal` may do `op` on the resource named `name` (LITERAL),
+    /// from any host; the next request sees it.
+    pub(crate) fn allow(&self, principal: &str, resource: AclResource, name: &str, op: Operation) {
+        let acl = crate::auth::acl::AclBinding {
+            resource_type: resource,
+            resource_name: name.into(),
+            pattern: crate::auth::acl::PatternType::Literal,
+            principal: principal.into(),
+            host: "*".into(),
+            operation: op,
+            permission: crate::auth::acl::Permission::Allow,
+        };
+        self.0.controller.borrow_mut().create_acls(&[acl]).expect("ACL stored");
+        self.publish();
+    }
 }
 
 /// A connection's security state on a listener of `protocol`, from a fixed client address.

@@ -62,3 +62,80 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     }
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::ResourceType;
+
+    fn single(key: &str, key_type: i8) -> FindCoordinatorRequest {
+        let mut r = FindCoordinatorRequest::default();
+        r.key = str_bytes(key);
+        r.key_type = key_type;
+        r
+    }
+
+    fn batched(keys: &[&str], key_type: i8) -> FindCoordinatorRequest {
+        let mut r = FindCoordinatorRequest::default();
+        r.coordinator_keys = keys.iter().map(|k| str_bytes(*k)).collect();
+        r.key_type = key_type;
+        r
+    }
+
+    /// (key, error code, node, host, port) of each coordinator answered.
+    fn coordinators(resp: &FindCoordinatorResponse) -> Vec<(&str, i16, i32, &str, i32)> {
+        resp.coordinators.iter().map(|c| (c.key.as_str(), c.error_code, c.node_id.0, c.host.as_str(), c.port)).collect()
+    }
+
+    #[test]
+    fn before_v4_the_one_group_is_coordinated_by_this_broker() {
+        let b = Fake::with(|c| c.node_id = 3);
+        for version in [0, 3] {
+            let resp: FindCoordinatorResponse = b.call(ApiKey::FindCoordinator, version, &single("g", KEY_GROUP));
+            let found = (resp.error_code, resp.node_id.0, resp.host.as_str(), resp.port);
+            assert_eq!(found, (0, 3, "127.0.0.1", 9092), "v{version}");
+            assert!(resp.coordinators.is_empty(), "v{version}");
+        }
+    }
+
+    #[test]
+    fn from_v4_each_key_gets_its_own_answer() {
+        let b = Fake::new();
+        let resp: FindCoordinatorResponse = b.call(ApiKey::FindCoordinator, 4, &batched(&["g1", "g2"], KEY_GROUP));
+        assert_eq!(coordinators(&resp), vec![("g1", 0, 0, "127.0.0.1", 9092), ("g2", 0, 0, "127.0.0.1", 9092)]);
+        assert_eq!((resp.error_code, resp.node_id.0, resp.port), (0, 0, 0), "the single-key fields are left out");
+    }
+
+    #[test]
+    fn transaction_and_share_coordinators_are_invalid_request() {
+        let b = Fake::new();
+        let invalid = ErrorCode::InvalidRequest.code();
+        for key_type in [KEY_TRANSACTION, 2] {
+            let resp: FindCoordinatorResponse = b.call(ApiKey::FindCoordinator, 6, &batched(&["k"], key_type));
+            assert_eq!(coordinators(&resp), vec![("k", invalid, -1, "", -1)], "key type {key_type}");
+            let message = resp.coordinators[0].error_message.as_deref().unwrap_or_default();
+            assert!(message.contains("not supported"), "{message}");
+        }
+        let resp: FindCoordinatorResponse = b.call(ApiKey::FindCoordinator, 3, &single("tx", KEY_TRANSACTION));
+        assert_eq!((resp.error_code, resp.node_id.0, resp.port), (invalid, -1, -1));
+        assert!(resp.error_message.is_some());
+    }
+
+    #[test]
+    fn without_describe_the_group_or_transactional_id_is_refused() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.allow("User:eve", ResourceType::Group, "mine", Operation::Describe);
+        let resp: FindCoordinatorResponse =
+            b.call_as(Some("User:eve"), ApiKey::FindCoordinator, 4, &batched(&["mine", "theirs"], KEY_GROUP));
+        let denied = ErrorCode::GroupAuthorizationFailed.code();
+        assert_eq!(coordinators(&resp), vec![("mine", 0, 0, "127.0.0.1", 9092), ("theirs", denied, -1, "", -1)]);
+        let resp: FindCoordinatorResponse =
+            b.call_as(Some("User:eve"), ApiKey::FindCoordinator, 2, &single("theirs", KEY_GROUP));
+        assert_eq!((resp.error_code, resp.node_id.0, resp.port), (denied, -1, -1));
+        let resp: FindCoordinatorResponse =
+            b.call_as(Some("User:eve"), ApiKey::FindCoordinator, 4, &batched(&["tx"], KEY_TRANSACTION));
+        let denied = ErrorCode::TransactionalIdAuthorizationFailed.code();
+        assert_eq!(coordinators(&resp), vec![("tx", denied, -1, "", -1)], "refused before being unsupported");
+    }
+}

@@ -3,8 +3,10 @@
 //! broker-wide defaults of topic configs, `log.retention.ms` and the like) on the BROKER
 //! resource, cluster-wide (name "") or for this broker (its node id). The controller checks
 //! every change against the table of topic configs, persists it and answers once every
-//! shard uses it. Each resource needs ALTER_CONFIGS on what it is about (see
-//! `authz::config_resource`), checked first.
+//! shard uses it. A resource named twice in one request is INVALID_REQUEST for each entry
+//! (Kafka's first check), as is a SET, APPEND or SUBTRACT without a value. Each resource needs
+//! ALTER_CONFIGS on what it is about (see `authz::config_resource`), checked before the
+//! changes.
 
 use proto_kafka::messages::incremental_alter_configs_request::AlterConfigsResource;
 use proto_kafka::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -35,10 +37,7 @@ fn change_of(broker: &impl Broker, r: &AlterConfigsResource) -> Result<ConfigCha
         let op = match (c.config_operation, value) {
             (OP_DELETE, _) => ConfigOp::Delete,
             (OP_SET | OP_APPEND | OP_SUBTRACT, None) => {
-                return Err((
-                    ErrorCode::InvalidConfig,
-                    format!("{name} needs a value for operation {}", c.config_operation),
-                ))
+                return Err((ErrorCode::InvalidRequest, format!("Null value not supported for : {name}")))
             }
             (OP_SET, Some(v)) => ConfigOp::Set(v),
             (OP_APPEND, Some(v)) => ConfigOp::Append(v),
@@ -57,8 +56,10 @@ fn change_of(broker: &impl Broker, r: &AlterConfigsResource) -> Result<ConfigCha
 
 pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: IncrementalAlterConfigsRequest = req.decode()?;
+    let named = || r.resources.iter().map(|o| (o.resource_type, o.resource_name.as_str()));
     let asks = r.resources.iter().map(|res| {
-        alter_configs::authorized(broker, &req, res.resource_type, &res.resource_name)
+        alter_configs::once(res.resource_type, &res.resource_name, named())
+            .and_then(|()| alter_configs::authorized(broker, &req, res.resource_type, &res.resource_name))
             .and_then(|()| change_of(broker, res))
     });
     let outcomes = alter_configs::apply(broker, asks.collect(), r.validate_only).await;
@@ -75,4 +76,208 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         resp.responses.push(o);
     }
     req.respond(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proto_kafka::messages::incremental_alter_configs_request::AlterableConfig;
+
+    use super::*;
+    use crate::api::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+    use crate::api::fake::Fake;
+    use crate::auth::acl::{Operation, ResourceType, CLUSTER_NAME};
+
+    fn op(name: &str, operation: i8, value: Option<&str>) -> AlterableConfig {
+        let mut c = AlterableConfig::default();
+        c.name = str_bytes(name);
+        c.config_operation = operation;
+        c.value = value.map(str_bytes);
+        c
+    }
+
+    fn resource(resource_type: i8, name: &str, configs: Vec<AlterableConfig>) -> AlterConfigsResource {
+        let mut r = AlterConfigsResource::default();
+        r.resource_type = resource_type;
+        r.resource_name = str_bytes(name);
+        r.configs = configs;
+        r
+    }
+
+    fn alter_as(
+        b: &Fake,
+        principal: Option<&str>,
+        resources: Vec<AlterConfigsResource>,
+        validate_only: bool,
+    ) -> Vec<i16> {
+        let mut req = IncrementalAlterConfigsRequest::default();
+        req.resources = resources;
+        req.validate_only = validate_only;
+        let resp: IncrementalAlterConfigsResponse = b.call_as(principal, ApiKey::IncrementalAlterConfigs, 1, &req);
+        assert_eq!(resp.responses.len(), req.resources.len());
+        for (asked, answered) in req.resources.iter().zip(&resp.responses) {
+            assert_eq!((asked.resource_type, &asked.resource_name), (answered.resource_type, &answered.resource_name));
+            assert_eq!(answered.error_code != 0, answered.error_message.is_some(), "a message exactly on errors");
+        }
+        resp.responses.iter().map(|r| r.error_code).collect()
+    }
+
+    fn alter(b: &Fake, resources: Vec<AlterConfigsResource>) -> Vec<i16> {
+        alter_as(b, None, resources, false)
+    }
+
+    fn topic_configs(b: &Fake, name: &str) -> BTreeMap<String, String> {
+        b.catalog().topic(name).expect("topic exists").configs.clone()
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn set_and_delete_change_only_the_named_topic_configs() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let set = vec![op("retention.ms", OP_SET, Some("60000")), op("segment.ms", OP_SET, Some("3600000"))];
+        assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", set)]), vec![0]);
+        assert_eq!(topic_configs(&b, "t"), map(&[("retention.ms", "60000"), ("segment.ms", "3600000")]));
+        let delete = vec![op("segment.ms", OP_DELETE, None), op("max.message.bytes", OP_SET, Some("2048"))];
+        assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", delete)]), vec![0]);
+        assert_eq!(topic_configs(&b, "t"), map(&[("max.message.bytes", "2048"), ("retention.ms", "60000")]));
+    }
+
+    #[test]
+    fn append_and_subtract_edit_a_list_config_from_its_default() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let append = vec![op("cleanup.policy", OP_APPEND, Some("compact"))];
+        assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", append)]), vec![0]);
+        assert_eq!(topic_configs(&b, "t"), map(&[("cleanup.policy", "delete,compact")]));
+        let subtract = vec![op("cleanup.policy", OP_SUBTRACT, Some("delete"))];
+        assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", subtract)]), vec![0]);
+        assert_eq!(topic_configs(&b, "t"), map(&[("cleanup.policy", "compact")]));
+        let not_a_list = vec![op("retention.ms", OP_APPEND, Some("5"))];
+        assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", not_a_list)]), vec![ErrorCode::InvalidConfig.code()]);
+    }
+
+    #[test]
+    fn bad_changes_fail_their_resource_alone_and_change_nothing() {
+        let b = Fake::new();
+        for t in ["t1", "t2", "t3", "t4", "ok"] {
+            b.topic(t, 1);
+        }
+        let other = (b.config().node_id + 1).to_string();
+        let resources = vec![
+            resource(RESOURCE_TOPIC, "never", vec![op("retention.ms", OP_SET, Some("1"))]),
+            resource(
+                RESOURCE_TOPIC,
+                "t1",
+                vec![op("retention.ms", OP_SET, Some("1")), op("no.such", OP_SET, Some("1"))],
+            ),
+            resource(RESOURCE_TOPIC, "t2", vec![op("retention.ms", OP_SET, Some("soon"))]),
+            resource(RESOURCE_TOPIC, "t3", vec![op("retention.ms", 7, Some("1"))]),
+            resource(
+                RESOURCE_TOPIC,
+                "t4",
+                vec![op("retention.ms", OP_SET, Some("1")), op("retention.ms", OP_DELETE, None)],
+            ),
+            resource(RESOURCE_BROKER, &other, vec![op("log.retention.ms", OP_SET, Some("1"))]),
+            resource(RESOURCE_BROKER, "", vec![op("num.partitions", OP_SET, Some("3"))]),
+            resource(RESOURCE_TOPIC, "ok", vec![op("retention.ms", OP_SET, Some("1000"))]),
+        ];
+        let (invalid_config, invalid_request) = (ErrorCode::InvalidConfig.code(), ErrorCode::InvalidRequest.code());
+        assert_eq!(
+            alter(&b, resources),
+            vec![
+                ErrorCode::UnknownTopicOrPartition.code(),
+                invalid_config,
+                invalid_config,
+                invalid_request,
+                invalid_request,
+                invalid_request,
+                invalid_request,
+                0,
+            ]
+        );
+        for t in ["t1", "t2", "t3", "t4"] {
+            assert!(topic_configs(&b, t).is_empty(), "a resource's changes apply all or none");
+        }
+        assert_eq!(topic_configs(&b, "ok"), map(&[("retention.ms", "1000")]));
+        assert!(b.catalog().broker_defaults.is_empty());
+    }
+
+    #[test]
+    fn a_set_without_a_value_is_invalid_request_as_in_kafka() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let asks = vec![resource(RESOURCE_TOPIC, "t", vec![op("retention.ms", OP_SET, None)])];
+        assert_eq!(alter(&b, asks), vec![ErrorCode::InvalidRequest.code()]);
+        assert!(topic_configs(&b, "t").is_empty());
+    }
+
+    #[test]
+    fn a_resource_named_twice_is_invalid_request_for_both() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let asks = vec![
+            resource(RESOURCE_TOPIC, "t", vec![op("retention.ms", OP_SET, Some("1000"))]),
+            resource(RESOURCE_TOPIC, "t", vec![op("segment.ms", OP_SET, Some("3600000"))]),
+        ];
+        let invalid = ErrorCode::InvalidRequest.code();
+        assert_eq!(alter(&b, asks), vec![invalid, invalid]);
+        assert!(topic_configs(&b, "t").is_empty());
+    }
+
+    #[test]
+    fn broker_configs_go_to_the_cluster_defaults_or_to_this_broker() {
+        let b = Fake::new();
+        let id = b.config().node_id.to_string();
+        let asks = vec![
+            resource(RESOURCE_BROKER, "", vec![op("log.retention.ms", OP_SET, Some("120000"))]),
+            resource(RESOURCE_BROKER, &id, vec![op("log.segment.bytes", OP_SET, Some("1048576"))]),
+        ];
+        assert_eq!(alter(&b, asks), vec![0, 0]);
+        let catalog = b.catalog();
+        assert_eq!(catalog.broker_defaults, map(&[("log.retention.ms", "120000")]));
+        assert_eq!(catalog.broker_configs, map(&[("log.segment.bytes", "1048576")]));
+    }
+
+    #[test]
+    fn validate_only_checks_but_leaves_no_trace() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let asks = vec![
+            resource(RESOURCE_TOPIC, "t", vec![op("retention.ms", OP_SET, Some("1000"))]),
+            resource(RESOURCE_TOPIC, "never", vec![op("retention.ms", OP_SET, Some("1000"))]),
+        ];
+        assert_eq!(alter_as(&b, None, asks, true), vec![0, ErrorCode::UnknownTopicOrPartition.code()]);
+        assert!(topic_configs(&b, "t").is_empty());
+    }
+
+    #[test]
+    fn without_alter_configs_each_resource_is_refused_by_what_it_is_about() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        b.topic("mine", 1);
+        b.allow("User:eve", ResourceType::Topic, "mine", Operation::AlterConfigs);
+        let set = || vec![op("retention.ms", OP_SET, Some("1000"))];
+        let asks = vec![
+            resource(RESOURCE_TOPIC, "t", set()),
+            resource(RESOURCE_TOPIC, "never", set()),
+            resource(RESOURCE_BROKER, "", vec![op("log.retention.ms", OP_SET, Some("1000"))]),
+            resource(RESOURCE_TOPIC, "mine", set()),
+        ];
+        let topic = ErrorCode::TopicAuthorizationFailed.code();
+        assert_eq!(
+            alter_as(&b, Some("User:eve"), asks, false),
+            vec![topic, topic, ErrorCode::ClusterAuthorizationFailed.code(), 0]
+        );
+        assert!(topic_configs(&b, "t").is_empty() && b.catalog().broker_defaults.is_empty());
+        assert_eq!(topic_configs(&b, "mine"), map(&[("retention.ms", "1000")]));
+
+        b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::AlterConfigs);
+        let asks = vec![resource(RESOURCE_BROKER, "", vec![op("log.retention.ms", OP_SET, Some("1000"))])];
+        assert_eq!(alter_as(&b, Some("User:eve"), asks, false), vec![0]);
+    }
 }

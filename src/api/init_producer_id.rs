@@ -51,3 +51,72 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     }
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::TransactionalId;
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::api::str_bytes;
+    use crate::auth::acl::{ResourceType, CLUSTER_NAME};
+
+    fn request(transactional_id: Option<&str>) -> InitProducerIdRequest {
+        let mut r = InitProducerIdRequest::default();
+        r.transactional_id = transactional_id.map(|t| TransactionalId(str_bytes(t)));
+        r.transaction_timeout_ms = 60_000;
+        r.producer_id = ProducerId(-1);
+        r.producer_epoch = -1;
+        r
+    }
+
+    /// (error code, producer id, epoch) InitProducerId v4 answers `principal`.
+    fn init(b: &Fake, principal: Option<&str>, transactional_id: Option<&str>) -> (i16, i64, i16) {
+        let resp: InitProducerIdResponse = b.call_as(principal, ApiKey::InitProducerId, 4, &request(transactional_id));
+        (resp.error_code, resp.producer_id.0, resp.producer_epoch)
+    }
+
+    #[test]
+    fn each_idempotent_producer_gets_a_new_id_at_epoch_zero() {
+        let b = Fake::new();
+        let (code, first, epoch) = init(&b, None, None);
+        assert_eq!((code, epoch), (0, 0));
+        assert!(first >= 0, "a real id: {first}");
+        assert_eq!(init(&b, None, None), (0, first + 1, 0), "never the same id twice");
+        assert_eq!(init(&b, None, Some("")), (0, first + 2, 0), "an empty transactional id is none");
+        let resp: InitProducerIdResponse = b.call(ApiKey::InitProducerId, 0, &request(None));
+        assert_eq!((resp.error_code, resp.producer_id.0, resp.producer_epoch), (0, first + 3, 0), "v0 alike");
+    }
+
+    #[test]
+    fn a_transactional_id_is_refused_with_invalid_request_and_takes_no_id() {
+        let b = Fake::new();
+        let (_, first, _) = init(&b, None, None);
+        assert_eq!(init(&b, None, Some("tx")), (ErrorCode::InvalidRequest.code(), -1, -1));
+        assert_eq!(init(&b, None, None).1, first + 1, "the refusal allocated nothing");
+    }
+
+    #[test]
+    fn an_idempotent_producer_needs_idempotent_write_on_the_cluster_or_write_on_a_topic() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        let denied = (ErrorCode::ClusterAuthorizationFailed.code(), -1, -1);
+        assert_eq!(init(&b, Some("User:eve"), None), denied);
+        b.allow("User:eve", ResourceType::Topic, "t", Operation::Read);
+        assert_eq!(init(&b, Some("User:eve"), None), denied, "READ on a topic is not enough");
+        b.allow("User:eve", ResourceType::Topic, "t", Operation::Write);
+        assert_eq!(init(&b, Some("User:eve"), None).0, 0);
+        b.allow("User:ann", ResourceType::Cluster, CLUSTER_NAME, Operation::IdempotentWrite);
+        assert_eq!(init(&b, Some("User:ann"), None).0, 0);
+    }
+
+    #[test]
+    fn a_transactional_id_needs_write_on_it_before_it_is_refused_for_having_no_transactions() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::IdempotentWrite);
+        let denied = (ErrorCode::TransactionalIdAuthorizationFailed.code(), -1, -1);
+        assert_eq!(init(&b, Some("User:eve"), Some("tx")), denied);
+        b.allow("User:eve", ResourceType::TransactionalId, "tx", Operation::Write);
+        assert_eq!(init(&b, Some("User:eve"), Some("tx")), (ErrorCode::InvalidRequest.code(), -1, -1));
+    }
+}

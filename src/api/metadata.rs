@@ -173,3 +173,184 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         .collect();
     req.respond(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use proto_kafka::messages::metadata_request::MetadataRequestTopic;
+
+    use super::*;
+    use crate::api::fake::Fake;
+    use crate::auth::acl::CLUSTER_NAME;
+
+    /// Metadata of the named topics (None: all), auto-creation allowed or not.
+    fn request(topics: Option<&[&str]>, allow_auto_topic_creation: bool) -> MetadataRequest {
+        let mut r = MetadataRequest::default();
+        r.topics = topics.map(|ts| {
+            ts.iter()
+                .map(|name| {
+                    let mut t = MetadataRequestTopic::default();
+                    t.name = Some(TopicName(str_bytes(*name)));
+                    t
+                })
+                .collect()
+        });
+        r.allow_auto_topic_creation = allow_auto_topic_creation;
+        r
+    }
+
+    fn by_id(ids: &[uuid::Uuid]) -> MetadataRequest {
+        let mut r = request(None, false);
+        r.topics = Some(
+            ids.iter()
+                .map(|id| {
+                    let mut t = MetadataRequestTopic::default();
+                    t.topic_id = *id;
+                    t.name = None;
+                    t
+                })
+                .collect(),
+        );
+        r
+    }
+
+    fn name(t: &MetadataResponseTopic) -> Option<&str> {
+        t.name.as_ref().map(|n| n.as_str())
+    }
+
+    /// (name, error code, partition count) of each topic answered, in order.
+    fn topics(resp: &MetadataResponse) -> Vec<(Option<&str>, i16, usize)> {
+        resp.topics.iter().map(|t| (name(t), t.error_code, t.partitions.len())).collect()
+    }
+
+    #[test]
+    fn all_topics_show_this_broker_leading_every_partition() {
+        let b = Fake::new();
+        let tp = b.topic("t", 2);
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 12, &request(None, false));
+        let broker = &resp.brokers[..];
+        assert_eq!(broker.len(), 1);
+        assert_eq!((broker[0].node_id.0, broker[0].host.as_str(), broker[0].port), (0, "127.0.0.1", 9092));
+        assert_eq!(resp.controller_id.0, 0);
+        assert_eq!(resp.cluster_id.as_deref(), Some(b.catalog().cluster_id.as_str()));
+        assert_eq!(resp.cluster_authorized_operations, AUTH_OPS_OMITTED);
+        let t = resp.topics.iter().find(|t| name(t) == Some("t")).expect("t listed");
+        assert_eq!((t.error_code, t.topic_id, t.is_internal), (0, tp.topic, false));
+        assert_eq!(t.topic_authorized_operations, AUTH_OPS_OMITTED, "not asked for");
+        for (i, p) in t.partitions.iter().enumerate() {
+            assert_eq!((p.partition_index, p.leader_id.0, p.leader_epoch), (i as i32, 0, 0));
+            assert_eq!((p.replica_nodes.clone(), p.isr_nodes.clone()), (vec![BrokerId(0)], vec![BrokerId(0)]));
+        }
+        assert_eq!(t.partitions.len(), 2);
+        let offsets = resp.topics.iter().find(|t| name(t) == Some(crate::group::offsets::TOPIC)).expect("listed");
+        assert!(offsets.is_internal, "the offsets topic is internal");
+        assert_eq!(resp.topics.len(), 2);
+    }
+
+    #[test]
+    fn an_empty_list_is_all_topics_at_v0_and_none_after() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 0, &request(Some(&[]), true));
+        assert_eq!(resp.topics.len(), 2, "t and the offsets topic");
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 1, &request(Some(&[]), true));
+        assert!(resp.topics.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_topic_is_created_with_the_default_partitions_when_the_client_allows_it() {
+        let b = Fake::with(|c| c.default_partitions = 3);
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 12, &request(Some(&["new"]), true));
+        assert_eq!(topics(&resp), vec![(Some("new"), 0, 3)]);
+        assert_eq!(resp.topics[0].topic_id, b.catalog().topic("new").expect("created").id);
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 12, &request(Some(&["kept-out"]), false));
+        assert_eq!(topics(&resp), vec![(Some("kept-out"), ErrorCode::UnknownTopicOrPartition.code(), 0)]);
+        assert!(b.catalog().topic("kept-out").is_none(), "the client said no");
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 3, &request(Some(&["old"]), true));
+        assert_eq!(topics(&resp), vec![(Some("old"), 0, 3)], "before v4 (no flag) clients always allow it");
+    }
+
+    #[test]
+    fn with_auto_creation_off_unknown_topics_stay_unknown() {
+        let b = Fake::with(|c| c.auto_create_topics = false);
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 12, &request(Some(&["new"]), true));
+        assert_eq!(topics(&resp), vec![(Some("new"), ErrorCode::UnknownTopicOrPartition.code(), 0)]);
+        assert!(b.catalog().topic("new").is_none());
+    }
+
+    #[test]
+    fn an_invalid_name_is_invalid_topic_exception_and_nothing_is_created() {
+        let b = Fake::new();
+        let invalid = ErrorCode::InvalidTopicException.code();
+        for allow_auto_creation in [true, false] {
+            let resp: MetadataResponse =
+                b.call(ApiKey::Metadata, 12, &request(Some(&["no/slash"]), allow_auto_creation));
+            assert_eq!(topics(&resp), vec![(Some("no/slash"), invalid, 0)], "auto-creation {allow_auto_creation}");
+        }
+        assert_eq!(b.catalog().topics.len(), 1, "only the offsets topic");
+    }
+
+    #[test]
+    fn from_v12_topics_are_found_by_id() {
+        let b = Fake::new();
+        let tp = b.topic("t", 2);
+        let unknown = uuid::Uuid::from_u128(7);
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 12, &by_id(&[tp.topic, unknown]));
+        assert_eq!(topics(&resp), vec![(Some("t"), 0, 2), (None, ErrorCode::UnknownTopicId.code(), 0)]);
+        assert_eq!((resp.topics[0].topic_id, resp.topics[1].topic_id), (tp.topic, unknown));
+    }
+
+    #[test]
+    fn a_principal_sees_only_the_topics_it_may_describe() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        let t = b.topic("t", 1);
+        b.topic("u", 1);
+        b.allow("User:eve", ResourceType::Topic, "u", Operation::Describe);
+        let resp: MetadataResponse = b.call_as(Some("User:eve"), ApiKey::Metadata, 12, &request(None, true));
+        assert_eq!(topics(&resp), vec![(Some("u"), 0, 1)], "the others are left out");
+        let named = request(Some(&["t", "missing", "u"]), true);
+        let resp: MetadataResponse = b.call_as(Some("User:eve"), ApiKey::Metadata, 12, &named);
+        let denied = ErrorCode::TopicAuthorizationFailed.code();
+        assert_eq!(topics(&resp), vec![(Some("t"), denied, 0), (Some("missing"), denied, 0), (Some("u"), 0, 1)]);
+        assert_eq!(resp.topics[0].topic_id, uuid::Uuid::nil(), "a refused topic's id is not told");
+        assert!(b.catalog().topic("missing").is_none(), "not created");
+        let resp: MetadataResponse = b.call_as(Some("User:eve"), ApiKey::Metadata, 12, &by_id(&[t.topic]));
+        assert_eq!(topics(&resp), vec![(None, denied, 0)], "by id, the name is not told");
+    }
+
+    #[test]
+    fn auto_creation_needs_create_on_the_cluster_or_on_the_topic() {
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        for topic in ["a", "b", "c"] {
+            b.allow("User:eve", ResourceType::Topic, topic, Operation::Describe);
+        }
+        b.allow("User:eve", ResourceType::Topic, "b", Operation::Create);
+        let resp: MetadataResponse =
+            b.call_as(Some("User:eve"), ApiKey::Metadata, 12, &request(Some(&["a", "b"]), true));
+        assert_eq!(topics(&resp), vec![(Some("a"), ErrorCode::TopicAuthorizationFailed.code(), 0), (Some("b"), 0, 1)]);
+        assert!(b.catalog().topic("a").is_none() && b.catalog().topic("b").is_some());
+        b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::Create);
+        let resp: MetadataResponse = b.call_as(Some("User:eve"), ApiKey::Metadata, 12, &request(Some(&["c"]), true));
+        assert_eq!(topics(&resp), vec![(Some("c"), 0, 1)], "CREATE on the cluster covers every topic");
+    }
+
+    #[test]
+    fn authorized_operations_are_told_when_asked() {
+        let all_topic_ops = [3, 4, 5, 6, 7, 8, 10, 11].iter().fold(0, |bits, code| bits | 1 << code);
+        let all_cluster_ops = [5, 7, 8, 9, 10, 11, 12].iter().fold(0, |bits, code| bits | 1 << code);
+        let mut req = request(Some(&["t"]), false);
+        req.include_cluster_authorized_operations = true;
+        req.include_topic_authorized_operations = true;
+        let b = Fake::new();
+        b.topic("t", 1);
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 10, &req);
+        assert_eq!(resp.cluster_authorized_operations, all_cluster_ops, "no authorizer: everything");
+        assert_eq!(resp.topics[0].topic_authorized_operations, all_topic_ops);
+
+        let b = Fake::with(|c| c.authorizer_enabled = true);
+        b.topic("t", 1);
+        b.allow("User:eve", ResourceType::Topic, "t", Operation::Read);
+        let resp: MetadataResponse = b.call_as(Some("User:eve"), ApiKey::Metadata, 10, &req);
+        assert_eq!(resp.cluster_authorized_operations, 0, "no DESCRIBE on the cluster: nothing");
+        assert_eq!(resp.topics[0].topic_authorized_operations, 1 << 3 | 1 << 8, "READ, which implies DESCRIBE");
+    }
+}
