@@ -1,10 +1,29 @@
 //! Ringbroker: a Kafka-wire-compatible broker, thread-per-core on glommio (io_uring).
 //!
-//! Layering, top to bottom: `server` (startup, each shard's serve loop) joins `net`
-//! connections to `api` dispatch; `api` works through `shard` (routing to home shards,
-//! the mesh, running controller requests); below are `controller` (the metadata state
-//! machine over its log), `log`, `group`, `metadata`, `storage`, then `protocol`, `config`
-//! and `sys` (the only module with `unsafe`).
+//! Layering, top to bottom: a module imports only from modules on lower lines, never from
+//! its own line or above (tests/ops/layers.rs reads this list and checks every import).
+//! - `main`: the binary.
+//! - `cli`: the admin commands, speaking Kafka through `client`.
+//! - `tune`: OS checks and tuning for the broker's CPUs and data directory.
+//! - `server`: startup, the accept loop, the request glue (a frame in, `api` dispatch, the
+//!   response out) and the timers.
+//! - `api`: one module per Kafka API; a handler sees the broker only through `api::Broker`.
+//! - `shard`: what `api::Broker` runs on: routing to home shards over the mesh, this shard's
+//!   copy of the catalog, group calls to coordinators and requests to the controller.
+//! - `controller`: the metadata state machine over its log.
+//! - `log`, `group`: partitions; consumer-group coordinators, which append through
+//!   `group::OffsetsLog` (`shard` implements it with partitions).
+//! - `metadata`: the catalog.
+//! - `net`, `auth`: frames and connections (`net` knows a `Session` trait, nothing of
+//!   `auth` or `api`); principals, SASL and ACLs.
+//! - `metrics`, `client`, `producer`: the probe and its exposition; a Kafka client; idempotent
+//!   producer state.
+//! - `placement`, `error`: shards to CPUs and NUMA nodes; the broker's startup errors.
+//! - `storage`: every file operation of the broker, one seam for injected faults.
+//! - `config`: the settings.
+//! - `quota`, `listener`: client quotas; listener specs.
+//! - `protocol`: the wire format.
+//! - `sys`: the only module with `unsafe`.
 
 pub mod api;
 pub mod auth;

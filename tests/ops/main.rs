@@ -8,6 +8,7 @@ mod cli;
 mod cli_run;
 mod cli_security;
 mod faults;
+mod layers;
 mod ringbench;
 mod shutdown;
 mod startup;
