@@ -19,6 +19,7 @@
 #
 # Environment: BASE [HEAD] ROUNDS [5] DURATION [10] WARMUP [3] PRODUCERS [4] D_RECORDS [500000]
 #   RB_PORT [19893] RB_ADMIN_PORT [0] RB_CPUS CLIENT_CPUS WAIT_QUIET [0] SKIP_BUILD [0]
+#   BASE_BIN: a release binary of BASE built before; used instead of building BASE again
 # shellcheck shell=bash
 BASE="${BASE:-HEAD}"
 ROUNDS="${ROUNDS:-5}"
@@ -33,7 +34,12 @@ bench_init ab
 require_free_ports "${ADDR##*:}"
 build_release
 rb_private_copy
-rb_build_base "$BASE"
+if [[ -n "${BASE_BIN:-}" ]]; then
+    cp "$BASE_BIN" "$RUN/ringbroker-base"
+    RB_BASE="$RUN/ringbroker-base"
+else
+    rb_build_base "$BASE"
+fi
 log "before: $BASE ($(git -C "$ROOT" rev-parse --short "$BASE^{commit}"), sha256 $(sha256sum "$RB_BASE" | cut -c1-16))"
 log "after:  this tree ($(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- src Cargo.toml Cargo.lock || echo '+dirty'), sha256 $(sha256sum "$RB" | cut -c1-16))"
 wait_quiet "${WAIT_QUIET:-0}"
