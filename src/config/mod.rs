@@ -1,18 +1,26 @@
 //! Typed broker configuration: embedded defaults, overlaid by a TOML file (`--config`), then
 //! by `RINGBROKER_*` environment variables and command-line flags (clap merges those two, a
-//! flag winning over its variable). `validate` refuses a bad setting with its name and the fix.
+//! flag winning over its variable).
+//!
+//! - here: the one table of settings (`settings!`), from which `Config`, `Flags` and
+//!   `Config::NAMES` are generated, and the loading of those sources in order;
+//! - `validate`: refuses a bad setting with its name and the fix;
+//! - `parse`: the structured values written inside string settings (addresses, listeners,
+//!   per-IP caps, quotas, SASL mechanisms, super users);
+//! - `cpu_list`: the kernel's CPU list notation (`0-3,6`).
 //!
 //! This module does no I/O except reading the config file; which CPUs the shards get is
 //! `placement`'s.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+mod cpu_list;
+mod parse;
+mod validate;
+
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::listener::ListenerSpec;
-use crate::quota::ClientQuota;
+pub use cpu_list::{format_cpu_list, parse_cpu_list};
 
 /// How appended data is made durable before it counts toward the high watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -296,323 +304,6 @@ impl Config {
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
         toml::from_str(text).map_err(|e| bad("config", format!("not valid TOML for ringbroker: {e}")))
     }
-
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        resolve_addr("listen", &self.listen)?;
-        if let Some(a) = &self.advertise {
-            let (host, port) = split_host_port("advertise", a)?;
-            if host.is_empty() || port == 0 {
-                return Err(bad("advertise", format!("`{a}` needs a host and a non-zero port")));
-            }
-        }
-        if let Some(c) = &self.cpus {
-            parse_cpu_list(c).map_err(|p| bad("cpus", p))?;
-            if self.numa_node.is_some() {
-                return Err(bad("cpus", "set either `cpus` or `numa_node`, not both"));
-            }
-        }
-        if self.segment_bytes < 1024 || self.segment_bytes > i32::MAX as u64 {
-            return Err(bad("segment_bytes", "must be between 1024 and 2147483647"));
-        }
-        if self.segment_ms == 0 {
-            return Err(bad("segment_ms", "must be at least 1"));
-        }
-        if self.retention_bytes < -1 || self.retention_ms < -1 {
-            return Err(bad("retention_bytes/retention_ms", "must be -1 (unlimited) or positive"));
-        }
-        if self.index_interval_bytes == 0 {
-            return Err(bad("index_interval_bytes", "must be at least 1"));
-        }
-        if self.max_request_bytes < 1024 {
-            return Err(bad("max_request_bytes", "must be at least 1024"));
-        }
-        if self.message_max_bytes < 64 || self.message_max_bytes > self.max_request_bytes {
-            return Err(bad("message_max_bytes", "must be at least 64 and at most max_request_bytes"));
-        }
-        if self.default_partitions == 0 || self.default_partitions > 100_000 {
-            return Err(bad("default_partitions", "must be between 1 and 100000"));
-        }
-        if self.flush == FlushPolicy::Interval && self.flush_interval_ms == 0 {
-            return Err(bad("flush_interval_ms", "must be at least 1 with flush = \"interval\""));
-        }
-        // A frame is read in pieces of up to 1 MiB past what has arrived: a budget must hold
-        // the largest frame plus that, or such a frame could never be read.
-        let least = self.max_request_bytes as u64 + (1 << 20) + 4;
-        for (name, v) in [
-            ("queued_max_request_bytes", self.queued_max_request_bytes),
-            ("connection_max_request_bytes", self.connection_max_request_bytes),
-        ] {
-            if v < least {
-                return Err(bad(name, format!("{v} is less than max_request_bytes + 1 MiB ({least}); raise it")));
-            }
-        }
-        if self.max_in_flight_per_connection == 0 {
-            return Err(bad("max_in_flight_per_connection", "must be at least 1"));
-        }
-        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms {
-            return Err(bad("group_min_session_timeout_ms", "must not exceed group_max_session_timeout_ms"));
-        }
-        if self.offsets_retention_minutes == 0 || self.offsets_retention_check_interval_ms == 0 {
-            return Err(bad("offsets_retention_minutes", "retention and its check interval must be at least 1"));
-        }
-        if self.group_max_size == 0 {
-            return Err(bad("group_max_size", "must be at least 1"));
-        }
-        if self.node_id < 0 {
-            return Err(bad("node_id", "must not be negative"));
-        }
-        if self.max_connections == 0 {
-            return Err(bad("max_connections", "must be at least 1 (2147483647 means no limit)"));
-        }
-        let overrides = self.connection_ip_overrides()?;
-        if self.max_connections_per_ip == 0 && overrides.is_empty() {
-            return Err(bad(
-                "max_connections_per_ip",
-                "0 refuses every client: set it to at least 1, or name the allowed IPs in \
-                 max_connections_per_ip_overrides",
-            ));
-        }
-        if self.connections_max_idle_ms == 0 {
-            return Err(bad("connections_max_idle_ms", "must be at least 1"));
-        }
-        if self.quota_producer_byte_rate == 0 || self.quota_consumer_byte_rate == 0 {
-            return Err(bad(
-                "quota_producer_byte_rate/quota_consumer_byte_rate",
-                "must be at least 1 byte per second (9223372036854775807 means no quota)",
-            ));
-        }
-        self.client_quotas()?;
-        self.user_quotas()?;
-        self.admin_addr()?;
-        self.validate_security()?;
-        tracing_subscriber::EnvFilter::try_new(&self.log_level).map_err(|e| {
-            bad("log_level", format!("`{}` is not a filter such as `info,ringbroker::net=debug`: {e}", self.log_level))
-        })?;
-        Ok(())
-    }
-
-    /// `max_connections_per_ip_overrides` parsed: `IP:COUNT` pairs, separated by commas. An
-    /// IPv6 address may be bracketed (`[::1]:5`) or not (`::1:5`: the count follows the last
-    /// colon). IPv4-mapped IPv6 addresses are taken as the IPv4 address they map.
-    pub fn connection_ip_overrides(&self) -> Result<Vec<(IpAddr, u32)>, ConfigError> {
-        const SETTING: &str = "max_connections_per_ip_overrides";
-        let mut out = Vec::new();
-        for part in self.max_connections_per_ip_overrides.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (host, count) =
-                part.rsplit_once(':').ok_or_else(|| bad(SETTING, format!("`{part}` is not IP:COUNT")))?;
-            let host = host.trim().trim_start_matches('[').trim_end_matches(']');
-            let ip = host.parse::<IpAddr>().map_err(|_| {
-                bad(SETTING, format!("`{host}` in `{part}` is not an IP address (host names are not resolved)"))
-            })?;
-            let count = count
-                .trim()
-                .parse::<u32>()
-                .map_err(|_| bad(SETTING, format!("`{count}` in `{part}` is not a connection count")))?;
-            out.push((ip.to_canonical(), count));
-        }
-        Ok(out)
-    }
-
-    /// The default client quota and `quota_client_overrides` parsed: `CLIENT_ID:KIND=BYTES`
-    /// items separated by commas, KIND being `producer` or `consumer`. The client-id is what
-    /// comes before the last colon (so it may hold colons, not commas); an override starts
-    /// from the default quota and replaces the kind it names.
-    pub fn client_quotas(&self) -> Result<(ClientQuota, HashMap<String, ClientQuota>), ConfigError> {
-        let default = ClientQuota {
-            producer: self.quota_producer_byte_rate,
-            consumer: self.quota_consumer_byte_rate,
-            request: percent_to_micros(self.quota_request_percentage),
-        };
-        let overrides = parse_quotas("quota_client_overrides", "CLIENT_ID", &self.quota_client_overrides, default)?;
-        Ok((default, overrides))
-    }
-
-    /// `quota_user_overrides` parsed: `USER:KIND=VALUE` items as for client-ids, by user
-    /// name (the principal `User:<name>`); kinds a user is not given stay unlimited, so the
-    /// client-id's quota applies to them (see `quota`).
-    pub fn user_quotas(&self) -> Result<HashMap<String, ClientQuota>, ConfigError> {
-        parse_quotas("quota_user_overrides", "USER", &self.quota_user_overrides, ClientQuota::NONE)
-    }
-
-    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
-        resolve_addr("listen", &self.listen)
-    }
-
-    /// The listeners to bind: `listeners` parsed, or one PLAINTEXT listener on `listen`.
-    pub fn listener_specs(&self) -> Result<Vec<ListenerSpec>, ConfigError> {
-        if self.listeners.trim().is_empty() {
-            let advertise = match &self.advertise {
-                Some(a) => {
-                    let (host, port) = split_host_port("advertise", a)?;
-                    Some((host.to_string(), port))
-                }
-                None => None,
-            };
-            return Ok(vec![ListenerSpec::plaintext(self.listen_addr()?, advertise)]);
-        }
-        crate::listener::parse(&self.listeners, &self.advertised_listeners, &self.listener_security_protocol_map)
-            .map_err(|(setting, problem)| bad(setting, problem))
-    }
-
-    /// The SASL mechanisms offered, in the order configured.
-    pub fn sasl_mechanisms(&self) -> Result<Vec<String>, ConfigError> {
-        let mut out = Vec::new();
-        for m in self.sasl_enabled_mechanisms.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-            let m = m.to_ascii_uppercase();
-            if !matches!(m.as_str(), "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512") {
-                return Err(bad(
-                    "sasl_enabled_mechanisms",
-                    format!("`{m}` is not served here; choose from PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
-                ));
-            }
-            out.push(m);
-        }
-        Ok(out)
-    }
-
-    /// `super_users` split on `;`.
-    pub fn super_user_list(&self) -> Vec<String> {
-        self.super_users.split(';').map(str::trim).filter(|u| !u.is_empty()).map(str::to_string).collect()
-    }
-
-    fn validate_security(&self) -> Result<(), ConfigError> {
-        let specs = self.listener_specs()?;
-        let tls = specs.iter().any(|s| s.protocol.tls());
-        let sasl = specs.iter().any(|s| s.protocol.sasl());
-        if tls && (self.ssl_certificate_file.is_none() || self.ssl_key_file.is_none()) {
-            return Err(bad(
-                "ssl_certificate_file",
-                "an SSL or SASL_SSL listener needs ssl_certificate_file and ssl_key_file (PEM files)",
-            ));
-        }
-        if self.ssl_client_auth != ClientAuth::None && self.ssl_ca_file.is_none() {
-            return Err(bad("ssl_ca_file", "ssl_client_auth needs ssl_ca_file, the CA that signs client certificates"));
-        }
-        if sasl && self.sasl_mechanisms()?.is_empty() {
-            return Err(bad("sasl_enabled_mechanisms", "a SASL listener needs at least one mechanism"));
-        }
-        self.sasl_mechanisms()?;
-        if self.sasl_server_max_receive_size < 1024 {
-            return Err(bad("sasl_server_max_receive_size", "must be at least 1024"));
-        }
-        for u in self.super_user_list() {
-            if !u.contains(':') {
-                return Err(bad("super_users", format!("`{u}` is not TYPE:NAME, e.g. User:admin")));
-            }
-        }
-        Ok(())
-    }
-
-    /// The admin listener's address, `None` when it is turned off.
-    pub fn admin_addr(&self) -> Result<Option<SocketAddr>, ConfigError> {
-        match self.admin_listen.trim() {
-            "" | "off" => Ok(None),
-            a => resolve_addr("admin_listen", a).map(Some),
-        }
-    }
-}
-
-/// `NAME:producer=BYTES`, `NAME:consumer=BYTES` or `NAME:request=PERCENT` items separated by
-/// commas; each name starts from `base` and has the kinds it names replaced.
-fn parse_quotas(
-    setting: &'static str,
-    who: &str,
-    text: &str,
-    base: ClientQuota,
-) -> Result<HashMap<String, ClientQuota>, ConfigError> {
-    let mut out: HashMap<String, ClientQuota> = HashMap::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let shape = || {
-            bad(setting, format!("`{part}` is not {who}:producer=BYTES, {who}:consumer=BYTES or {who}:request=PERCENT"))
-        };
-        let (name, item) = part.rsplit_once(':').ok_or_else(shape)?;
-        let (kind, rate) = item.split_once('=').ok_or_else(shape)?;
-        let rate = match rate.trim().parse::<u64>() {
-            Ok(r) if r > 0 => r,
-            _ => return Err(bad(setting, format!("`{rate}` in `{part}` is not a rate of at least 1 byte/s"))),
-        };
-        let q = out.entry(name.trim().to_string()).or_insert(base);
-        match kind.trim() {
-            "producer" => q.producer = rate,
-            "consumer" => q.consumer = rate,
-            "request" => q.request = percent_to_micros(rate),
-            other => {
-                return Err(bad(setting, format!("`{other}` in `{part}` is not `producer`, `consumer` or `request`")))
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// A request quota in percent of one shard as handler microseconds per second.
-fn percent_to_micros(percent: u64) -> u64 {
-    if percent >= crate::quota::UNLIMITED / 10_000 {
-        crate::quota::UNLIMITED
-    } else {
-        percent * 10_000
-    }
-}
-
-fn split_host_port<'a>(setting: &'static str, s: &'a str) -> Result<(&'a str, u16), ConfigError> {
-    let (host, port) = s.rsplit_once(':').ok_or_else(|| bad(setting, format!("`{s}` is not HOST:PORT")))?;
-    let port = port.parse::<u16>().map_err(|_| bad(setting, format!("`{port}` in `{s}` is not a port number")))?;
-    Ok((host.trim_start_matches('[').trim_end_matches(']'), port))
-}
-
-fn resolve_addr(setting: &'static str, s: &str) -> Result<SocketAddr, ConfigError> {
-    split_host_port(setting, s)?;
-    s.to_socket_addrs()
-        .map_err(|e| bad(setting, format!("cannot resolve `{s}`: {e}")))?
-        .next()
-        .ok_or_else(|| bad(setting, format!("`{s}` resolves to no address")))
-}
-
-/// Parses a CPU list such as "0-3,6" into sorted, distinct CPU numbers.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut cpus = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let num = |t: &str| t.trim().parse::<usize>().map_err(|_| format!("`{t}` in `{s}` is not a CPU number"));
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(format!("range `{part}` runs backwards"));
-                }
-                if b - a > 4096 {
-                    return Err(format!("range `{part}` is too large"));
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(num(part)?),
-        }
-    }
-    if cpus.is_empty() {
-        return Err(format!("`{s}` names no CPU"));
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// Writes CPU numbers compactly, as the kernel does: `0-3,6`.
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        out.push_str(&match j > i {
-            true => format!("{}-{}", cpus[i], cpus[j]),
-            false => cpus[i].to_string(),
-        });
-        i = j + 1;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -623,7 +314,7 @@ mod tests {
     /// key a table row names is a setting, and a row's flags are the settings' own.
     #[test]
     fn the_readme_documents_exactly_the_declared_settings() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../README.md");
         for name in Config::NAMES {
             assert!(readme.contains(&format!("`{name}`")), "setting {name} is not in README.md");
         }
@@ -645,27 +336,6 @@ mod tests {
     }
 
     #[test]
-    fn cpu_lists_parse_ranges_and_singles() {
-        assert_eq!(parse_cpu_list("0-3,6").unwrap(), vec![0, 1, 2, 3, 6]);
-        assert_eq!(parse_cpu_list("5,1,1").unwrap(), vec![1, 5]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("x").is_err());
-        assert!(parse_cpu_list("").is_err());
-    }
-
-    #[test]
-    fn cpu_lists_format_as_ranges() {
-        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
-        assert_eq!(format_cpu_list(&[5]), "5");
-        assert_eq!(format_cpu_list(&[]), "");
-    }
-
-    #[test]
-    fn defaults_are_valid() {
-        Config::default().validate().unwrap();
-    }
-
-    #[test]
     fn toml_overrides_defaults_and_unknown_keys_are_refused() {
         let c = Config::from_toml("flush = \"os\"\nsegment_bytes = 2048\n").unwrap();
         assert_eq!(c.flush, FlushPolicy::Os);
@@ -673,110 +343,5 @@ mod tests {
         assert_eq!(c.listen, "127.0.0.1:9092");
         let e = Config::from_toml("segmnt_bytes = 1").unwrap_err();
         assert!(e.to_string().contains("segmnt_bytes"), "{e}");
-    }
-
-    #[test]
-    fn bad_settings_name_themselves() {
-        let c = Config { listen: "nope".into(), ..Config::default() };
-        assert_eq!(c.validate().unwrap_err().setting, "listen");
-        let c = Config { segment_bytes: 10, ..Config::default() };
-        assert_eq!(c.validate().unwrap_err().setting, "segment_bytes");
-    }
-
-    #[test]
-    fn connection_limits_parse_and_validate() {
-        let c = Config::from_toml(
-            "max_connections = 100\nmax_connections_per_ip = 0\n\
-             max_connections_per_ip_overrides = \"10.0.0.5:7, [::1]:3,::ffff:1.2.3.4:9\"\n\
-             connections_max_idle_ms = 5000\n",
-        )
-        .unwrap();
-        c.validate().unwrap();
-        assert_eq!((c.max_connections, c.max_connections_per_ip, c.connections_max_idle_ms), (100, 0, 5000));
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        assert_eq!(c.connection_ip_overrides().unwrap(), vec![(ip("10.0.0.5"), 7), (ip("::1"), 3), (ip("1.2.3.4"), 9)]);
-        assert!(Config::default().connection_ip_overrides().unwrap().is_empty());
-        for (bad_value, says) in
-            [("broker-1:5", "not an IP address"), ("10.0.0.1", "not IP:COUNT"), ("10.0.0.1:many", "not a connection")]
-        {
-            let c = Config { max_connections_per_ip_overrides: bad_value.into(), ..Config::default() };
-            let e = c.validate().unwrap_err();
-            assert_eq!(e.setting, "max_connections_per_ip_overrides");
-            assert!(e.problem.contains(says), "{e}");
-        }
-        let c = Config { max_connections_per_ip: 0, ..Config::default() };
-        assert_eq!(c.validate().unwrap_err().setting, "max_connections_per_ip");
-        let c = Config { max_connections: 0, ..Config::default() };
-        assert_eq!(c.validate().unwrap_err().setting, "max_connections");
-        let c = Config { connections_max_idle_ms: 0, ..Config::default() };
-        assert_eq!(c.validate().unwrap_err().setting, "connections_max_idle_ms");
-    }
-
-    #[test]
-    fn client_quotas_parse_and_validate() {
-        let c = Config::from_toml(
-            "quota_producer_byte_rate = 1000\n\
-             quota_client_overrides = \"client-a:producer=1048576, client-b:consumer=2097152,a:b:consumer=5,client-a:consumer=7\"\n",
-        )
-        .unwrap();
-        c.validate().unwrap();
-        let (default, overrides) = c.client_quotas().unwrap();
-        let unlimited = crate::quota::UNLIMITED;
-        let q = |producer, consumer| ClientQuota { producer, consumer, request: unlimited };
-        assert_eq!(default, q(1000, unlimited));
-        assert_eq!(overrides["client-a"], q(1_048_576, 7));
-        assert_eq!(overrides["client-b"], q(1000, 2_097_152));
-        assert_eq!(overrides["a:b"], q(1000, 5));
-        let c = Config::from_toml("quota_client_overrides = \"client-c:request=50\"\n").unwrap();
-        let (_, overrides) = c.client_quotas().unwrap();
-        assert_eq!(overrides["client-c"].request, 500_000, "50% of a shard: 500 ms of handler time a second");
-        let (default, overrides) = Config::default().client_quotas().unwrap();
-        assert_eq!(default, ClientQuota::NONE);
-        assert!(overrides.is_empty());
-        for (bad_value, says) in [
-            ("client-a", "is not CLIENT_ID"),
-            ("client-a:producer", "is not CLIENT_ID"),
-            ("client-a:producer=0", "at least 1 byte/s"),
-            ("client-a:producer=fast", "at least 1 byte/s"),
-            ("client-a:admin=5", "is not `producer`, `consumer` or `request`"),
-        ] {
-            let c = Config { quota_client_overrides: bad_value.into(), ..Config::default() };
-            let e = c.validate().unwrap_err();
-            assert_eq!(e.setting, "quota_client_overrides");
-            assert!(e.problem.contains(says), "{bad_value}: {e}");
-        }
-        let c = Config { quota_consumer_byte_rate: 0, ..Config::default() };
-        assert!(c.validate().unwrap_err().setting.contains("quota_consumer_byte_rate"));
-    }
-
-    #[test]
-    fn user_quotas_leave_the_kinds_they_do_not_name_unlimited() {
-        let c = Config::from_toml(
-            "quota_producer_byte_rate = 1000\nquota_user_overrides = \"alice:producer=500,bob:request=20\"\n",
-        )
-        .unwrap();
-        let users = c.user_quotas().unwrap();
-        assert_eq!(users["alice"], ClientQuota { producer: 500, ..ClientQuota::NONE });
-        assert_eq!(users["bob"], ClientQuota { request: 200_000, ..ClientQuota::NONE });
-        let c = Config { quota_user_overrides: "alice=5".into(), ..Config::default() };
-        assert_eq!(c.validate().unwrap_err().setting, "quota_user_overrides");
-    }
-
-    #[test]
-    fn admin_listen_can_be_turned_off_and_log_level_is_checked() {
-        assert_eq!(Config::default().admin_addr().unwrap(), Some("127.0.0.1:9644".parse().unwrap()));
-        for off in ["", "off"] {
-            let c = Config { admin_listen: off.into(), ..Config::default() };
-            assert_eq!(c.admin_addr().unwrap(), None);
-        }
-        let c = Config { admin_listen: "nowhere".into(), ..Config::default() };
-        assert_eq!(c.validate().unwrap_err().setting, "admin_listen");
-        let c = Config { log_level: "info,ringbroker::net=debug".into(), ..Config::default() };
-        c.validate().unwrap();
-        let c = Config { log_level: "info,=[".into(), ..Config::default() };
-        assert_eq!(c.validate().unwrap_err().setting, "log_level");
-        let c = Config::from_toml("log_format = \"json\"\nadmin_listen = \"off\"\n").unwrap();
-        assert_eq!(c.log_format, LogFormat::Json);
-        assert_eq!(c.admin_addr().unwrap(), None);
     }
 }
