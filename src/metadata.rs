@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::error::BrokerError;
+use crate::error::{BrokerError, MetadataFault};
 
 pub const CATALOG_FILE: &str = "catalog.json";
 
@@ -219,17 +219,15 @@ impl Catalog {
     /// Loads the catalog snapshot from `dir`, or starts a new cluster there.
     pub fn load_or_create(dir: &Path) -> Result<Catalog, BrokerError> {
         let path = dir.join(CATALOG_FILE);
-        let err = |reason: String| BrokerError::Metadata { path: path.clone(), reason };
+        let err = |source: MetadataFault| BrokerError::Metadata { path: path.clone(), source };
         let mut cat = match crate::storage::read(&path) {
-            Ok(Some(bytes)) => serde_json::from_slice::<Catalog>(&bytes).map_err(|e| {
-                err(format!("unreadable ({e}); restore it from a backup or move the data directory aside"))
-            })?,
+            Ok(Some(bytes)) => serde_json::from_slice::<Catalog>(&bytes).map_err(|e| err(e.into()))?,
             Ok(None) => {
                 let c = Catalog::new_cluster();
                 c.persist(dir)?;
                 c
             }
-            Err(e) => return Err(err(e.to_string())),
+            Err(e) => return Err(err(e.into())),
         };
         if cat.auth_secret.len() != 64 {
             // Catalogs written before authentication existed.
@@ -259,7 +257,7 @@ impl Catalog {
         let bytes = serde_json::to_vec_pretty(self).expect("catalog serializes");
         // Owner-only: the catalog holds users' SCRAM keys and the fake-salt secret.
         crate::storage::write_atomic(&path, &bytes, 0o600)
-            .map_err(|e| BrokerError::Metadata { path: path.clone(), reason: e.to_string() })
+            .map_err(|e| BrokerError::Metadata { path: path.clone(), source: e.into() })
     }
 }
 

@@ -115,28 +115,6 @@ fn admin_bind_error(addr: SocketAddr, source: std::io::Error) -> BrokerError {
     BrokerError::Bind { addr: format!("{addr} (admin_listen)"), source }
 }
 
-/// Turns an executor start failure into what to change.
-fn explain_spawn_failure(shard: usize, cpu: usize, reason: String) -> BrokerError {
-    let mut hint = String::new();
-    let lower = reason.to_lowercase();
-    if lower.contains("memlock") || lower.contains("cannot allocate memory") || lower.contains("enomem") {
-        hint = format!(
-            "; io_uring needs locked memory ({} KiB per shard, RLIMIT_MEMLOCK is {}): raise it with `ulimit -l unlimited`, \
-             LimitMEMLOCK=infinity in a systemd unit, or run with CAP_IPC_LOCK",
-            3 * IO_MEMORY / 1024,
-            sys::memlock_limit().map_or("unlimited".into(), |l| format!("{} KiB", l / 1024))
-        );
-    } else if lower.contains("not implemented")
-        || lower.contains("operation not permitted")
-        || lower.contains("function not implemented")
-    {
-        hint = "; io_uring is unavailable: Linux 5.8 or newer is needed, with sysctl kernel.io_uring_disabled=0 \
-                and no seccomp profile blocking io_uring_setup (containers)"
-            .into();
-    }
-    BrokerError::ShardSpawn { shard, cpu, reason: format!("{reason}{hint}") }
-}
-
 /// Runs the broker until SIGTERM/SIGINT. Returns after a clean shutdown.
 /// Raises the soft limits on open files and locked memory to their hard limits, as the JVM
 /// does for Kafka: connections and segment files each take descriptors, and io_uring pins
@@ -159,8 +137,8 @@ fn raise_soft_limits() {
 
 pub fn run(cfg: Config) -> Result<(), BrokerError> {
     raise_soft_limits();
-    let allowed =
-        sys::allowed_cpus().map_err(|e| BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: e.to_string() })?;
+    let allowed = sys::allowed_cpus()
+        .map_err(|source| BrokerError::Startup { step: "read the CPUs this process may use", source })?;
     let cpus = crate::placement::resolve_cpus(&cfg, &allowed, Path::new("/sys"))?;
     let n = cpus.len();
     let nodes = crate::placement::numa_nodes(Path::new("/sys"));
@@ -227,18 +205,15 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     let mut signals = nix::sys::signal::SigSet::empty();
     signals.add(nix::sys::signal::Signal::SIGTERM);
     signals.add(nix::sys::signal::Signal::SIGINT);
-    signals.thread_block().map_err(|e| BrokerError::ShardSpawn {
-        shard: 0,
-        cpu: 0,
-        reason: format!("sigmask: {e}"),
-    })?;
+    signals
+        .thread_block()
+        .map_err(|e| BrokerError::Startup { step: "block SIGTERM and SIGINT in the shards", source: e.into() })?;
     // Started after the signal mask is set so that it inherits it: the main thread alone
     // takes the stop signals.
     let admin = match admin {
         Some((listener, bound)) => {
-            metrics::http::spawn(listener, metrics::Exposition::new(registry.clone())).map_err(|e| {
-                BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: format!("cannot start the admin HTTP thread: {e}") }
-            })?;
+            metrics::http::spawn(listener, metrics::Exposition::new(registry.clone()))
+                .map_err(|source| BrokerError::Startup { step: "start the admin HTTP thread", source })?;
             Some(bound)
         }
         None => None,
@@ -258,7 +233,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     }
 
     let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), BrokerError>>();
     let mut handles = Vec::with_capacity(n);
     for (i, ((cpu, node), (tx_row, rx_row))) in
         placement.iter().copied().zip(senders.into_iter().zip(receivers)).enumerate()
@@ -301,21 +276,15 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
                     let _ = ready.send(Err(e));
                 }
             })
-            .map_err(|e| explain_spawn_failure(i, cpu, e.to_string()))?;
+            .map_err(|e| BrokerError::shard_spawn(i, cpu, e))?;
         handles.push(handle);
     }
     drop(ready_tx);
     for _ in 0..n {
         match ready_rx.recv() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(BrokerError::ShardSpawn { shard: 0, cpu: 0, reason: e }),
-            Err(_) => {
-                return Err(BrokerError::ShardSpawn {
-                    shard: 0,
-                    cpu: 0,
-                    reason: "a shard exited during startup".into(),
-                })
-            }
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(BrokerError::ShardExited),
         }
     }
     for l in &listeners {
@@ -373,8 +342,8 @@ async fn shard_main(
     tx_row: Vec<Option<SharedSender<Msg>>>,
     rx_row: Vec<SharedReceiver<Msg>>,
     shared: Shared,
-    ready: &mpsc::Sender<Result<(), String>>,
-) -> Result<(), String> {
+    ready: &mpsc::Sender<Result<(), BrokerError>>,
+) -> Result<(), BrokerError> {
     let Shared { admission, creation, quotas, broker_memory, stop } = shared;
     // A bound on glommio 0.9's lost wake-ups (see PREEMPT): an executor can go to sleep in
     // io_uring_enter while a peer's message waits in a shared channel. A pending timer makes
@@ -423,8 +392,10 @@ async fn shard_main(
     let gate = Rc::new(Gate { admission, creation, refusals: RefCell::new(RefusalLog::new(Duration::from_secs(1))) });
     let mut acceptors = Vec::with_capacity(listeners.len());
     for l in listeners {
-        let socket = glommio::net::TcpListener::bind(l.bound)
-            .map_err(|e| format!("shard {} cannot bind listener {} on {}: {e}", id.0, l.name, l.bound))?;
+        let socket = glommio::net::TcpListener::bind(l.bound).map_err(|e| BrokerError::Bind {
+            addr: format!("{} (listener {}, shard {})", l.bound, l.name, id.0),
+            source: e.into(),
+        })?;
         let tls = match l.protocol.tls() {
             true => tls.clone().map(futures_rustls::TlsAcceptor::from),
             false => None,

@@ -21,7 +21,7 @@ mod topics;
 
 use std::path::{Path, PathBuf};
 
-use crate::error::BrokerError;
+use crate::error::{BrokerError, MetadataFault};
 use crate::log::config::Form;
 use crate::log::LogConfig;
 use crate::metadata::Catalog;
@@ -103,13 +103,18 @@ impl Controller {
     /// Makes `records` one durable log entry, then applies them. Nothing is applied if the
     /// append fails: the change did not happen.
     fn commit(&mut self, records: Vec<Record>) -> Result<(), Failure> {
+        self.append(records).map_err(|e| {
+            tracing::error!("cannot append to the metadata log: {e}");
+            (ErrorCode::KafkaStorageError, format!("cannot write the metadata log: {e}"))
+        })
+    }
+
+    /// `commit` with the storage error itself, for callers that are not answering a request.
+    fn append(&mut self, records: Vec<Record>) -> std::io::Result<()> {
         if records.is_empty() {
             return Ok(());
         }
-        let index = self.log.append(&records).map_err(|e| {
-            tracing::error!("cannot append to the metadata log: {e}");
-            (ErrorCode::KafkaStorageError, format!("cannot write the metadata log: {e}"))
-        })?;
+        let index = self.log.append(&records)?;
         for r in &records {
             records::apply(&mut self.state, r);
         }
@@ -145,8 +150,7 @@ impl Controller {
             return Ok(());
         }
         let topic = self.state.plan_internal_topic(name, partitions, self.ctx.shards, configs);
-        self.commit(vec![Record::Topic { topic }])
-            .map_err(|(_, reason)| BrokerError::Metadata { path: self.ctx.data_dir.join(log::LOG_FILE), reason })
+        self.append(vec![Record::Topic { topic }]).map_err(|e| metadata_error(&self.ctx.data_dir, e))
     }
 
     /// A producer id never handed out before, on this broker or before a restart.
@@ -205,17 +209,17 @@ impl Controller {
 }
 
 fn metadata_error(dir: &Path, e: std::io::Error) -> BrokerError {
-    BrokerError::Metadata { path: dir.join(log::LOG_FILE), reason: e.to_string() }
+    BrokerError::Metadata { path: dir.join(log::LOG_FILE), source: e.into() }
 }
 
 /// The reservation a broker before the metadata log persisted, so ids stay unique across the
 /// upgrade; 0 if there is none.
 fn legacy_producer_ids(dir: &Path) -> Result<i64, BrokerError> {
     let path = dir.join(LEGACY_PRODUCER_IDS);
-    let err = |reason: String| BrokerError::Metadata { path: path.clone(), reason };
-    let Some(bytes) = crate::storage::read(&path).map_err(|e| err(e.to_string()))? else { return Ok(0) };
-    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| err(format!("unreadable: {e}")))?;
-    v.get("reserved_until").and_then(|r| r.as_i64()).ok_or_else(|| err("no reserved_until".into()))
+    let err = |source: MetadataFault| BrokerError::Metadata { path: path.clone(), source };
+    let Some(bytes) = crate::storage::read(&path).map_err(|e| err(e.into()))? else { return Ok(0) };
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| err(e.into()))?;
+    v.get("reserved_until").and_then(|r| r.as_i64()).ok_or_else(|| err(MetadataFault::Missing("reserved_until")))
 }
 
 #[cfg(test)]
