@@ -11,6 +11,8 @@
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 
+use crate::config::{bad, bad_because, ConfigError};
+
 /// How a listener's connections are secured (Kafka's `SecurityProtocol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecurityProtocol {
@@ -81,26 +83,29 @@ pub struct Listener {
     pub advertised: Advertised,
 }
 
-/// Splits `NAME://HOST:PORT`; an empty host means every interface, as in Kafka.
-fn split_endpoint(item: &str) -> Result<(String, String, u16), String> {
+/// Splits `NAME://HOST:PORT` from `setting`; an empty host means every interface, as in Kafka.
+fn split_endpoint(setting: &'static str, item: &str) -> Result<(String, String, u16), ConfigError> {
     let (name, addr) = item
         .split_once("://")
-        .ok_or_else(|| format!("`{item}` is not NAME://HOST:PORT (e.g. SASL_SSL://0.0.0.0:9093)"))?;
+        .ok_or_else(|| bad(setting, format!("`{item}` is not NAME://HOST:PORT (e.g. SASL_SSL://0.0.0.0:9093)")))?;
     let name = name.trim().to_ascii_uppercase();
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(format!("listener name `{name}` in `{item}` must be letters, digits, '_' or '-'"));
+        return Err(bad(setting, format!("listener name `{name}` in `{item}` must be letters, digits, '_' or '-'")));
     }
-    let (host, port) = addr.rsplit_once(':').ok_or_else(|| format!("`{item}` has no :PORT"))?;
-    let port = port.parse::<u16>().map_err(|_| format!("`{port}` in `{item}` is not a port number"))?;
+    let (host, port) = addr.rsplit_once(':').ok_or_else(|| bad(setting, format!("`{item}` has no :PORT")))?;
+    let port = port.parse::<u16>().map_err(|_| bad(setting, format!("`{port}` in `{item}` is not a port number")))?;
     Ok((name, host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
 }
 
-fn parse_map(map: &str) -> Result<Vec<(String, SecurityProtocol)>, String> {
+fn parse_map(map: &str) -> Result<Vec<(String, SecurityProtocol)>, ConfigError> {
+    const SETTING: &str = "listener_security_protocol_map";
     let mut out = Vec::new();
     for item in map.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (name, proto) = item.split_once(':').ok_or_else(|| format!("`{item}` is not NAME:PROTOCOL"))?;
-        let proto = SecurityProtocol::parse(proto)
-            .ok_or_else(|| format!("`{proto}` in `{item}` is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))?;
+        let (name, proto) =
+            item.split_once(':').ok_or_else(|| bad(SETTING, format!("`{item}` is not NAME:PROTOCOL")))?;
+        let proto = SecurityProtocol::parse(proto).ok_or_else(|| {
+            bad(SETTING, format!("`{proto}` in `{item}` is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))
+        })?;
         out.push((name.trim().to_ascii_uppercase(), proto));
     }
     Ok(out)
@@ -108,19 +113,19 @@ fn parse_map(map: &str) -> Result<Vec<(String, SecurityProtocol)>, String> {
 
 /// Parses `listeners`, `advertised_listeners` and `listener_security_protocol_map`. A
 /// listener's protocol comes from the map, or is its name when the name is a protocol.
-/// Errors say which of the three settings is wrong (the `&str`) and how.
-pub fn parse(listeners: &str, advertised: &str, map: &str) -> Result<Vec<ListenerSpec>, (&'static str, String)> {
-    let map = parse_map(map).map_err(|e| ("listener_security_protocol_map", e))?;
+/// Errors say which of the three settings is wrong and how.
+pub fn parse(listeners: &str, advertised: &str, map: &str) -> Result<Vec<ListenerSpec>, ConfigError> {
+    let map = parse_map(map)?;
     let mut specs: Vec<ListenerSpec> = Vec::new();
     for item in listeners.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (name, host, port) = split_endpoint(item).map_err(|e| ("listeners", e))?;
+        let (name, host, port) = split_endpoint("listeners", item)?;
         if specs.iter().any(|s| s.name == name) {
-            return Err(("listeners", format!("listener {name} is named twice; each needs its own name")));
+            return Err(bad("listeners", format!("listener {name} is named twice; each needs its own name")));
         }
         let protocol = match map.iter().find(|(n, _)| *n == name) {
             Some((_, p)) => *p,
             None => SecurityProtocol::parse(&name).ok_or_else(|| {
-                (
+                bad(
                     "listener_security_protocol_map",
                     format!("listener {name} has no protocol: add `{name}:SASL_SSL` (or another protocol) to the map"),
                 )
@@ -129,24 +134,27 @@ pub fn parse(listeners: &str, advertised: &str, map: &str) -> Result<Vec<Listene
         let host = if host.is_empty() { "0.0.0.0".to_string() } else { host };
         let bind = format!("{host}:{port}")
             .to_socket_addrs()
-            .map_err(|e| ("listeners", format!("cannot resolve `{item}`: {e}")))?
+            .map_err(|e| bad_because("listeners", format!("cannot resolve `{item}`: {e}"), e))?
             .next()
-            .ok_or_else(|| ("listeners", format!("`{item}` resolves to no address")))?;
+            .ok_or_else(|| bad("listeners", format!("`{item}` resolves to no address")))?;
         if let Some(other) = specs.iter().find(|s| s.bind == bind && port != 0) {
-            return Err(("listeners", format!("listeners {} and {name} both bind {bind}", other.name)));
+            return Err(bad("listeners", format!("listeners {} and {name} both bind {bind}", other.name)));
         }
         specs.push(ListenerSpec { name, protocol, bind, advertised: None });
     }
     if specs.is_empty() {
-        return Err(("listeners", "names no listener".into()));
+        return Err(bad("listeners", "names no listener"));
     }
     for item in advertised.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (name, host, port) = split_endpoint(item).map_err(|e| ("advertised_listeners", e))?;
+        let (name, host, port) = split_endpoint("advertised_listeners", item)?;
         let Some(spec) = specs.iter_mut().find(|s| s.name == name) else {
-            return Err(("advertised_listeners", format!("`{item}` names listener {name}, which `listeners` lacks")));
+            return Err(bad(
+                "advertised_listeners",
+                format!("`{item}` names listener {name}, which `listeners` lacks"),
+            ));
         };
         if host.is_empty() {
-            return Err(("advertised_listeners", format!("`{item}` needs a host clients can reach")));
+            return Err(bad("advertised_listeners", format!("`{item}` needs a host clients can reach")));
         }
         spec.advertised = Some((host, port));
     }
@@ -209,12 +217,12 @@ mod tests {
 
     #[test]
     fn mistakes_name_the_setting() {
-        assert_eq!(parse("INTERNAL://127.0.0.1:1", "", "").unwrap_err().0, "listener_security_protocol_map");
-        assert_eq!(parse("127.0.0.1:9092", "", "").unwrap_err().0, "listeners");
-        assert_eq!(parse("SSL://127.0.0.1:1,SSL://127.0.0.1:2", "", "").unwrap_err().0, "listeners");
-        assert_eq!(parse("SSL://127.0.0.1:1,PLAINTEXT://127.0.0.1:1", "", "").unwrap_err().0, "listeners");
-        assert_eq!(parse("SSL://127.0.0.1:1", "PLAINTEXT://h:1", "").unwrap_err().0, "advertised_listeners");
-        assert_eq!(parse("A://127.0.0.1:1", "", "A:TLS").unwrap_err().0, "listener_security_protocol_map");
-        assert_eq!(parse("", "", "").unwrap_err().0, "listeners");
+        assert_eq!(parse("INTERNAL://127.0.0.1:1", "", "").unwrap_err().setting, "listener_security_protocol_map");
+        assert_eq!(parse("127.0.0.1:9092", "", "").unwrap_err().setting, "listeners");
+        assert_eq!(parse("SSL://127.0.0.1:1,SSL://127.0.0.1:2", "", "").unwrap_err().setting, "listeners");
+        assert_eq!(parse("SSL://127.0.0.1:1,PLAINTEXT://127.0.0.1:1", "", "").unwrap_err().setting, "listeners");
+        assert_eq!(parse("SSL://127.0.0.1:1", "PLAINTEXT://h:1", "").unwrap_err().setting, "advertised_listeners");
+        assert_eq!(parse("A://127.0.0.1:1", "", "A:TLS").unwrap_err().setting, "listener_security_protocol_map");
+        assert_eq!(parse("", "", "").unwrap_err().setting, "listeners");
     }
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::{bad, format_cpu_list, parse_cpu_list, Config, ConfigError};
+use crate::config::{bad, bad_because, format_cpu_list, parse_cpu_list, Config, ConfigError};
 
 /// Memory each executor registers for io_uring; it pins 3× this. glommio's default (10 MiB)
 /// trips the usual 8 MiB RLIMIT_MEMLOCK; below 512 KiB executors fail to start.
@@ -56,7 +56,7 @@ pub fn resolve_cpus(cfg: &Config, allowed: &[usize], sys_root: &Path) -> Result<
     let online = online_cpus(sys_root);
     let is_online = |c: &usize| online.as_ref().is_none_or(|o| o.contains(c));
     let wanted = if let Some(list) = &cfg.cpus {
-        let cpus = parse_cpu_list(list).map_err(|p| bad("cpus", p))?;
+        let cpus = parse_cpu_list(list).map_err(|e| bad_because("cpus", e.to_string(), e))?;
         let offline: Vec<usize> = cpus.iter().copied().filter(|c| !is_online(c)).collect();
         if !offline.is_empty() {
             let online = online.as_deref().map_or_else(String::new, format_cpu_list);
@@ -72,9 +72,10 @@ pub fn resolve_cpus(cfg: &Config, allowed: &[usize], sys_root: &Path) -> Result<
         cpus
     } else if let Some(node) = cfg.numa_node {
         let path = sys_root.join(format!("devices/system/node/node{node}/cpulist"));
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| bad("numa_node", format!("NUMA node {node} not found ({}: {e})", path.display())))?;
-        let node_cpus = parse_cpu_list(text.trim()).map_err(|p| bad("numa_node", p))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            bad_because("numa_node", format!("NUMA node {node} not found ({}: {e})", path.display()), e)
+        })?;
+        let node_cpus = parse_cpu_list(text.trim()).map_err(|e| bad_because("numa_node", e.to_string(), e))?;
         let usable: Vec<usize> = node_cpus.into_iter().filter(|c| is_online(c) && allowed.contains(c)).collect();
         if usable.is_empty() {
             return Err(bad(

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use cpu_list::{format_cpu_list, parse_cpu_list};
+pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError};
 
 /// How appended data is made durable before it counts toward the high watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -277,10 +277,23 @@ settings! {
 pub struct ConfigError {
     pub setting: &'static str,
     pub problem: String,
+    /// What failed underneath, when something did: the file that could not be read, the
+    /// TOML parser, the address lookup.
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
+/// A setting refused for what it says.
 pub(crate) fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
-    ConfigError { setting, problem: problem.into() }
+    ConfigError { setting, problem: problem.into(), source: None }
+}
+
+/// A setting refused because of `source`; `problem` says what was being done with it.
+pub(crate) fn bad_because(
+    setting: &'static str,
+    problem: impl Into<String>,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> ConfigError {
+    ConfigError { setting, problem: problem.into(), source: Some(Box::new(source)) }
 }
 
 impl Config {
@@ -296,13 +309,13 @@ impl Config {
     }
 
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| bad("config", format!("cannot read {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| bad_because("config", format!("cannot read {}: {e}", path.display()), e))?;
         Config::from_toml(&text)
     }
 
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|e| bad("config", format!("not valid TOML for ringbroker: {e}")))
+        toml::from_str(text).map_err(|e| bad_because("config", format!("not valid TOML for ringbroker: {e}"), e))
     }
 }
 
@@ -333,6 +346,18 @@ mod tests {
             let expected: Vec<String> = keys.iter().map(|k| format!("--{}", k.replace('_', "-"))).collect();
             assert_eq!(flags, expected, "README.md's flags for {keys:?}");
         }
+    }
+
+    #[test]
+    fn config_file_errors_keep_their_cause() {
+        use std::error::Error;
+        let e = Config::from_file(Path::new("/nonexistent/ringbroker.toml")).unwrap_err();
+        assert_eq!(e.setting, "config");
+        assert!(e.problem.contains("cannot read /nonexistent/ringbroker.toml"), "{e}");
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound));
+        let e = Config::from_toml("flush = 3").unwrap_err();
+        assert!(e.source().is_some_and(|s| s.is::<toml::de::Error>()), "{e}");
     }
 
     #[test]

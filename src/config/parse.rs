@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
-use super::{bad, Config, ConfigError};
+use super::{bad, bad_because, Config, ConfigError};
 use crate::listener::ListenerSpec;
 use crate::quota::ClientQuota;
 
@@ -70,7 +70,6 @@ impl Config {
             return Ok(vec![ListenerSpec::plaintext(self.listen_addr()?, advertise)]);
         }
         crate::listener::parse(&self.listeners, &self.advertised_listeners, &self.listener_security_protocol_map)
-            .map_err(|(setting, problem)| bad(setting, problem))
     }
 
     /// The SASL mechanisms offered, in the order configured.
@@ -153,7 +152,7 @@ pub(super) fn split_host_port<'a>(setting: &'static str, s: &'a str) -> Result<(
 pub(super) fn resolve_addr(setting: &'static str, s: &str) -> Result<SocketAddr, ConfigError> {
     split_host_port(setting, s)?;
     s.to_socket_addrs()
-        .map_err(|e| bad(setting, format!("cannot resolve `{s}`: {e}")))?
+        .map_err(|e| bad_because(setting, format!("cannot resolve `{s}`: {e}"), e))?
         .next()
         .ok_or_else(|| bad(setting, format!("`{s}` resolves to no address")))
 }

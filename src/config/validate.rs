@@ -3,7 +3,7 @@
 
 use super::cpu_list::parse_cpu_list;
 use super::parse::{resolve_addr, split_host_port};
-use super::{bad, ClientAuth, Config, ConfigError, FlushPolicy};
+use super::{bad, bad_because, ClientAuth, Config, ConfigError, FlushPolicy};
 
 impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -15,7 +15,7 @@ impl Config {
             }
         }
         if let Some(c) = &self.cpus {
-            parse_cpu_list(c).map_err(|p| bad("cpus", p))?;
+            parse_cpu_list(c).map_err(|e| bad_because("cpus", e.to_string(), e))?;
             if self.numa_node.is_some() {
                 return Err(bad("cpus", "set either `cpus` or `numa_node`, not both"));
             }
@@ -95,7 +95,8 @@ impl Config {
         self.admin_addr()?;
         self.validate_security()?;
         tracing_subscriber::EnvFilter::try_new(&self.log_level).map_err(|e| {
-            bad("log_level", format!("`{}` is not a filter such as `info,ringbroker::net=debug`: {e}", self.log_level))
+            let problem = format!("`{}` is not a filter such as `info,ringbroker::net=debug`: {e}", self.log_level);
+            bad_because("log_level", problem, e)
         })?;
         Ok(())
     }

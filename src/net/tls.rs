@@ -14,16 +14,12 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 
-use crate::config::{ClientAuth, Config, ConfigError};
-
-fn bad(setting: &'static str, problem: String) -> ConfigError {
-    ConfigError { setting, problem }
-}
+use crate::config::{bad, bad_because, ClientAuth, Config, ConfigError};
 
 fn read_certs(setting: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
     let certs: Vec<_> = CertificateDer::pem_file_iter(path)
         .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| bad(setting, format!("cannot read certificates from {}: {e}", path.display())))?;
+        .map_err(|e| bad_because(setting, format!("cannot read certificates from {}: {e}", path.display()), e))?;
     if certs.is_empty() {
         return Err(bad(setting, format!("{} holds no PEM certificate (BEGIN CERTIFICATE)", path.display())));
     }
@@ -33,36 +29,37 @@ fn read_certs(setting: &'static str, path: &Path) -> Result<Vec<CertificateDer<'
 /// The rustls server configuration of this broker's TLS listeners (one for all of them).
 pub fn server_config(cfg: &Config) -> Result<Arc<ServerConfig>, ConfigError> {
     let (Some(cert_file), Some(key_file)) = (&cfg.ssl_certificate_file, &cfg.ssl_key_file) else {
-        return Err(bad("ssl_certificate_file", "TLS listeners need ssl_certificate_file and ssl_key_file".into()));
+        return Err(bad("ssl_certificate_file", "TLS listeners need ssl_certificate_file and ssl_key_file"));
     };
     let chain = read_certs("ssl_certificate_file", cert_file)?;
-    let key = PrivateKeyDer::from_pem_file(key_file)
-        .map_err(|e| bad("ssl_key_file", format!("cannot read a PEM private key from {}: {e}", key_file.display())))?;
+    let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
+        bad_because("ssl_key_file", format!("cannot read a PEM private key from {}: {e}", key_file.display()), e)
+    })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| bad("ssl_certificate_file", format!("TLS setup: {e}")))?;
+        .map_err(|e| bad_because("ssl_certificate_file", format!("TLS setup: {e}"), e))?;
     let builder = match (cfg.ssl_client_auth, &cfg.ssl_ca_file) {
         (ClientAuth::None, _) | (_, None) => builder.with_no_client_auth(),
         (auth, Some(ca_file)) => {
             let mut roots = RootCertStore::empty();
             for c in read_certs("ssl_ca_file", ca_file)? {
-                roots.add(c).map_err(|e| bad("ssl_ca_file", format!("{}: {e}", ca_file.display())))?;
+                roots.add(c).map_err(|e| bad_because("ssl_ca_file", format!("{}: {e}", ca_file.display()), e))?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
             let verifier = match auth {
                 ClientAuth::Requested => verifier.allow_unauthenticated(),
                 _ => verifier,
             };
-            let verifier = verifier.build().map_err(|e| bad("ssl_ca_file", format!("client verifier: {e}")))?;
+            let verifier =
+                verifier.build().map_err(|e| bad_because("ssl_ca_file", format!("client verifier: {e}"), e))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
     let config = builder.with_single_cert(chain, key).map_err(|e| {
-        bad(
-            "ssl_key_file",
-            format!("the key in {} does not fit the certificate in {}: {e}", key_file.display(), cert_file.display()),
-        )
+        let problem =
+            format!("the key in {} does not fit the certificate in {}: {e}", key_file.display(), cert_file.display());
+        bad_because("ssl_key_file", problem, e)
     })?;
     Ok(Arc::new(config))
 }
