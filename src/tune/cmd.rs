@@ -7,7 +7,7 @@ use super::fs::RootFs;
 use super::limits::ProcessRlimits;
 use super::report::{self, Report};
 use super::{apply, check, cpu_list, is_live_root, script, Finding, Machine, Plan, Status, Tuner};
-use crate::config::{parse_cpu_list, Config};
+use crate::config::{parse_cpu_list, Config, ConfigError, CpuListError};
 use crate::placement::resolve_cpus;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -59,14 +59,34 @@ pub struct TuneArgs {
 pub fn run(args: TuneArgs) -> i32 {
     match run_inner(&args) {
         Ok(code) => code,
-        Err(Usage(msg)) => {
-            eprintln!("ringbroker tune: {msg}");
+        Err(e) => {
+            eprintln!("ringbroker tune: {e}");
             2
         }
     }
 }
 
-struct Usage(String);
+/// Why `ringbroker tune` cannot tell which machine, CPUs or data directory to tune: bad usage.
+#[derive(Debug, thiserror::Error)]
+enum Usage {
+    /// The root directory (the error names it).
+    #[error(transparent)]
+    Root(std::io::Error),
+    /// The broker's config file, or its CPUs resolved against the machine.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot read this process's CPU affinity: {0}")]
+    Affinity(std::io::Error),
+    #[error("cannot read the current directory: {0}")]
+    CurrentDir(std::io::Error),
+    /// The fake root's list of online CPUs.
+    #[error("{}: {source}", path.display())]
+    OnlineCpus { path: PathBuf, source: CpuListError },
+    #[error("{}: {source}: pass --cpus for a root without it", path.display())]
+    NoOnlineCpus { path: PathBuf, source: std::io::Error },
+    #[error("invalid setting `cpus`: {0}")]
+    Cpus(CpuListError),
+}
 
 fn run_inner(args: &TuneArgs) -> Result<i32, Usage> {
     let live = is_live_root(&args.root);
@@ -77,7 +97,7 @@ fn run_inner(args: &TuneArgs) -> Result<i32, Usage> {
         );
         return Ok(1);
     }
-    let fs = RootFs::new(&args.root).map_err(|e| Usage(e.to_string()))?;
+    let fs = RootFs::new(&args.root).map_err(Usage::Root)?;
     let (cpus, data_dir) = broker_view(args, live)?;
     let plan =
         Plan { cpus, data_dir, tuners: if args.tuners.is_empty() { Tuner::ALL.to_vec() } else { args.tuners.clone() } };
@@ -151,7 +171,7 @@ fn advice(mode: Mode, findings: &[Finding]) -> &'static str {
 /// config file, resolved with the broker's own rules.
 fn broker_view(args: &TuneArgs, live: bool) -> Result<(Vec<usize>, PathBuf), Usage> {
     let mut cfg = match &args.config {
-        Some(path) => Config::from_file(path).map_err(|e| Usage(e.to_string()))?,
+        Some(path) => Config::from_file(path)?,
         None => Config::default(),
     };
     if args.cpus.is_some() {
@@ -165,15 +185,15 @@ fn broker_view(args: &TuneArgs, live: bool) -> Result<(Vec<usize>, PathBuf), Usa
     }
     let sys_root = args.root.join("sys");
     let allowed = if live {
-        crate::sys::allowed_cpus().map_err(|e| Usage(format!("cannot read this process's CPU affinity: {e}")))?
+        crate::sys::allowed_cpus().map_err(Usage::Affinity)?
     } else {
         fake_online_cpus(&sys_root, cfg.cpus.as_deref())?
     };
-    let cpus = resolve_cpus(&cfg, &allowed, &sys_root).map_err(|e| Usage(e.to_string()))?;
+    let cpus = resolve_cpus(&cfg, &allowed, &sys_root)?;
     let data_dir = if cfg.data_dir.is_absolute() {
         cfg.data_dir
     } else {
-        let cwd = std::env::current_dir().map_err(|e| Usage(format!("cannot read the current directory: {e}")))?;
+        let cwd = std::env::current_dir().map_err(Usage::CurrentDir)?;
         // Without the `./` of the default, for the report.
         cwd.join(cfg.data_dir).components().filter(|c| *c != std::path::Component::CurDir).collect()
     };
@@ -185,9 +205,9 @@ fn broker_view(args: &TuneArgs, live: bool) -> Result<(Vec<usize>, PathBuf), Usa
 fn fake_online_cpus(sys_root: &Path, asked: Option<&str>) -> Result<Vec<usize>, Usage> {
     let online = sys_root.join("devices/system/cpu/online");
     match (std::fs::read_to_string(&online), asked) {
-        (Ok(text), _) => parse_cpu_list(text.trim()).map_err(|e| Usage(format!("{}: {e}", online.display()))),
-        (Err(_), Some(list)) => parse_cpu_list(list).map_err(|e| Usage(format!("invalid setting `cpus`: {e}"))),
-        (Err(e), None) => Err(Usage(format!("{}: {e}: pass --cpus for a root without it", online.display()))),
+        (Ok(text), _) => parse_cpu_list(text.trim()).map_err(|source| Usage::OnlineCpus { path: online, source }),
+        (Err(_), Some(list)) => parse_cpu_list(list).map_err(Usage::Cpus),
+        (Err(source), None) => Err(Usage::NoOnlineCpus { path: online, source }),
     }
 }
 

@@ -32,7 +32,7 @@ pub(super) fn check(fs: &dyn Fs, data_dir: &Path) -> Vec<Finding> {
     }
     let disks = match disks_under(fs, &link, 0) {
         Ok(d) => d,
-        Err(e) => return vec![Finding::failed("disk", "device", e)],
+        Err(e) => return vec![Finding::failed("disk", "device", e.to_string())],
     };
     let mut out = Vec::new();
     for disk in disks {
@@ -49,13 +49,23 @@ pub(super) fn check(fs: &dyn Fs, data_dir: &Path) -> Vec<Finding> {
     out
 }
 
+/// Why the disks under a block device cannot be found.
+#[derive(Debug, thiserror::Error)]
+enum DeviceTreeError {
+    /// Deeper than real stacks go (dm on md on partitions): a cycle, or a broken tree.
+    #[error("{}: block devices nest too deep", .0.display())]
+    TooDeep(PathBuf),
+    /// A link that does not resolve (the error names it).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// The whole disks whose queues serve the block device at `dev` (a `/sys` path).
-fn disks_under(fs: &dyn Fs, dev: &Path, depth: usize) -> Result<Vec<PathBuf>, String> {
-    // dm on md on partitions is as deep as real stacks go; a cycle would be a broken tree.
+fn disks_under(fs: &dyn Fs, dev: &Path, depth: usize) -> Result<Vec<PathBuf>, DeviceTreeError> {
     if depth > 4 {
-        return Err(format!("{}: block devices nest too deep", fs.shown(dev).display()));
+        return Err(DeviceTreeError::TooDeep(fs.shown(dev)));
     }
-    let mut dev = fs.resolve(dev).map_err(|e| e.to_string())?;
+    let mut dev = fs.resolve(dev)?;
     if fs.exists(&dev.join("partition")) {
         dev.pop();
     }

@@ -179,7 +179,7 @@ pub fn check(m: &Machine, plan: &Plan) -> Vec<Finding> {
 /// needs-reboot or failed.
 pub fn apply(m: &Machine, plan: &Plan) -> Vec<Finding> {
     let before = check(m, plan);
-    let mut errors: Vec<Vec<String>> = Vec::with_capacity(before.len());
+    let mut errors: Vec<Vec<FixFailed>> = Vec::with_capacity(before.len());
     for finding in &before {
         let mut errs = Vec::new();
         if finding.status == Status::NeedsChange {
@@ -197,7 +197,7 @@ pub fn apply(m: &Machine, plan: &Plan) -> Vec<Finding> {
 
 /// The outcome of one finding after `apply`: its state before, the errors of its fixes, and
 /// the re-check.
-fn settle(before: Finding, errs: Vec<String>, after: &[Finding]) -> Finding {
+fn settle(before: Finding, errs: Vec<FixFailed>, after: &[Finding]) -> Finding {
     if before.status != Status::NeedsChange {
         return before;
     }
@@ -205,6 +205,7 @@ fn settle(before: Finding, errs: Vec<String>, after: &[Finding]) -> Finding {
     let mut out = Finding { fixes: Vec::new(), ..before.clone() };
     if !errs.is_empty() {
         out.status = Status::Failed;
+        let errs: Vec<String> = errs.iter().map(FixFailed::to_string).collect();
         out.detail = format!("{}; fix failed: {}", before.detail, errs.join("; "));
     } else if let Some(again) = again.filter(|a| a.status == Status::Ok) {
         out.status = if before.reboot { Status::NeedsReboot } else { Status::Changed };
@@ -220,9 +221,17 @@ fn settle(before: Finding, errs: Vec<String>, after: &[Finding]) -> Finding {
     out
 }
 
-fn perform(m: &Machine, fix: &Fix) -> Result<(), String> {
+/// A fix that could not be made (the error names the file).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {value}: {source}")]
+struct FixFailed {
+    value: String,
+    source: std::io::Error,
+}
+
+fn perform(m: &Machine, fix: &Fix) -> Result<(), FixFailed> {
     let Fix::Write { path, value } = fix;
-    m.fs.write(path, value).map_err(|e| format!("cannot write {value}: {e}"))
+    m.fs.write(path, value).map_err(|source| FixFailed { value: value.clone(), source })
 }
 
 /// "0-3,6": the kernel's cpulist format, as `smp_affinity_list` and the config's `cpus` use.

@@ -22,13 +22,18 @@ use std::path::{Path, PathBuf};
 use super::fs::{missing, Fs};
 use super::{cpu_list, sys_path, sysctl, Finding, Fix};
 
+/// A file's text that is not a kernel CPU mask.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a hex CPU mask")]
+pub(super) struct NotAMask(String);
+
 /// Parses a kernel CPU mask: hex, most significant first, optionally in comma-separated
 /// 32-bit groups (`00000000,0000000f`).
-pub(super) fn parse_mask(text: &str) -> Result<BTreeSet<usize>, String> {
+pub(super) fn parse_mask(text: &str) -> Result<BTreeSet<usize>, NotAMask> {
     let mut cpus = BTreeSet::new();
     let digits: Vec<char> = text.trim().chars().filter(|&c| c != ',').collect();
     for (i, c) in digits.iter().rev().enumerate() {
-        let nibble = c.to_digit(16).ok_or_else(|| format!("`{text}` is not a hex CPU mask"))?;
+        let nibble = c.to_digit(16).ok_or_else(|| NotAMask(text.to_string()))?;
         cpus.extend((0..4).filter(|b| nibble & (1 << b) != 0).map(|b| i * 4 + b));
     }
     Ok(cpus)
