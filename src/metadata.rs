@@ -78,15 +78,25 @@ pub struct Catalog {
 }
 
 /// Why a topic name is unusable (Kafka's rules: 1–249 of `[a-zA-Z0-9._-]`, not `.`/`..`).
-pub fn check_topic_name(name: &str) -> Result<(), String> {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopicNameError {
+    #[error("topic name must be 1 to 249 characters, got {0}")]
+    Length(usize),
+    #[error("topic name cannot be '.' or '..'")]
+    Dots,
+    #[error("topic name {name:?} contains {bad:?}; allowed are ASCII letters, digits, '.', '_' and '-'")]
+    Character { name: String, bad: char },
+}
+
+pub fn check_topic_name(name: &str) -> Result<(), TopicNameError> {
     if name.is_empty() || name.len() > 249 {
-        return Err(format!("topic name must be 1 to 249 characters, got {}", name.len()));
+        return Err(TopicNameError::Length(name.len()));
     }
     if name == "." || name == ".." {
-        return Err("topic name cannot be '.' or '..'".into());
+        return Err(TopicNameError::Dots);
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        return Err(format!("topic name {name:?} contains {c:?}; allowed are ASCII letters, digits, '.', '_' and '-'"));
+    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        return Err(TopicNameError::Character { name: name.to_string(), bad });
     }
     Ok(())
 }

@@ -521,7 +521,7 @@ async fn handle_frame(shard: Rc<Shard>, frame: Bytes, sec: Rc<ConnSecurity>) -> 
     let close_after = sec.failed().then_some(delay);
     let outcome = outcome.map_err(|fault| {
         shard.probe.request_error(api, fault.kind());
-        fault.to_string()
+        fault.into()
     });
     Handled { outcome, timing: HandlerTiming { api, started, finished, remote }, throttle, close_after }
 }

@@ -26,7 +26,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         resp.results = r.creations.iter().map(|_| failed(code, why.clone())).collect();
         return req.respond(resp);
     }
-    let parsed: Vec<Result<AclBinding, String>> = r
+    let parsed: Vec<Result<AclBinding, _>> = r
         .creations
         .iter()
         .map(|c| {
@@ -46,7 +46,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     resp.results = parsed
         .into_iter()
         .map(|p| match (p, &stored) {
-            (Err(why), _) => failed(ErrorCode::InvalidRequest, why),
+            (Err(why), _) => failed(ErrorCode::InvalidRequest, why.to_string()),
             (Ok(_), Err((code, why))) => failed(*code, why.clone()),
             (Ok(_), Ok(())) => AclCreationResult::default(),
         })

@@ -37,7 +37,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         resp.filter_results = r.filters.iter().map(|_| failed(code, why.clone())).collect();
         return req.respond(resp);
     }
-    let parsed: Vec<Result<AclFilter, String>> = r
+    let parsed: Vec<Result<AclFilter, _>> = r
         .filters
         .iter()
         .map(|f| {
@@ -61,7 +61,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     resp.filter_results = parsed
         .into_iter()
         .map(|p| match (p, &deleted) {
-            (Err(why), _) => failed(ErrorCode::InvalidRequest, why),
+            (Err(why), _) => failed(ErrorCode::InvalidRequest, why.to_string()),
             (Ok(_), Err((code, why))) => failed(*code, why.clone()),
             (Ok(_), Ok(_)) => {
                 let mut res = DeleteAclsFilterResult::default();

@@ -25,7 +25,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         r.permission_type,
     );
     let refusal = authz::acl_request_refusal(broker, &req, Operation::Describe, "describing ACLs")
-        .or_else(|| filter.as_ref().err().map(|why| (ErrorCode::InvalidRequest, why.clone())));
+        .or_else(|| filter.as_ref().err().map(|why| (ErrorCode::InvalidRequest, why.to_string())));
     if let Some((code, why)) = refusal {
         resp.error_code = code.code();
         resp.error_message = Some(str_bytes(why));

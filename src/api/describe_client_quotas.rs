@@ -34,19 +34,34 @@ enum Want {
     Any,
 }
 
-fn component(c: &proto_kafka::messages::describe_client_quotas_request::ComponentData) -> Result<Component, String> {
+/// Why a filter component cannot be matched; the response carries the message.
+#[derive(Debug, thiserror::Error)]
+enum BadComponent {
+    #[error("ip quotas are not supported; filter on user or client-id")]
+    Ip,
+    #[error("unknown quota entity type {0:?}; use user or client-id")]
+    EntityType(String),
+    #[error("an EXACT match needs a name")]
+    NoName,
+    #[error("unknown match type {0}; use 0 (EXACT), 1 (DEFAULT) or 2 (ANY)")]
+    MatchType(i8),
+}
+
+fn component(
+    c: &proto_kafka::messages::describe_client_quotas_request::ComponentData,
+) -> Result<Component, BadComponent> {
     let user = match c.entity_type.as_str() {
         USER => true,
         CLIENT_ID => false,
-        IP => return Err("ip quotas are not supported".into()),
-        other => return Err(format!("unknown quota entity type {other:?}")),
+        IP => return Err(BadComponent::Ip),
+        other => return Err(BadComponent::EntityType(other.to_string())),
     };
     let want = match (c.match_type, &c._match) {
         (MATCH_EXACT, Some(m)) => Want::Name(m.to_string()),
-        (MATCH_EXACT, None) => return Err("an EXACT match needs a name".into()),
+        (MATCH_EXACT, None) => return Err(BadComponent::NoName),
         (MATCH_DEFAULT, _) => Want::Default,
         (MATCH_ANY, _) => Want::Any,
-        (other, _) => return Err(format!("unknown match type {other}")),
+        (other, _) => return Err(BadComponent::MatchType(other)),
     };
     Ok(Component { user, want })
 }
@@ -88,7 +103,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         refuse(&mut resp, ErrorCode::ClusterAuthorizationFailed, "needs DESCRIBE_CONFIGS on the cluster".into());
         return req.respond(resp);
     }
-    let filter: Result<Vec<Component>, String> = r.components.iter().map(component).collect();
+    let filter: Result<Vec<Component>, _> = r.components.iter().map(component).collect();
     let filter = match filter {
         Ok(f) if f.iter().filter(|c| c.user).count() > 1 || f.iter().filter(|c| !c.user).count() > 1 => {
             refuse(&mut resp, ErrorCode::InvalidRequest, "an entity type appears twice in the filter".into());
@@ -96,7 +111,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         }
         Ok(f) => f,
         Err(m) => {
-            refuse(&mut resp, ErrorCode::InvalidRequest, m);
+            refuse(&mut resp, ErrorCode::InvalidRequest, m.to_string());
             return req.respond(resp);
         }
     };

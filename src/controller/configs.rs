@@ -60,7 +60,7 @@ impl Controller {
         let mut next = if change.replace { BTreeMap::new() } else { current.clone() };
         for (name, op) in &change.ops {
             let row = config::lookup(form, name).map_err(|why| match form {
-                Form::Topic => invalid(why),
+                Form::Topic => invalid(why.to_string()),
                 Form::Broker => (
                     ErrorCode::InvalidRequest,
                     format!(
@@ -102,8 +102,8 @@ impl Controller {
         }
         // A bad value: INVALID_CONFIG for a topic, INVALID_REQUEST for a broker, as in Kafka.
         under.with(form, &next).map_err(|why| match form {
-            Form::Topic => invalid(why),
-            Form::Broker => (ErrorCode::InvalidRequest, why),
+            Form::Topic => invalid(why.to_string()),
+            Form::Broker => (ErrorCode::InvalidRequest, why.to_string()),
         })?;
         Ok(next)
     }

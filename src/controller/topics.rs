@@ -34,7 +34,7 @@ impl Controller {
 
     /// The partition count a new topic gets, or why it cannot be created.
     fn check_new_topic(&self, cat: &Catalog, t: &NewTopic) -> Result<u32, Failure> {
-        check_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m))?;
+        check_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m.to_string()))?;
         let partitions = match t.partitions {
             -1 => self.ctx.default_partitions,
             n if (1..=MAX_PARTITIONS).contains(&n) => n as u32,
@@ -48,7 +48,9 @@ impl Controller {
                 format!("replication factor {} is larger than the 1 available broker", t.replication_factor),
             ));
         }
-        self.broker_log_config(cat).with(Form::Topic, &t.configs).map_err(|m| (ErrorCode::InvalidConfig, m))?;
+        self.broker_log_config(cat)
+            .with(Form::Topic, &t.configs)
+            .map_err(|m| (ErrorCode::InvalidConfig, m.to_string()))?;
         Ok(partitions)
     }
 

@@ -160,12 +160,20 @@ impl LogConfig {
         mut self,
         form: Form,
         configs: impl IntoIterator<Item = (&'a String, &'a String)>,
-    ) -> Result<LogConfig, String> {
+    ) -> Result<LogConfig, ConfigRefused> {
         for (name, value) in configs {
-            let row = lookup(form, name)?;
-            (row.set)(&mut self, value.trim()).map_err(|why| format!("invalid value {value:?} for {name}: {why}"))?;
+            self.set(form, name, value)?;
         }
         Ok(self)
+    }
+
+    fn set(&mut self, form: Form, name: &str, value: &str) -> Result<(), ConfigRefused> {
+        let row = lookup(form, name)?;
+        (row.set)(self, value.trim()).map_err(|why| ConfigRefused::Value {
+            name: name.to_string(),
+            value: value.to_string(),
+            why,
+        })
     }
 
     /// `with`, for configs already checked when they were stored: a value that no longer
@@ -173,13 +181,43 @@ impl LogConfig {
     pub fn with_stored<'a>(self, form: Form, configs: impl IntoIterator<Item = (&'a String, &'a String)>) -> LogConfig {
         let mut c = self;
         for (name, value) in configs {
-            let applied = lookup(form, name).and_then(|row| (row.set)(&mut c, value.trim()));
-            if let Err(e) = applied {
+            if let Err(e) = c.set(form, name, value) {
                 tracing::warn!(config = %name, value = %value, "stored config ignored: {e}");
             }
         }
         c
     }
+}
+
+/// Why a topic config cannot be set; Kafka answers INVALID_CONFIG with this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigRefused {
+    #[error("unknown config {0:?}")]
+    Unknown(String),
+    /// A Kafka config Ringbroker does not hold, and why.
+    #[error("{name} is not supported: {why}")]
+    Unsupported { name: String, why: &'static str },
+    #[error("invalid value {value:?} for {name}: {why}")]
+    Value { name: String, value: String, why: BadValue },
+}
+
+/// Why a value does not fit its config, saying what would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadValue {
+    #[error("not a whole number")]
+    NotANumber,
+    #[error("must be at least {0}")]
+    TooSmall(i64),
+    #[error("must be at most {0}")]
+    TooLarge(i64),
+    /// The values allowed, in words.
+    #[error("must be {0}")]
+    NotOneOf(&'static str),
+    #[error("{0:?} is not a cleanup policy (compact, delete)")]
+    CleanupPolicy(String),
+    /// A value only Kafka's features would honour, and why Ringbroker cannot.
+    #[error("{0}")]
+    Unsupported(&'static str),
 }
 
 /// Which name a config goes by: the topic's (`retention.ms`) or the broker default's
@@ -207,7 +245,7 @@ pub struct TopicConfig {
     pub broker_name: &'static str,
     pub kind: Kind,
     /// Parses, checks and applies a value.
-    pub set: fn(&mut LogConfig, &str) -> Result<(), String>,
+    pub set: fn(&mut LogConfig, &str) -> Result<(), BadValue>,
     /// The effective value, as Kafka prints it.
     pub show: fn(&LogConfig) -> String,
 }
@@ -227,24 +265,24 @@ impl TopicConfig {
     }
 }
 
-fn long(v: &str, min: i64) -> Result<i64, String> {
-    let n: i64 = v.parse().map_err(|_| "not a whole number".to_string())?;
+fn long(v: &str, min: i64) -> Result<i64, BadValue> {
+    let n: i64 = v.parse().map_err(|_| BadValue::NotANumber)?;
     if n < min {
-        return Err(format!("must be at least {min}"));
+        return Err(BadValue::TooSmall(min));
     }
     Ok(n)
 }
 
-fn int(v: &str, min: i64) -> Result<i32, String> {
+fn int(v: &str, min: i64) -> Result<i32, BadValue> {
     let n = long(v, min)?;
-    i32::try_from(n).map_err(|_| format!("must be at most {}", i32::MAX))
+    i32::try_from(n).map_err(|_| BadValue::TooLarge(i32::MAX.into()))
 }
 
-fn boolean(v: &str) -> Result<bool, String> {
+fn boolean(v: &str) -> Result<bool, BadValue> {
     match v.to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" => Ok(false),
-        _ => Err("must be true or false".into()),
+        _ => Err(BadValue::NotOneOf("true or false")),
     }
 }
 
@@ -272,7 +310,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
                     "compact" => compact = true,
                     "delete" => delete = true,
                     "" => {}
-                    other => return Err(format!("{other:?} is not a cleanup policy (compact, delete)")),
+                    other => return Err(BadValue::CleanupPolicy(other.to_string())),
                 }
             }
             // Neither (an empty list, as Kafka 4 allows): nothing is ever deleted or compacted.
@@ -298,7 +336,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
                 "snappy" => TopicCompression::Codec(2),
                 "lz4" => TopicCompression::Codec(3),
                 "zstd" => TopicCompression::Codec(4),
-                _ => return Err("must be producer, uncompressed, gzip, snappy, lz4 or zstd".into()),
+                _ => return Err(BadValue::NotOneOf("producer, uncompressed, gzip, snappy, lz4 or zstd")),
             };
             Ok(())
         },
@@ -372,7 +410,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
             c.timestamp_type = match v {
                 "CreateTime" => TimestampType::CreateTime,
                 "LogAppendTime" => TimestampType::LogAppendTime,
-                _ => return Err("must be CreateTime or LogAppendTime".into()),
+                _ => return Err(BadValue::NotOneOf("CreateTime or LogAppendTime")),
             };
             Ok(())
         },
@@ -397,7 +435,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         kind: Kind::Boolean,
         set: |_, v| match boolean(v)? {
             false => Ok(()),
-            true => Err("segment files are not preallocated by Ringbroker".into()),
+            true => Err(BadValue::Unsupported("segment files are not preallocated by Ringbroker")),
         },
         show: |_| "false".into(),
     },
@@ -438,7 +476,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         kind: Kind::Long,
         set: |_, v| match long(v, 0)? {
             0 => Ok(()),
-            _ => Err("segment rolls are not jittered by Ringbroker".into()),
+            _ => Err(BadValue::Unsupported("segment rolls are not jittered by Ringbroker")),
         },
         show: |_| "0".into(),
     },
@@ -458,14 +496,14 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         kind: Kind::Boolean,
         set: |_, v| match boolean(v)? {
             false => Ok(()),
-            true => Err("Ringbroker never makes an out-of-sync replica leader".into()),
+            true => Err(BadValue::Unsupported("Ringbroker never makes an out-of-sync replica leader")),
         },
         show: |_| "false".into(),
     },
 ];
 
 /// Why a Kafka topic config the table does not hold is refused.
-pub fn refusal(name: &str) -> String {
+pub fn refusal(name: &str) -> ConfigRefused {
     let why = match name {
         "delete.retention.ms"
         | "min.compaction.lag.ms"
@@ -494,13 +532,13 @@ pub fn refusal(name: &str) -> String {
         "message.downconversion.enable" | "message.format.version" | "message.timestamp.difference.max.ms" => {
             "Kafka 4 removed it"
         }
-        _ => return format!("unknown config {name:?}"),
+        _ => return ConfigRefused::Unknown(name.to_string()),
     };
-    format!("{name} is not supported: {why}")
+    ConfigRefused::Unsupported { name: name.to_string(), why }
 }
 
 /// The table row for a config name in the given form, or why there is none.
-pub fn lookup(form: Form, name: &str) -> Result<&'static TopicConfig, String> {
+pub fn lookup(form: Form, name: &str) -> Result<&'static TopicConfig, ConfigRefused> {
     TOPIC_CONFIGS.iter().find(|r| r.name_in(form) == name).ok_or_else(|| refusal(name))
 }
 
@@ -513,7 +551,7 @@ mod tests {
         LogConfig::from_config(&Config::default())
     }
 
-    fn topic(pairs: &[(&str, &str)]) -> Result<LogConfig, String> {
+    fn topic(pairs: &[(&str, &str)]) -> Result<LogConfig, ConfigRefused> {
         let m: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         base().with(Form::Topic, &m)
     }
@@ -567,7 +605,7 @@ mod tests {
             ("compression.zstd.level", "3", "default level"),
             ("retention.hours", "1", "unknown config"),
         ] {
-            let e = topic(&[(name, value)]).unwrap_err();
+            let e = topic(&[(name, value)]).unwrap_err().to_string();
             assert!(e.contains(why), "{name}={value}: {e}");
         }
     }

@@ -63,7 +63,7 @@ use super::memory::{Budget, Held};
 use super::sendfile::{copy_region, send_region};
 use crate::listener::Listener;
 use crate::metrics::{Closed, HandlerTiming, Probe};
-use crate::protocol::frame::{self, Framing};
+use crate::protocol::frame::{self, FrameError, Framing};
 use crate::protocol::response::{Chunk, Response};
 use crate::sys;
 
@@ -119,8 +119,28 @@ impl Liveness {
     }
 }
 
-/// Why a handler refused a request: logged, then the connection closes.
-pub type Refusal = String;
+/// Why a handler refused a request: logged, then the connection closes. The layer above
+/// owns the type; the connection only shows it.
+pub type Refusal = Box<dyn std::error::Error>;
+
+/// Why a connection closes other than by its client or its idle timeout: logged once.
+#[derive(Debug, thiserror::Error)]
+enum Closing {
+    #[error(transparent)]
+    Frame(FrameError),
+    #[error("{0} before authentication (sasl_server_max_receive_size)")]
+    PreAuthFrame(FrameError),
+    #[error("read failed: {0}")]
+    Read(#[source] io::Error),
+    #[error("peer closed with {0} bytes of an unfinished request")]
+    Unfinished(usize),
+    #[error("write failed: {0}")]
+    Write(#[source] io::Error),
+    #[error("authentication failed")]
+    AuthenticationFailed,
+    #[error("{0}")]
+    Refused(Refusal),
+}
 
 /// What the dispatcher made of one request frame.
 pub struct Handled {
@@ -301,7 +321,7 @@ async fn read_loop<S, F, Fut>(
     tx: &local_channel::LocalSender<InFlight>,
     live: &Liveness,
     sec: &dyn Session,
-) -> Result<(), String>
+) -> Result<(), Closing>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     F: Fn(Bytes) -> Fut + 'static,
@@ -321,8 +341,8 @@ where
             false => limits.pre_auth_max_frame.min(limits.max_frame),
         };
         let want = match frame::check(&buf, max_frame).map_err(|e| match sec.authenticated() {
-            true => e.to_string(),
-            false => format!("{e} before authentication (sasl_server_max_receive_size)"),
+            true => Closing::Frame(e),
+            false => Closing::PreAuthFrame(e),
         })? {
             Framing::Complete { len } => {
                 let received = Instant::now();
@@ -358,14 +378,14 @@ where
         let n = match reader.read(&mut buf[old..]).await {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => 0,
-            Err(e) => return Err(format!("read failed: {e}")),
+            Err(e) => return Err(Closing::Read(e)),
         };
         buf.truncate(old + n);
         held.shrink_to(buf.len());
         probe.bytes_received(n);
         if n == 0 {
             if !buf.is_empty() {
-                return Err(format!("peer closed with {} bytes of an unfinished request", buf.len()));
+                return Err(Closing::Unfinished(buf.len()));
             }
             return Ok(());
         }
@@ -396,11 +416,11 @@ async fn write_loop<S: AsyncRead + AsyncWrite + Unpin>(
                         probe.bytes_sent(len);
                         None
                     }
-                    Err(e) => Some(format!("write failed: {e}")),
+                    Err(e) => Some(Closing::Write(e)),
                 }
             }
             Ok(None) => None,
-            Err(reason) => Some(reason),
+            Err(reason) => Some(Closing::Refused(reason)),
         };
         let written = Instant::now();
         probe.request_done(&handled.timing, received, sending, written);
@@ -409,7 +429,7 @@ async fn write_loop<S: AsyncRead + AsyncWrite + Unpin>(
         let failure = match (failure, handled.close_after) {
             (None, Some(delay)) => {
                 glommio::timer::sleep(delay).await;
-                Some("authentication failed".to_string())
+                Some(Closing::AuthenticationFailed)
             }
             (failure, _) => failure,
         };

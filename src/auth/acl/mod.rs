@@ -12,8 +12,8 @@ mod model;
 
 pub use authorizer::{Acls, AuthorizerConfig};
 pub use model::{
-    AclBinding, AclFilter, Operation, PatternFilter, PatternType, Permission, ResourceType, CLUSTER_NAME, WILDCARD,
-    WILDCARD_PRINCIPAL,
+    AclBinding, AclFilter, AclRefused, Operation, PatternFilter, PatternType, Permission, ResourceType, CLUSTER_NAME,
+    WILDCARD, WILDCARD_PRINCIPAL,
 };
 
 /// Principals and bindings shared by the model's and the authorizer's tests.

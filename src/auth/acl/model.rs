@@ -154,26 +154,49 @@ wire_enum! {
     }
 }
 
-/// `code` as a concrete value of `T`, or a message saying what was sent and what to send.
-fn concrete<T: Wire>(code: i8) -> Result<T, String> {
-    T::from_code(code).ok_or_else(|| {
-        format!("{} {} cannot be stored in an ACL; use one of {}", T::WHAT, describe_code::<T>(code), choices::<T>())
+/// Why an ACL or an ACL filter from the wire cannot be used, saying what to send instead;
+/// CreateAcls and DeleteAcls answer INVALID_REQUEST with this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AclRefused {
+    /// A code that is not a concrete value (`what` names the field, `code` the code sent).
+    #[error("{what} {code} cannot be stored in an ACL; use one of {choices}")]
+    NotConcrete { what: &'static str, code: String, choices: String },
+    #[error("{what} filter {code} matches nothing; use ANY (1) or one of {choices}")]
+    FilterMatchesNothing { what: &'static str, code: String, choices: String },
+    #[error("{what} {code} matches nothing; use one of {choices}")]
+    PatternFilter { what: &'static str, code: String, choices: String },
+    /// The resource type's name.
+    #[error("the resource name is empty; name the resource, or use \"{WILDCARD}\" with pattern LITERAL for every {0} resource")]
+    EmptyName(&'static str),
+    #[error("the only valid name for the CLUSTER resource is {CLUSTER_NAME}, not {0:?}; use that name")]
+    ClusterName(String),
+    #[error("principal {0:?} is not of the form Type:name; write e.g. \"User:alice\", or \"{WILDCARD_PRINCIPAL}\" for every principal")]
+    Principal(String),
+    #[error("the host is empty; use \"{WILDCARD}\" for any host, or a client's IP address")]
+    EmptyHost,
+    #[error("host {0:?} is not an IP address; ACLs are matched against the client's IP address, so give one (e.g. \"10.0.0.5\" or \"::1\"), or \"{WILDCARD}\" for any host")]
+    Host(String),
+}
+
+/// `code` as a concrete value of `T`, or why not.
+fn concrete<T: Wire>(code: i8) -> Result<T, AclRefused> {
+    T::from_code(code).ok_or_else(|| AclRefused::NotConcrete {
+        what: T::WHAT,
+        code: describe_code::<T>(code),
+        choices: choices::<T>(),
     })
 }
 
 /// `code` as a filter field: ANY (1) is `None`, a concrete value is `Some`, anything else
 /// (UNKNOWN, or a code this broker does not know) is refused.
-fn filter_code<T: Wire>(code: i8) -> Result<Option<T>, String> {
+fn filter_code<T: Wire>(code: i8) -> Result<Option<T>, AclRefused> {
     if code == 1 {
         return Ok(None);
     }
-    T::from_code(code).map(Some).ok_or_else(|| {
-        format!(
-            "{} filter {} matches nothing; use ANY (1) or one of {}",
-            T::WHAT,
-            describe_code::<T>(code),
-            choices::<T>()
-        )
+    T::from_code(code).map(Some).ok_or_else(|| AclRefused::FilterMatchesNothing {
+        what: T::WHAT,
+        code: describe_code::<T>(code),
+        choices: choices::<T>(),
     })
 }
 
@@ -216,40 +239,26 @@ impl AclBinding {
         host: &str,
         operation: i8,
         permission: i8,
-    ) -> Result<AclBinding, String> {
+    ) -> Result<AclBinding, AclRefused> {
         let resource_type = concrete::<ResourceType>(resource_type)?;
         let pattern = concrete::<PatternType>(pattern)?;
         let operation = concrete::<Operation>(operation)?;
         let permission = concrete::<Permission>(permission)?;
         if resource_name.is_empty() {
-            return Err(format!(
-                "the resource name is empty; name the resource, or use \"{WILDCARD}\" with pattern LITERAL for \
-                 every {} resource",
-                resource_type.name()
-            ));
+            return Err(AclRefused::EmptyName(resource_type.name()));
         }
         if resource_type == ResourceType::Cluster && resource_name != CLUSTER_NAME {
-            return Err(format!(
-                "the only valid name for the CLUSTER resource is {CLUSTER_NAME}, not {resource_name:?}; use that name"
-            ));
+            return Err(AclRefused::ClusterName(resource_name.to_string()));
         }
         match principal.split_once(':') {
             Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {}
-            _ => {
-                return Err(format!(
-                    "principal {principal:?} is not of the form Type:name; write e.g. \"User:alice\", or \
-                     \"{WILDCARD_PRINCIPAL}\" for every principal"
-                ))
-            }
+            _ => return Err(AclRefused::Principal(principal.to_string())),
         }
         if host.is_empty() {
-            return Err(format!("the host is empty; use \"{WILDCARD}\" for any host, or a client's IP address"));
+            return Err(AclRefused::EmptyHost);
         }
         if host != WILDCARD && host.parse::<IpAddr>().is_err() {
-            return Err(format!(
-                "host {host:?} is not an IP address; ACLs are matched against the client's IP address, so give \
-                 one (e.g. \"10.0.0.5\" or \"::1\"), or \"{WILDCARD}\" for any host"
-            ));
+            return Err(AclRefused::Host(host.to_string()));
         }
         Ok(AclBinding {
             resource_type,
@@ -297,14 +306,11 @@ impl AclFilter {
         host: Option<&str>,
         operation: i8,
         permission: i8,
-    ) -> Result<AclFilter, String> {
-        let pattern = PatternFilter::from_code(pattern).ok_or_else(|| {
-            format!(
-                "{} {} matches nothing; use one of {}",
-                PatternFilter::WHAT,
-                describe_code::<PatternFilter>(pattern),
-                choices::<PatternFilter>()
-            )
+    ) -> Result<AclFilter, AclRefused> {
+        let pattern = PatternFilter::from_code(pattern).ok_or_else(|| AclRefused::PatternFilter {
+            what: PatternFilter::WHAT,
+            code: describe_code::<PatternFilter>(pattern),
+            choices: choices::<PatternFilter>(),
         })?;
         Ok(AclFilter {
             resource_type: filter_code(resource_type)?,
@@ -388,7 +394,7 @@ mod tests {
     #[test]
     fn from_wire_refuses_what_cannot_be_stored() {
         let err = |rt, name, pt, principal, host, op, perm| {
-            AclBinding::from_wire(rt, name, pt, principal, host, op, perm).expect_err("must be refused")
+            AclBinding::from_wire(rt, name, pt, principal, host, op, perm).expect_err("must be refused").to_string()
         };
         let e = err(1, "t", 3, ALICE, "*", 3, 3);
         assert!(e.contains("resource type 1 (ANY)") && e.contains("TOPIC (2)"), "{e}");
@@ -429,12 +435,18 @@ mod tests {
                 permission: Some(Deny),
             }
         );
-        let e = AclFilter::from_wire(0, None, 1, None, None, 1, 1).unwrap_err();
+        let e = AclFilter::from_wire(0, None, 1, None, None, 1, 1).unwrap_err().to_string();
         assert!(e.contains("resource type filter 0 (UNKNOWN)") && e.contains("ANY (1)"), "{e}");
-        assert!(AclFilter::from_wire(1, None, 0, None, None, 1, 1).unwrap_err().contains("0 (UNKNOWN)"));
+        assert!(AclFilter::from_wire(1, None, 0, None, None, 1, 1).unwrap_err().to_string().contains("0 (UNKNOWN)"));
         assert!(AclFilter::from_wire(1, None, 5, None, None, 1, 1).is_err());
-        assert!(AclFilter::from_wire(1, None, 1, None, None, 0, 1).unwrap_err().contains("operation filter"));
-        assert!(AclFilter::from_wire(1, None, 1, None, None, 1, 0).unwrap_err().contains("permission type filter"));
+        assert!(AclFilter::from_wire(1, None, 1, None, None, 0, 1)
+            .unwrap_err()
+            .to_string()
+            .contains("operation filter"));
+        assert!(AclFilter::from_wire(1, None, 1, None, None, 1, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("permission type filter"));
     }
 
     /// Bindings for the filter tests, one of each pattern that could match the topic "orders".
