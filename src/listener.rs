@@ -11,7 +11,25 @@
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use crate::config::{bad, bad_because, ConfigError};
+/// A listener setting that cannot be used: which of `listeners`, `advertised_listeners` and
+/// `listener_security_protocol_map` is wrong, and how to write it. (`config` turns it into
+/// its own error; this module sits below `config`, which parses listeners through it.)
+#[derive(Debug, thiserror::Error)]
+#[error("invalid setting `{setting}`: {problem}")]
+pub struct ListenerError {
+    pub setting: &'static str,
+    pub problem: String,
+    /// The address lookup that failed, when one did.
+    pub source: Option<std::io::Error>,
+}
+
+fn bad(setting: &'static str, problem: impl Into<String>) -> ListenerError {
+    ListenerError { setting, problem: problem.into(), source: None }
+}
+
+fn bad_because(setting: &'static str, problem: impl Into<String>, source: std::io::Error) -> ListenerError {
+    ListenerError { setting, problem: problem.into(), source: Some(source) }
+}
 
 /// How a listener's connections are secured (Kafka's `SecurityProtocol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +102,7 @@ pub struct Listener {
 }
 
 /// Splits `NAME://HOST:PORT` from `setting`; an empty host means every interface, as in Kafka.
-fn split_endpoint(setting: &'static str, item: &str) -> Result<(String, String, u16), ConfigError> {
+fn split_endpoint(setting: &'static str, item: &str) -> Result<(String, String, u16), ListenerError> {
     let (name, addr) = item
         .split_once("://")
         .ok_or_else(|| bad(setting, format!("`{item}` is not NAME://HOST:PORT (e.g. SASL_SSL://0.0.0.0:9093)")))?;
@@ -97,7 +115,7 @@ fn split_endpoint(setting: &'static str, item: &str) -> Result<(String, String, 
     Ok((name, host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
 }
 
-fn parse_map(map: &str) -> Result<Vec<(String, SecurityProtocol)>, ConfigError> {
+fn parse_map(map: &str) -> Result<Vec<(String, SecurityProtocol)>, ListenerError> {
     const SETTING: &str = "listener_security_protocol_map";
     let mut out = Vec::new();
     for item in map.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -114,7 +132,7 @@ fn parse_map(map: &str) -> Result<Vec<(String, SecurityProtocol)>, ConfigError> 
 /// Parses `listeners`, `advertised_listeners` and `listener_security_protocol_map`. A
 /// listener's protocol comes from the map, or is its name when the name is a protocol.
 /// Errors say which of the three settings is wrong and how.
-pub fn parse(listeners: &str, advertised: &str, map: &str) -> Result<Vec<ListenerSpec>, ConfigError> {
+pub fn parse(listeners: &str, advertised: &str, map: &str) -> Result<Vec<ListenerSpec>, ListenerError> {
     let map = parse_map(map)?;
     let mut specs: Vec<ListenerSpec> = Vec::new();
     for item in listeners.split(',').map(str::trim).filter(|i| !i.is_empty()) {

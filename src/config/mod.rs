@@ -282,6 +282,13 @@ pub struct ConfigError {
     pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
+impl From<crate::listener::ListenerError> for ConfigError {
+    fn from(e: crate::listener::ListenerError) -> ConfigError {
+        let source = e.source.map(|s| Box::new(s) as Box<dyn std::error::Error + Send + Sync>);
+        ConfigError { setting: e.setting, problem: e.problem, source }
+    }
+}
+
 /// A setting refused for what it says.
 pub(crate) fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
     ConfigError { setting, problem: problem.into(), source: None }

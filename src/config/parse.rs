@@ -69,7 +69,9 @@ impl Config {
             };
             return Ok(vec![ListenerSpec::plaintext(self.listen_addr()?, advertise)]);
         }
-        crate::listener::parse(&self.listeners, &self.advertised_listeners, &self.listener_security_protocol_map)
+        let specs =
+            crate::listener::parse(&self.listeners, &self.advertised_listeners, &self.listener_security_protocol_map)?;
+        Ok(specs)
     }
 
     /// The SASL mechanisms offered, in the order configured.
