@@ -18,7 +18,8 @@
 //!   `auth` or `api`); principals, SASL and ACLs.
 //! - `metrics`, `client`, `producer`: the probe and its exposition; a Kafka client; idempotent
 //!   producer state.
-//! - `placement`, `error`: shards to CPUs and NUMA nodes; the broker's startup errors.
+//! - `error`: the broker's startup errors (a memlock failure names `placement`'s pinned memory).
+//! - `placement`: shards to CPUs and NUMA nodes.
 //! - `storage`: every file operation of the broker, one seam for injected faults.
 //! - `config`: the settings.
 //! - `quota`, `listener`: client quotas; listener specs.
