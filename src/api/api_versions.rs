@@ -54,7 +54,7 @@ pub fn unsupported(correlation_id: i32) -> Outcome {
     r.error_code = ErrorCode::UnsupportedVersion.code();
     response::encode(ApiKey::ApiVersions, 0, correlation_id, r)
         .map(Some)
-        .map_err(|e| Fault::Encode { api: ApiKey::ApiVersions, reason: e.to_string() })
+        .map_err(|e| Fault::Encode { api: ApiKey::ApiVersions, reason: e })
 }
 
 #[cfg(test)]

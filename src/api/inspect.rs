@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use proto_kafka::messages::*;
 
-use super::{admit, decode_as, Fault};
+use super::{admit, decode_as, Fault, Undecodable};
 use crate::protocol::{batch, frame, header};
 
 /// Decodes the body of a request this broker serves; Produce's record sets are returned for
@@ -30,13 +30,13 @@ pub fn inspect(frame: Bytes, max_batch: usize) -> Result<(), Fault> {
     let (_, body) = header::parse(api, pre.api_version, frame).map_err(|e| Fault::Decode {
         api,
         version: pre.api_version,
-        reason: format!("header: {e}"),
+        reason: Undecodable::Header(e),
     })?;
     for records in decode_body(api, pre.api_version, &body)? {
         batch::validate_produce(&records, max_batch).map_err(|e| Fault::Decode {
             api,
             version: pre.api_version,
-            reason: format!("record batch: {e:?}"),
+            reason: Undecodable::Batch(e),
         })?;
         // What ListOffsets by timestamp and the internal logs' replay read back.
         for _ in batch::records(&records) {}

@@ -161,7 +161,7 @@ api_table! {
 }
 
 fn decode_as<T: Decodable>(api: ApiKey, version: i16, body: &Bytes) -> Result<T, Fault> {
-    T::decode(&mut body.clone(), version).map_err(|e| Fault::Decode { api, version, reason: e.to_string() })
+    T::decode(&mut body.clone(), version).map_err(|e| Fault::Decode { api, version, reason: Undecodable::Body(e) })
 }
 
 pub fn spec(key: ApiKey) -> Option<&'static ApiSpec> {
@@ -192,14 +192,35 @@ pub enum Fault {
     #[error("{api:?} v{version} is not supported (this broker serves v{min}-v{max})")]
     UnsupportedVersion { api: ApiKey, version: i16, min: i16, max: i16 },
     #[error("cannot decode {api:?} v{version}: {reason}")]
-    Decode { api: ApiKey, version: i16, reason: String },
+    Decode {
+        api: ApiKey,
+        version: i16,
+        #[source]
+        reason: Undecodable,
+    },
     #[error("cannot encode the {api:?} response: {reason}")]
-    Encode { api: ApiKey, reason: String },
+    Encode {
+        api: ApiKey,
+        #[source]
+        reason: proto_kafka::ProtoError,
+    },
     #[error("request too short for a header")]
     NoHeader,
     /// Out of place in the SASL exchange, or a failed authentication.
     #[error("{0}")]
     Authentication(String),
+}
+
+/// What in a request's bytes could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Undecodable {
+    #[error("header: {0}")]
+    Header(#[source] proto_kafka::ProtoError),
+    #[error("{0}")]
+    Body(#[source] proto_kafka::ProtoError),
+    /// A produced batch the log would refuse (the fuzzing inspector's check).
+    #[error("record batch: {0:?}")]
+    Batch(#[source] crate::protocol::batch::BatchError),
 }
 
 pub type Outcome = Result<Option<Response>, Fault>;
@@ -227,7 +248,7 @@ impl Request {
     pub fn respond<M: Encodable + HeaderVersion + Fit>(&self, msg: M) -> Outcome {
         response::encode(self.api, self.version, self.correlation_id, msg)
             .map(Some)
-            .map_err(|e| Fault::Encode { api: self.api, reason: e.to_string() })
+            .map_err(|e| Fault::Encode { api: self.api, reason: e })
     }
 }
 
@@ -264,7 +285,7 @@ pub async fn dispatch(broker: &impl Broker, frame: Bytes, conn: &Rc<ConnSecurity
     let (hdr, body) = header::parse(api, pre.api_version, frame).map_err(|e| Fault::Decode {
         api,
         version: pre.api_version,
-        reason: format!("header: {e}"),
+        reason: Undecodable::Header(e),
     })?;
     let req = Request {
         api,
