@@ -3,7 +3,9 @@ over the rounds for Ringbroker and Kafka, the ratio of the medians, and the rang
 per-round ratios (each round ran both brokers back to back). Also the null-broker ceiling
 and each broker's CPU time and peak RSS.
 
-Usage: ringbench_report.py RUN_DIR OUT_PREFIX COMMAND   (writes OUT_PREFIX.md and .json)"""
+Usage: ringbench_report.py RUN_DIR OUT_PREFIX COMMAND [PLACEMENT]   (writes OUT_PREFIX.md and .json)
+
+PLACEMENT says where the brokers and ringbench ran (default: sharing every core)."""
 import glob
 import json
 import os
@@ -11,6 +13,7 @@ import statistics
 import sys
 
 run, out, cmd = sys.argv[1:4]
+where = sys.argv[4] if len(sys.argv) > 4 else "One broker at a time, ringbench on the same cores."
 rounds = sorted(glob.glob(os.path.join(run, "round-*")), key=lambda d: int(d.rsplit("-", 1)[1]))
 
 
@@ -114,7 +117,8 @@ m = load(os.path.join(rounds[0], "rb-a", "report.json"))["machine"]
 lines = [
     "# ringbench: Ringbroker vs Apache Kafka 4.4.0",
     "",
-    f"Machine: {m['cpu_model']}, {m['cores']} cores, Linux {m['kernel']}. One broker at a time, ringbench on the same cores.",
+    # ringbench counts the cores it may run on; under a placement that is not the machine's.
+    f"Machine: {m['cpu_model']}, {os.cpu_count()} cores, Linux {m['kernel']}. {where}",
     f"Command: `{cmd}`. Per-run report.json, .hgrm files and latency.svg: `{run}`.",
     "",
     f"Medians over {len(rounds)} rounds; each round ran every workload on Kafka, then on Ringbroker.",
@@ -129,5 +133,5 @@ lines = [
 with open(out + ".md", "w") as f:
     f.write("\n".join(lines))
 with open(out + ".json", "w") as f:
-    json.dump({"command": cmd, "machine": m, "rounds": len(rounds), "figures": figures}, f, indent=2)
+    json.dump({"command": cmd, "machine": m, "placement": where, "rounds": len(rounds), "figures": figures}, f, indent=2)
 print("\n".join(lines))
