@@ -184,6 +184,9 @@ settings! {
     cpus: Option<String> = None, "RINGBROKER_CPUS", "CPUs to run shards on, e.g. 0-3,6 [default: all CPUs the process may use]";
     /// Use the CPUs of this NUMA node (those the process may use).
     numa_node: Option<u32> = None, "RINGBROKER_NUMA_NODE", "Run shards on the CPUs of this NUMA node";
+    /// Pin each shard's thread to its CPU. Off (Redpanda's overprovisioned mode): the threads
+    /// may run on any of the shards' CPUs, for machines whose cores other processes share.
+    pin: bool = true, "RINGBROKER_PIN", "Pin each shard's thread to its CPU (false: threads float over the shards' CPUs, for cores shared with other processes) [default: true]";
     node_id: i32 = 0, "RINGBROKER_NODE_ID", "This broker's node id [default: 0]";
     flush: FlushPolicy = FlushPolicy::Always, "RINGBROKER_FLUSH", "Durability: always (fdatasync before ack), interval, os (never fsync) [default: always]";
     flush_interval_ms: u64 = 1000, "RINGBROKER_FLUSH_INTERVAL_MS", "With --flush interval: longest time between two fdatasyncs, ms [default: 1000]";

@@ -11,7 +11,10 @@
 //!
 //! ## Placement and memory
 //!
-//! Each shard runs on one CPU, and startup logs `shard → CPU → NUMA node` for each. glommio
+//! Each shard runs on one CPU, and startup logs `shard → CPU → NUMA node` for each. With
+//! `pin = false` a shard's thread may run on any of the shards' CPUs instead (the kernel
+//! moves it where there is room: a machine whose cores other processes share), and what
+//! follows about nodes holds only as far as the kernel keeps it in place. Pinned, glommio
 //! pins the executor thread *before* building the executor, and Linux's default memory
 //! policy allocates on the node of the CPU that first touches a page, so what a shard
 //! allocates on its own thread is on its node:
@@ -53,7 +56,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::{CpuSet, LocalExecutorBuilder, Placement};
 
 use crate::config::Config;
 use crate::controller::Controller;
@@ -78,9 +81,13 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     let n = cpus.len();
     let nodes = crate::placement::numa_nodes(Path::new("/sys"));
     let placement: Vec<(usize, Option<u32>)> = cpus.iter().map(|&cpu| (cpu, nodes.get(&cpu).copied())).collect();
-    for (shard, (cpu, node)) in placement.iter().enumerate() {
-        let node = node.map_or_else(|| "-".to_string(), |n| n.to_string());
-        tracing::info!("shard {shard} → CPU {cpu} → NUMA node {node}");
+    if cfg.pin {
+        for (shard, (cpu, node)) in placement.iter().enumerate() {
+            let node = node.map_or_else(|| "-".to_string(), |n| n.to_string());
+            tracing::info!("shard {shard} → CPU {cpu} → NUMA node {node}");
+        }
+    } else {
+        tracing::info!(?cpus, "{n} shards, not pinned: each thread may run on any of these CPUs (pin = false)");
     }
     let _lock = startup::lock_data_dir(&cfg.data_dir)?;
     let mut controller = Controller::open(crate::controller::Context {
@@ -174,7 +181,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let quotas = quotas.clone();
         let broker_memory = broker_memory.clone();
         let ready = ready_tx.clone();
-        let builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+        let builder = LocalExecutorBuilder::new(placement_of(&cfg, cpu, &cpus, i)?)
             .name(&format!("shard-{i}"))
             .io_memory(IO_MEMORY)
             .preempt_timer(PREEMPT);
@@ -244,4 +251,13 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     }
     tracing::info!("clean shutdown complete");
     Ok(())
+}
+
+/// Where a shard's thread runs: on its CPU, or (`pin = false`) anywhere among the shards'.
+fn placement_of(cfg: &Config, cpu: usize, cpus: &[usize], shard: usize) -> Result<Placement, BrokerError> {
+    if cfg.pin {
+        return Ok(Placement::Fixed(cpu));
+    }
+    let set = CpuSet::online().map_err(|e| BrokerError::shard_spawn(shard, cpu, e))?;
+    Ok(Placement::Fenced(set.filter(|l| cpus.contains(&l.cpu))))
 }

@@ -463,3 +463,48 @@ fn two_brokers_cannot_share_a_data_directory() {
     let mut c = Client::connect(b.addr);
     assert_eq!(c.api_versions().error_code, 0);
 }
+
+/// The CPUs the threads of each shard of process `pid` may run on, by shard name (glommio
+/// names a shard's threads, its executor's and its blocking thread's, `shard-N-ID`).
+fn shard_affinities(pid: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the broker's threads") {
+        let task = task.expect("a thread").path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default().trim().to_string();
+        if !name.starts_with("shard-") {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.join("status")).expect("thread status");
+        let cpus = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).expect("Cpus_allowed_list");
+        out.push((name, cpus.trim().to_string()));
+    }
+    out.sort();
+    out.dedup();
+    let names: std::collections::BTreeSet<&String> = out.iter().map(|(n, _)| n).collect();
+    assert_eq!(names.len(), out.len(), "the threads of a shard share one CPU set: {out:?}");
+    out
+}
+
+#[test]
+fn shards_are_pinned_one_cpu_each_unless_pin_is_off() {
+    let own = std::fs::read_to_string("/proc/self/status").expect("own status");
+    let allowed = own.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).expect("own CPUs").trim().to_string();
+    let cpus = ringbroker::sys::allowed_cpus().expect("allowed CPUs");
+
+    let mut pinned = Broker::start();
+    let threads = shard_affinities(pinned.pid().expect("pid"));
+    assert_eq!(threads.len(), cpus.len(), "one shard per allowed CPU: {threads:?}");
+    for (i, (name, on)) in threads.iter().enumerate() {
+        assert!(name.starts_with(&format!("shard-{i}-")), "{name}");
+        assert_eq!(on, &cpus[i].to_string(), "{name} runs on its own CPU only");
+    }
+    pinned.stop();
+
+    let mut floating = Broker::start_args(&["--pin", "false"]);
+    let threads = shard_affinities(floating.pid().expect("pid"));
+    assert_eq!(threads.len(), cpus.len(), "as many shards as pinned: {threads:?}");
+    for (name, on) in &threads {
+        assert_eq!(on, &allowed, "{name} may run on every CPU the shards have");
+    }
+    floating.stop();
+}
