@@ -149,10 +149,6 @@ mod tests {
         alter_as(b, None, resources, false)
     }
 
-    fn topic_configs(b: &Fake, name: &str) -> BTreeMap<String, String> {
-        b.catalog().topic(name).expect("topic exists").configs.clone()
-    }
-
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
@@ -163,11 +159,11 @@ mod tests {
         b.topic("t", 1);
         let first = resource(RESOURCE_TOPIC, "t", &[("retention.ms", Some("60000")), ("segment.ms", Some("3600000"))]);
         assert_eq!(alter(&b, vec![first]), vec![0]);
-        assert_eq!(topic_configs(&b, "t"), map(&[("retention.ms", "60000"), ("segment.ms", "3600000")]));
+        assert_eq!(b.topic_configs("t"), map(&[("retention.ms", "60000"), ("segment.ms", "3600000")]));
         assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", &[("max.message.bytes", Some("2048"))])]), vec![0]);
-        assert_eq!(topic_configs(&b, "t"), map(&[("max.message.bytes", "2048")]), "the others went back to defaults");
+        assert_eq!(b.topic_configs("t"), map(&[("max.message.bytes", "2048")]), "the others went back to defaults");
         assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", &[])]), vec![0]);
-        assert!(topic_configs(&b, "t").is_empty());
+        assert!(b.topic_configs("t").is_empty());
     }
 
     #[test]
@@ -211,9 +207,9 @@ mod tests {
             ]
         );
         for t in ["t1", "t2", "t3"] {
-            assert!(topic_configs(&b, t).is_empty());
+            assert!(b.topic_configs(t).is_empty());
         }
-        assert_eq!(topic_configs(&b, "ok"), map(&[("retention.ms", "1000")]));
+        assert_eq!(b.topic_configs("ok"), map(&[("retention.ms", "1000")]));
     }
 
     #[test]
@@ -226,7 +222,7 @@ mod tests {
         ];
         let invalid = ErrorCode::InvalidRequest.code();
         assert_eq!(alter(&b, asks), vec![invalid, invalid]);
-        assert!(topic_configs(&b, "t").is_empty());
+        assert!(b.topic_configs("t").is_empty());
     }
 
     #[test]
@@ -235,7 +231,7 @@ mod tests {
         b.topic("t", 1);
         let asks = vec![resource(RESOURCE_TOPIC, "t", &[("retention.ms", Some("1000"))])];
         assert_eq!(alter_as(&b, None, asks, true), vec![0]);
-        assert!(topic_configs(&b, "t").is_empty());
+        assert!(b.topic_configs("t").is_empty());
     }
 
     #[test]
@@ -252,7 +248,7 @@ mod tests {
             alter_as(&b, Some("User:eve"), asks, false),
             vec![topic, topic, ErrorCode::ClusterAuthorizationFailed.code()]
         );
-        assert!(topic_configs(&b, "t").is_empty() && b.catalog().broker_defaults.is_empty());
+        assert!(b.topic_configs("t").is_empty() && b.catalog().broker_defaults.is_empty());
         b.allow("User:eve", ResourceType::Topic, "t", Operation::AlterConfigs);
         b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::AlterConfigs);
         let asks = vec![

@@ -54,7 +54,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
 mod tests {
     use super::*;
     use crate::api::fake::Fake;
-    use crate::auth::acl::{AclBinding, Operation, PatternType, Permission, ResourceType, CLUSTER_NAME};
+    use crate::auth::acl::{Operation, ResourceType, CLUSTER_NAME};
 
     fn request(endpoint_type: i8, include_cluster_authorized_operations: bool) -> DescribeClusterRequest {
         let mut r = DescribeClusterRequest::default();
@@ -65,19 +65,6 @@ mod tests {
 
     fn brokers(resp: &DescribeClusterResponse) -> Vec<(i32, &str, i32)> {
         resp.brokers.iter().map(|b| (b.broker_id.0, b.host.as_str(), b.port)).collect()
-    }
-
-    fn allow_cluster(b: &Fake, principal: &str, op: Operation) {
-        let binding = AclBinding {
-            resource_type: ResourceType::Cluster,
-            resource_name: CLUSTER_NAME.into(),
-            pattern: PatternType::Literal,
-            principal: principal.into(),
-            host: "*".into(),
-            operation: op,
-            permission: Permission::Allow,
-        };
-        futures_lite::future::block_on(b.create_acls(vec![binding])).expect("ACL stored");
     }
 
     #[test]
@@ -118,8 +105,8 @@ mod tests {
         assert_eq!(resp.error_code, 0);
         assert_eq!(brokers(&resp).len(), 1, "the brokers are told anyway");
         assert_eq!(resp.cluster_authorized_operations, 0);
-        allow_cluster(&b, "User:eve", Operation::Describe);
-        allow_cluster(&b, "User:eve", Operation::IdempotentWrite);
+        b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::Describe);
+        b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::IdempotentWrite);
         let resp: DescribeClusterResponse = b.call_as(Some("User:eve"), ApiKey::DescribeCluster, 1, &request(1, true));
         assert_eq!(resp.cluster_authorized_operations, 1 << 8 | 1 << 12, "DESCRIBE and IDEMPOTENT_WRITE");
     }

@@ -80,7 +80,7 @@ mod tests {
 
     use super::*;
     use crate::api::fake::Fake;
-    use crate::auth::acl::{AclBinding, PatternType, Permission, ResourceType, CLUSTER_NAME};
+    use crate::auth::acl::{ResourceType, CLUSTER_NAME};
     use crate::protocol::batch;
 
     fn request(topics: Option<&[(&str, &[i32])]>) -> DescribeLogDirsRequest {
@@ -102,19 +102,6 @@ mod tests {
     fn partitions(resp: &DescribeLogDirsResponse, topic: &str) -> Option<Vec<(i32, i64, i64)>> {
         let t = resp.results[0].topics.iter().find(|t| t.name.as_str() == topic)?;
         Some(t.partitions.iter().map(|p| (p.partition_index, p.partition_size, p.offset_lag)).collect())
-    }
-
-    fn allow_cluster(b: &Fake, principal: &str, op: Operation) {
-        let binding = AclBinding {
-            resource_type: ResourceType::Cluster,
-            resource_name: CLUSTER_NAME.into(),
-            pattern: PatternType::Literal,
-            principal: principal.into(),
-            host: "*".into(),
-            operation: op,
-            permission: Permission::Allow,
-        };
-        futures_lite::future::block_on(b.create_acls(vec![binding])).expect("ACL stored");
     }
 
     #[test]
@@ -161,7 +148,7 @@ mod tests {
         assert!(resp.results.is_empty());
         let resp: DescribeLogDirsResponse = b.call_as(Some("User:eve"), ApiKey::DescribeLogDirs, 1, &request(None));
         assert_eq!((resp.error_code, resp.results.len()), (0, 0), "v1-2 have no top-level error: no directories");
-        allow_cluster(&b, "User:eve", Operation::Describe);
+        b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::Describe);
         let resp: DescribeLogDirsResponse = b.call_as(Some("User:eve"), ApiKey::DescribeLogDirs, 3, &request(None));
         assert_eq!(resp.error_code, 0);
         assert_eq!(partitions(&resp, "t"), Some(vec![(0, 0, 0)]));

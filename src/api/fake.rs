@@ -194,6 +194,11 @@ impl Fake {
         Tp { topic: created.id, partition: 0 }
     }
 
+    /// The dynamic configs topic `name` has in the catalog.
+    pub(crate) fn topic_configs(&self, name: &str) -> std::collections::BTreeMap<String, String> {
+        self.catalog().topic(name).expect("topic exists").configs.clone()
+    }
+
     /// The partition `index` of topic `name`.
     pub(crate) fn tp(&self, name: &str, index: i32) -> Tp {
         Tp { topic: self.catalog().topic(name).expect("topic exists").id, partition: index }

@@ -127,10 +127,6 @@ mod tests {
         alter_as(b, None, resources, false)
     }
 
-    fn topic_configs(b: &Fake, name: &str) -> BTreeMap<String, String> {
-        b.catalog().topic(name).expect("topic exists").configs.clone()
-    }
-
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
@@ -141,10 +137,10 @@ mod tests {
         b.topic("t", 1);
         let set = vec![op("retention.ms", OP_SET, Some("60000")), op("segment.ms", OP_SET, Some("3600000"))];
         assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", set)]), vec![0]);
-        assert_eq!(topic_configs(&b, "t"), map(&[("retention.ms", "60000"), ("segment.ms", "3600000")]));
+        assert_eq!(b.topic_configs("t"), map(&[("retention.ms", "60000"), ("segment.ms", "3600000")]));
         let delete = vec![op("segment.ms", OP_DELETE, None), op("max.message.bytes", OP_SET, Some("2048"))];
         assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", delete)]), vec![0]);
-        assert_eq!(topic_configs(&b, "t"), map(&[("max.message.bytes", "2048"), ("retention.ms", "60000")]));
+        assert_eq!(b.topic_configs("t"), map(&[("max.message.bytes", "2048"), ("retention.ms", "60000")]));
     }
 
     #[test]
@@ -153,10 +149,10 @@ mod tests {
         b.topic("t", 1);
         let append = vec![op("cleanup.policy", OP_APPEND, Some("compact"))];
         assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", append)]), vec![0]);
-        assert_eq!(topic_configs(&b, "t"), map(&[("cleanup.policy", "delete,compact")]));
+        assert_eq!(b.topic_configs("t"), map(&[("cleanup.policy", "delete,compact")]));
         let subtract = vec![op("cleanup.policy", OP_SUBTRACT, Some("delete"))];
         assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", subtract)]), vec![0]);
-        assert_eq!(topic_configs(&b, "t"), map(&[("cleanup.policy", "compact")]));
+        assert_eq!(b.topic_configs("t"), map(&[("cleanup.policy", "compact")]));
         let not_a_list = vec![op("retention.ms", OP_APPEND, Some("5"))];
         assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", not_a_list)]), vec![ErrorCode::InvalidConfig.code()]);
     }
@@ -201,9 +197,9 @@ mod tests {
             ]
         );
         for t in ["t1", "t2", "t3", "t4"] {
-            assert!(topic_configs(&b, t).is_empty(), "a resource's changes apply all or none");
+            assert!(b.topic_configs(t).is_empty(), "a resource's changes apply all or none");
         }
-        assert_eq!(topic_configs(&b, "ok"), map(&[("retention.ms", "1000")]));
+        assert_eq!(b.topic_configs("ok"), map(&[("retention.ms", "1000")]));
         assert!(b.catalog().broker_defaults.is_empty());
     }
 
@@ -213,7 +209,7 @@ mod tests {
         b.topic("t", 1);
         let asks = vec![resource(RESOURCE_TOPIC, "t", vec![op("retention.ms", OP_SET, None)])];
         assert_eq!(alter(&b, asks), vec![ErrorCode::InvalidRequest.code()]);
-        assert!(topic_configs(&b, "t").is_empty());
+        assert!(b.topic_configs("t").is_empty());
     }
 
     #[test]
@@ -226,7 +222,7 @@ mod tests {
         ];
         let invalid = ErrorCode::InvalidRequest.code();
         assert_eq!(alter(&b, asks), vec![invalid, invalid]);
-        assert!(topic_configs(&b, "t").is_empty());
+        assert!(b.topic_configs("t").is_empty());
     }
 
     #[test]
@@ -252,7 +248,7 @@ mod tests {
             resource(RESOURCE_TOPIC, "never", vec![op("retention.ms", OP_SET, Some("1000"))]),
         ];
         assert_eq!(alter_as(&b, None, asks, true), vec![0, ErrorCode::UnknownTopicOrPartition.code()]);
-        assert!(topic_configs(&b, "t").is_empty());
+        assert!(b.topic_configs("t").is_empty());
     }
 
     #[test]
@@ -273,8 +269,8 @@ mod tests {
             alter_as(&b, Some("User:eve"), asks, false),
             vec![topic, topic, ErrorCode::ClusterAuthorizationFailed.code(), 0]
         );
-        assert!(topic_configs(&b, "t").is_empty() && b.catalog().broker_defaults.is_empty());
-        assert_eq!(topic_configs(&b, "mine"), map(&[("retention.ms", "1000")]));
+        assert!(b.topic_configs("t").is_empty() && b.catalog().broker_defaults.is_empty());
+        assert_eq!(b.topic_configs("mine"), map(&[("retention.ms", "1000")]));
 
         b.allow("User:eve", ResourceType::Cluster, CLUSTER_NAME, Operation::AlterConfigs);
         let asks = vec![resource(RESOURCE_BROKER, "", vec![op("log.retention.ms", OP_SET, Some("1000"))])];

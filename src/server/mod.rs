@@ -165,6 +165,16 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
 
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), BrokerError>>();
+    // With `pin = false` every shard's thread is fenced to all the shards' CPUs, not fixed
+    // to its own.
+    let fence = match cfg.pin {
+        true => None,
+        false => {
+            let online =
+                CpuSet::online().map_err(|e| BrokerError::shard_spawn(0, cpus.first().copied().unwrap_or(0), e))?;
+            Some(online.filter(|l| cpus.contains(&l.cpu)))
+        }
+    };
     let mut handles = Vec::with_capacity(n);
     for (i, ((cpu, node), (tx_row, rx_row))) in
         placement.iter().copied().zip(senders.into_iter().zip(receivers)).enumerate()
@@ -181,7 +191,11 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let quotas = quotas.clone();
         let broker_memory = broker_memory.clone();
         let ready = ready_tx.clone();
-        let builder = LocalExecutorBuilder::new(placement_of(&cfg, cpu, &cpus, i)?)
+        let placement = match &fence {
+            Some(set) => Placement::Fenced(set.clone()),
+            None => Placement::Fixed(cpu),
+        };
+        let builder = LocalExecutorBuilder::new(placement)
             .name(&format!("shard-{i}"))
             .io_memory(IO_MEMORY)
             .preempt_timer(PREEMPT);
@@ -251,13 +265,4 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     }
     tracing::info!("clean shutdown complete");
     Ok(())
-}
-
-/// Where a shard's thread runs: on its CPU, or (`pin = false`) anywhere among the shards'.
-fn placement_of(cfg: &Config, cpu: usize, cpus: &[usize], shard: usize) -> Result<Placement, BrokerError> {
-    if cfg.pin {
-        return Ok(Placement::Fixed(cpu));
-    }
-    let set = CpuSet::online().map_err(|e| BrokerError::shard_spawn(shard, cpu, e))?;
-    Ok(Placement::Fenced(set.filter(|l| cpus.contains(&l.cpu))))
 }
