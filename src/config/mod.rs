@@ -223,6 +223,15 @@ settings! {
     max_connections_per_ip_overrides: String = String::new(), "RINGBROKER_MAX_CONNECTIONS_PER_IP_OVERRIDES", "Per-IP caps replacing --max-connections-per-ip, e.g. 10.0.0.5:100,::1:20 [default: none]";
     /// `connections.max.idle.ms`: a connection that completes no request (and has none in
     /// flight) for this long is closed. Bytes that never make up a whole request do not count.
+    /// `socket.send.buffer.bytes`: SO_SNDBUF of each client connection, Kafka's default;
+    /// -1 leaves the kernel's autotuning. Measured on loopback (bench/results, null broker
+    /// and fetch): autotuned send buffers of megabytes halve what sendfile moves, because a
+    /// deep queue of page references per socket costs more than it saves.
+    socket_send_buffer_bytes: i32 = 102_400, "RINGBROKER_SOCKET_SEND_BUFFER_BYTES", "SO_SNDBUF of client connections, bytes; -1 = the kernel's autotuning (socket.send.buffer.bytes) [default: 102400]";
+    /// `socket.receive.buffer.bytes`: SO_RCVBUF of each client connection; -1 (the default
+    /// here, where Kafka's is 102400) leaves the kernel's autotuning, which measured faster for
+    /// produce.
+    socket_receive_buffer_bytes: i32 = -1, "RINGBROKER_SOCKET_RECEIVE_BUFFER_BYTES", "SO_RCVBUF of client connections, bytes; -1 = the kernel's autotuning (socket.receive.buffer.bytes) [default: -1]";
     connections_max_idle_ms: u64 = 600_000, "RINGBROKER_CONNECTIONS_MAX_IDLE_MS", "Close a connection that completes no request for this long, ms [default: 600000]";
     /// `max.connection.creation.rate`: new connections a second, broker-wide; faster ones wait.
     max_connection_creation_rate: u64 = i32::MAX as u64, "RINGBROKER_MAX_CONNECTION_CREATION_RATE", "New connections a second, all shards together; faster ones wait [default: 2147483647]";

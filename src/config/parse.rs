@@ -194,6 +194,24 @@ mod tests {
     }
 
     #[test]
+    fn socket_buffers_parse_and_validate() {
+        let c = Config::default();
+        assert_eq!((c.socket_send_buffer_bytes, c.socket_receive_buffer_bytes), (102_400, -1));
+        let c = Config::from_toml("socket_send_buffer_bytes = -1\nsocket_receive_buffer_bytes = 65536\n").unwrap();
+        assert_eq!((c.socket_send_buffer_bytes, c.socket_receive_buffer_bytes), (-1, 65_536));
+        c.validate().unwrap();
+        for (send, receive, setting) in [
+            (0, -1, "socket_send_buffer_bytes"),
+            (-2, -1, "socket_send_buffer_bytes"),
+            (1, 0, "socket_receive_buffer_bytes"),
+        ] {
+            let c =
+                Config { socket_send_buffer_bytes: send, socket_receive_buffer_bytes: receive, ..Config::default() };
+            assert_eq!(c.validate().unwrap_err().setting, setting);
+        }
+    }
+
+    #[test]
     fn client_quotas_parse_and_validate() {
         let c = Config::from_toml(
             "quota_producer_byte_rate = 1000\n\

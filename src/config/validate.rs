@@ -81,6 +81,14 @@ impl Config {
                  max_connections_per_ip_overrides",
             ));
         }
+        for (name, v) in [
+            ("socket_send_buffer_bytes", self.socket_send_buffer_bytes),
+            ("socket_receive_buffer_bytes", self.socket_receive_buffer_bytes),
+        ] {
+            if v == 0 || v < -1 {
+                return Err(bad(name, "must be -1 (the kernel's autotuning) or a positive number of bytes"));
+            }
+        }
         if self.connections_max_idle_ms == 0 {
             return Err(bad("connections_max_idle_ms", "must be at least 1"));
         }

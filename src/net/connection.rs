@@ -77,6 +77,9 @@ pub struct Limits {
     pub broker_memory: Arc<Budget>,
     /// Send file regions with sendfile (otherwise read them and write the bytes).
     pub zero_copy: bool,
+    /// SO_SNDBUF and SO_RCVBUF of the socket; None keeps the kernel's autotuning.
+    pub send_buffer: Option<usize>,
+    pub receive_buffer: Option<usize>,
     /// Close the connection after this long without a complete request (see the module doc).
     pub idle: Duration,
     /// The largest frame before authentication (`sasl_server_max_receive_size`).
@@ -200,6 +203,9 @@ pub async fn serve<S, M, F, Fut>(
         return;
     }
     let _ = stream.set_nodelay(true);
+    if let Err(e) = sys::set_socket_buffers(fd, limits.send_buffer, limits.receive_buffer) {
+        tracing::warn!(%peer, "socket buffer sizes not set, keeping the kernel's: {e}");
+    }
     let Some(acceptor) = tls else {
         let (sec, dispatch) = make_dispatch(None);
         return run(stream, fd, peer, limits, probe, sec, dispatch).await;

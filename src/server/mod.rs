@@ -44,6 +44,7 @@
 //! - `timers`: periodic work (retention, group timers, offsets expiry).
 
 mod accept;
+mod handoff;
 mod queues;
 mod request;
 mod serve;
@@ -162,6 +163,8 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     };
 
     let (senders, receivers) = startup::mesh(n);
+    let (handoff_senders, handoff_receivers) = startup::handoffs(n);
+    let loads = handoff::Loads::new(n);
 
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), BrokerError>>();
@@ -176,9 +179,8 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         }
     };
     let mut handles = Vec::with_capacity(n);
-    for (i, ((cpu, node), (tx_row, rx_row))) in
-        placement.iter().copied().zip(senders.into_iter().zip(receivers)).enumerate()
-    {
+    let rows = senders.into_iter().zip(receivers).zip(handoff_senders.into_iter().zip(handoff_receivers));
+    for (i, ((cpu, node), (mesh, handoffs))) in placement.iter().copied().zip(rows).enumerate() {
         let cfg = cfg.clone();
         let registry = registry.clone();
         let catalog = catalog.clone();
@@ -190,6 +192,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         let creation = creation.clone();
         let quotas = quotas.clone();
         let broker_memory = broker_memory.clone();
+        let loads = loads.clone();
         let ready = ready_tx.clone();
         let placement = match &fence {
             Some(set) => Placement::Fenced(set.clone()),
@@ -203,7 +206,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
             .spawn(move || async move {
                 // Made here, on the pinned thread, so the metrics live on the shard's node.
                 let probe = registry.register_shard(i, cpu, node);
-                let shared = Shared { admission, creation, quotas, broker_memory, stop };
+                let shared = Shared { admission, creation, quotas, broker_memory, loads, stop };
                 let outcome = serve::shard_main(
                     ShardId(i),
                     cfg,
@@ -211,8 +214,8 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
                     listeners,
                     tls,
                     probe,
-                    tx_row,
-                    rx_row,
+                    mesh,
+                    handoffs,
                     shared,
                     &ready,
                 )

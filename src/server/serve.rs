@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
-use super::accept::{accept_loop, Gate};
+use super::accept::{accept_loop, receive_handoffs, Gate, Place};
+use super::handoff::{Handoff, Loads};
 use super::queues::{self, Queues};
 use super::timers;
 use crate::config::Config;
@@ -36,6 +37,8 @@ pub(super) struct Shared {
     pub(super) creation: Arc<CreationRate>,
     pub(super) quotas: Arc<Quotas>,
     pub(super) broker_memory: Arc<Budget>,
+    /// Connections served per shard (see `handoff`).
+    pub(super) loads: Arc<Loads>,
     pub(super) stop: Arc<AtomicBool>,
 }
 
@@ -47,12 +50,12 @@ pub(super) async fn shard_main(
     listeners: Vec<Listener>,
     tls: Option<Arc<rustls::ServerConfig>>,
     probe: metrics::Probe,
-    tx_row: Vec<Option<SharedSender<Msg>>>,
-    rx_row: Vec<SharedReceiver<Msg>>,
+    (tx_row, rx_row): (Vec<Option<SharedSender<Msg>>>, Vec<SharedReceiver<Msg>>),
+    (handoff_tx, handoff_rx): (Vec<Option<SharedSender<Handoff>>>, Vec<SharedReceiver<Handoff>>),
     shared: Shared,
     ready: &mpsc::Sender<Result<(), BrokerError>>,
 ) -> Result<(), BrokerError> {
-    let Shared { admission, creation, quotas, broker_memory, stop } = shared;
+    let Shared { admission, creation, quotas, broker_memory, loads, stop } = shared;
     // A bound on glommio 0.9's lost wake-ups (see PREEMPT): an executor can go to sleep in
     // io_uring_enter while a peer's message waits in a shared channel. A pending timer makes
     // it sleep with a timeout, and every wake-up polls the shared channels again, so a lost
@@ -70,9 +73,18 @@ pub(super) async fn shard_main(
     // runs as its own task: all shards make progress on all their channels at once.
     let rx_tasks: Vec<_> = rx_row.into_iter().map(|rx| glommio::spawn_local(rx.connect())).collect();
     let tx_tasks: Vec<_> = tx_row.into_iter().map(|tx| tx.map(|tx| glommio::spawn_local(tx.connect()))).collect();
+    let handoff_rx: Vec<_> = handoff_rx.into_iter().map(|rx| glommio::spawn_local(rx.connect())).collect();
+    let handoff_tx: Vec<_> = handoff_tx.into_iter().map(|tx| tx.map(|tx| glommio::spawn_local(tx.connect()))).collect();
     let mut peers = Vec::with_capacity(tx_tasks.len());
     for t in tx_tasks {
         peers.push(match t {
+            Some(t) => Some(t.await),
+            None => None,
+        });
+    }
+    let mut handoff_peers = Vec::with_capacity(handoff_tx.len());
+    for t in handoff_tx {
+        handoff_peers.push(match t {
             Some(t) => Some(t.await),
             None => None,
         });
@@ -94,12 +106,15 @@ pub(super) async fn shard_main(
         connection_memory: cfg.connection_max_request_bytes as usize,
         broker_memory: broker_memory.clone(),
         zero_copy: cfg.zero_copy_fetch,
+        send_buffer: usize::try_from(cfg.socket_send_buffer_bytes).ok(),
+        receive_buffer: usize::try_from(cfg.socket_receive_buffer_bytes).ok(),
         idle: Duration::from_millis(cfg.connections_max_idle_ms),
         pre_auth_max_frame: cfg.sasl_server_max_receive_size,
         failed_auth_delay: Duration::from_millis(cfg.connection_failed_authentication_delay_ms),
     };
     let gate = Rc::new(Gate { admission, creation, refusals: RefCell::new(RefusalLog::new(Duration::from_secs(1))) });
-    let mut acceptors = Vec::with_capacity(listeners.len());
+    let mut sockets = Vec::with_capacity(listeners.len());
+    let mut served = Vec::with_capacity(listeners.len());
     for l in listeners {
         let socket = glommio::net::TcpListener::bind(l.bound).map_err(|e| BrokerError::Bind {
             addr: format!("{} (listener {}, shard {})", l.bound, l.name, id.0),
@@ -109,8 +124,18 @@ pub(super) async fn shard_main(
             true => tls.clone().map(futures_rustls::TlsAcceptor::from),
             false => None,
         };
-        let accept = accept_loop(shard.clone(), socket, Rc::new(l), tls, limits.clone(), gate.clone(), queues);
+        sockets.push(socket);
+        served.push((Rc::new(l), tls));
+    }
+    let place = Rc::new(Place { shard: shard.clone(), listeners: served, limits, queues, loads, peers: handoff_peers });
+    let mut acceptors = Vec::with_capacity(sockets.len() + handoff_rx.len());
+    for (index, socket) in sockets.into_iter().enumerate() {
+        let accept = accept_loop(place.clone(), socket, index, gate.clone());
         acceptors.push(glommio::spawn_local_into(accept, queues.net).expect("the net queue exists"));
+    }
+    for rx in handoff_rx {
+        let receive = receive_handoffs(place.clone(), rx.await);
+        acceptors.push(glommio::spawn_local_into(receive, queues.net).expect("the net queue exists"));
     }
     let _ = ready.send(Ok(()));
     while !stop.load(Ordering::SeqCst) {

@@ -1,5 +1,5 @@
 //! What the broker checks and sets up before any shard starts: the process limits, the
-//! listeners' ports, the data directory's lock, and the mesh's channels.
+//! listeners' ports, the data directory's lock, and the channels between shards.
 
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::Path;
@@ -7,11 +7,14 @@ use std::time::Duration;
 
 use glommio::channels::shared_channel::{self, SharedReceiver, SharedSender};
 
+use super::handoff::Handoff;
 use crate::error::BrokerError;
 use crate::shard::Msg;
 
 /// Each mesh channel's capacity, in messages: a full one is backpressure (see `shard::mesh`).
 const MESH_CAPACITY: usize = 1024;
+/// Each handoff channel's capacity, in connections.
+const HANDOFF_CAPACITY: usize = 256;
 
 /// Resolves port 0 to a free port, and refuses a port some other process already serves:
 /// with SO_REUSEPORT the kernel would otherwise quietly split connections between us and,
@@ -83,19 +86,29 @@ pub(super) fn raise_soft_limits() {
     }
 }
 
-/// Each shard's ends of the mesh: row `i` of the senders holds shard `i`'s sender to every
-/// other shard (`None` for itself), and the receivers of shard `i` are the ends that every
-/// other shard sends to it on.
-pub(super) type MeshEnds = (Vec<Vec<Option<SharedSender<Msg>>>>, Vec<Vec<SharedReceiver<Msg>>>);
+/// Each shard's ends of a set of channels between every ordered pair of shards: row `i` of
+/// the senders holds shard `i`'s sender to every other shard (`None` for itself), and the
+/// receivers of shard `i` are the ends that every other shard sends to it on.
+pub(super) type Ends<T> = (Vec<Vec<Option<SharedSender<T>>>>, Vec<Vec<SharedReceiver<T>>>);
 
 /// The mesh: a bounded single-producer channel for every ordered pair of `n` shards.
-pub(super) fn mesh(n: usize) -> MeshEnds {
-    let mut senders: Vec<Vec<Option<SharedSender<Msg>>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
-    let mut receivers: Vec<Vec<SharedReceiver<Msg>>> = (0..n).map(|_| Vec::new()).collect();
+pub(super) fn mesh(n: usize) -> Ends<Msg> {
+    channels(n, MESH_CAPACITY)
+}
+
+/// The channels connections are handed over on (see `handoff`): a full one means the
+/// target shard is behind, and the acceptor serves the connection itself.
+pub(super) fn handoffs(n: usize) -> Ends<Handoff> {
+    channels(n, HANDOFF_CAPACITY)
+}
+
+fn channels<T: Send + Sized + 'static>(n: usize, capacity: usize) -> Ends<T> {
+    let mut senders: Vec<Vec<Option<SharedSender<T>>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
+    let mut receivers: Vec<Vec<SharedReceiver<T>>> = (0..n).map(|_| Vec::new()).collect();
     for (from, row) in senders.iter_mut().enumerate() {
         for (to, slot) in row.iter_mut().enumerate() {
             if from != to {
-                let (tx, rx) = shared_channel::new_bounded(MESH_CAPACITY);
+                let (tx, rx) = shared_channel::new_bounded(capacity);
                 *slot = Some(tx);
                 receivers[to].push(rx);
             }

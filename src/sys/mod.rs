@@ -20,6 +20,21 @@ pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets a socket's SO_SNDBUF and SO_RCVBUF where given (the kernel doubles each value for
+/// its bookkeeping and stops autotuning that direction).
+pub fn set_socket_buffers(fd: RawFd, send: Option<usize>, receive: Option<usize>) -> io::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    // SAFETY: the caller passes the fd of a socket it owns for the duration of this call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    if let Some(bytes) = send {
+        setsockopt(&fd, sockopt::SndBuf, &bytes).map_err(io::Error::from)?;
+    }
+    if let Some(bytes) = receive {
+        setsockopt(&fd, sockopt::RcvBuf, &bytes).map_err(io::Error::from)?;
+    }
+    Ok(())
+}
+
 /// One `sendfile` call: copies up to `count` bytes of `file` from `offset` to the socket
 /// inside the kernel. Returns bytes sent; `WouldBlock` when the socket buffer is full.
 pub fn sendfile(socket: RawFd, file: &File, offset: u64, count: usize) -> io::Result<usize> {
@@ -129,4 +144,25 @@ pub fn shutdown(fd: RawFd) -> io::Result<()> {
 /// timestamps, retention and offset expiry.
 pub fn unix_now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
+
+    use nix::sys::socket::{getsockopt, sockopt};
+
+    #[test]
+    fn socket_buffers_are_set_where_given_and_kept_where_not() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let receive_before = getsockopt(&s, sockopt::RcvBuf).unwrap();
+        super::set_socket_buffers(s.as_raw_fd(), Some(65_536), None).unwrap();
+        // Linux doubles the value asked for (its bookkeeping overhead).
+        assert_eq!(getsockopt(&s, sockopt::SndBuf).unwrap(), 131_072);
+        assert_eq!(getsockopt(&s, sockopt::RcvBuf).unwrap(), receive_before);
+        super::set_socket_buffers(s.as_raw_fd(), None, Some(32_768)).unwrap();
+        assert_eq!(getsockopt(&s, sockopt::RcvBuf).unwrap(), 65_536);
+    }
 }

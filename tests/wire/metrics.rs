@@ -273,6 +273,24 @@ fn the_connections_gauge_follows_open_connections() {
 }
 
 #[test]
+fn connections_spread_evenly_over_the_shards() {
+    // SO_REUSEPORT alone spreads by a hash of the peer's port, so 12 connections rarely split
+    // 6/6 over two shards (about one time in five); handing them over always does.
+    let b = Broker::start_args(&["--cpus", "0,1"]);
+    let on_shard = |p: &Page, shard: &str| p.sum("ringbroker_connections_open", &[("shard", shard)]);
+    for round in 0..2 {
+        let mut clients: Vec<Client> = (0..12).map(|_| Client::connect(b.addr)).collect();
+        for c in &mut clients {
+            assert_eq!(c.api_versions().error_code, 0, "every connection is served");
+        }
+        let p = scrape(&b);
+        assert_eq!((on_shard(&p, "0"), on_shard(&p, "1")), (6.0, 6.0), "round {round}: {}", p.text);
+        drop(clients);
+        scrape_until(&b, "all clients closed", |p| p.sum("ringbroker_connections_open", &[]) == 0.0);
+    }
+}
+
+#[test]
 fn a_scrape_returns_while_shards_are_busy() {
     let b = Broker::start();
     let mut c = Client::connect(b.addr);
