@@ -11,8 +11,9 @@
 //! - `shard`: what `api::Broker` runs on: routing to home shards over the mesh, this shard's
 //!   copy of the catalog, group calls to coordinators and requests to the controller.
 //! - `controller`: the metadata state machine over its log.
-//! - `log`, `group`: partitions; consumer-group coordinators, which append through
-//!   `group::OffsetsLog` (`shard` implements it with partitions).
+//! - `log`, `group`, `fetch_session`: partitions; consumer-group coordinators, which append
+//!   through `group::OffsetsLog` (`shard` implements it with partitions); a shard's cache of
+//!   fetch sessions (KIP-227).
 //! - `metadata`: the catalog.
 //! - `net`, `auth`: frames and connections (`net` knows a `Session` trait, nothing of
 //!   `auth` or `api`); principals, SASL and ACLs.
@@ -33,6 +34,7 @@ pub mod client;
 pub mod config;
 pub mod controller;
 pub mod error;
+pub mod fetch_session;
 pub mod group;
 pub mod listener;
 pub mod log;

@@ -2,7 +2,7 @@
 //! it, so the same code runs against a shard (`impl Broker for Rc<Shard>`, below) and
 //! against the in-memory fake their unit tests use (`api::fake`), with no socket and no
 //! reactor. Its capabilities are the few handlers need: the catalog snapshot and settings,
-//! authorization, metrics and quotas, partition calls routed to home shards, group calls
+//! authorization, metrics and quotas, this shard's fetch sessions, partition calls routed to home shards, group calls
 //! routed to coordinators, and controller requests.
 //!
 //! The futures are not `Send`: a handler runs on its connection's shard and never leaves
@@ -20,6 +20,7 @@ use crate::auth::acl::{AclBinding, AclFilter, Acls, Operation, ResourceType as A
 use crate::auth::Session;
 use crate::config::Config;
 use crate::controller::{ConfigChange, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult};
+use crate::fetch_session::FetchSessions;
 use crate::group::{GroupListing, GroupOp};
 use crate::log::{Appended, LogConfig, Offsets, ReadOut};
 use crate::metadata::Catalog;
@@ -56,6 +57,8 @@ pub trait Broker: Clone + 'static {
     fn quotas(&self) -> &ShardQuotas;
     /// Runs `work` on this shard after the request has been answered (acks=0 produce).
     fn detach(&self, work: impl Future<Output = ()> + 'static);
+    /// This shard's fetch sessions (KIP-227).
+    fn fetch_sessions(&self) -> &FetchSessions;
 
     /// Appends batches on their partitions' home shards; each result once acknowledged.
     async fn produce(&self, batches: Share<Bytes>) -> Vec<PartResult<Appended>>;
@@ -190,6 +193,10 @@ impl Broker for Rc<Shard> {
 
     fn detach(&self, work: impl Future<Output = ()> + 'static) {
         glommio::spawn_local(work).detach();
+    }
+
+    fn fetch_sessions(&self) -> &FetchSessions {
+        &self.fetch_sessions
     }
 
     async fn produce(&self, batches: Share<Bytes>) -> Vec<PartResult<Appended>> {

@@ -5,7 +5,8 @@
 //! the ACL index and its checks, the group coordinator (its offsets "log" is memory), the
 //! metrics probe and the quotas. What it fakes: partitions are a list of batches in one
 //! file each (so fetches still answer with file regions); `watch` applies the appends a
-//! test queued with `arrive`, else sleeps out the wait.
+//! test queued with `arrive`, and returns at once if one of them moved a watched partition's
+//! high watermark past its offset, else sleeps out the wait.
 //!
 //! Tests drive it with `call`: a request message in, the decoded response out.
 
@@ -31,6 +32,7 @@ use crate::auth::sasl::ConnSecurity;
 use crate::auth::Session;
 use crate::config::Config;
 use crate::controller::{Context, Controller};
+use crate::fetch_session::FetchSessions;
 use crate::group::coordinator::Coordinator;
 use crate::group::{GroupLimits, GroupListing, GroupOp, OffsetsLog};
 use crate::listener::{ListenerSpec, SecurityProtocol};
@@ -66,6 +68,7 @@ pub(crate) struct Inner {
     offsets_log: Rc<MemoryOffsets>,
     probe: Probe,
     quotas: ShardQuotas,
+    fetch_sessions: FetchSessions,
 }
 
 /// One partition: its batches (base offset, file position, length, max timestamp).
@@ -153,6 +156,13 @@ impl Fake {
             offsets_log: Rc::new(MemoryOffsets::default()),
             probe: Registry::new(1, apis).register_shard(0, 0, None),
             quotas: ShardQuotas::new(Quotas::new(), table),
+            fetch_sessions: FetchSessions::new(
+                0,
+                1,
+                config.max_incremental_fetch_session_cache_slots,
+                config.min_incremental_fetch_session_eviction_ms,
+                0x5eed,
+            ),
             log_config,
             config,
             dir,
@@ -403,6 +413,10 @@ impl Broker for Fake {
         self.0.detached.borrow_mut().push(Box::pin(work));
     }
 
+    fn fetch_sessions(&self) -> &FetchSessions {
+        &self.0.fetch_sessions
+    }
+
     async fn produce(&self, batches: Share<Bytes>) -> Vec<PartResult<Appended>> {
         batches
             .into_iter()
@@ -441,13 +455,17 @@ impl Broker for Fake {
         asks.into_iter().map(|(tp, ask)| read(tp, ask)).collect()
     }
 
-    async fn watch(&self, _asks: Share<i64>, wait: Duration) {
+    async fn watch(&self, asks: Share<i64>, wait: Duration) {
         let arrivals: Vec<_> = self.0.arrivals.borrow_mut().drain(..).collect();
-        if arrivals.is_empty() {
-            return std::thread::sleep(wait);
-        }
+        let mut woken = false;
         for (tp, bytes) in arrivals {
             self.append_batch(tp, bytes).expect("arrival appended");
+            woken |=
+                asks.iter().any(|(watched, offset)| *watched == tp && self.offsets_of(tp).high_watermark > *offset);
+        }
+        // An append on a partition the fetch does not watch does not wake it.
+        if !woken {
+            std::thread::sleep(wait);
         }
     }
 

@@ -274,6 +274,12 @@ settings! {
     offsets_retention_check_interval_ms: u64 = 600_000, "RINGBROKER_OFFSETS_RETENTION_CHECK_INTERVAL_MS", "How often expired committed offsets are removed, ms [default: 600000]";
     /// `producer.id.expiration.ms`: idempotence state of a producer idle this long is dropped.
     producer_id_expiration_ms: i64 = 86_400_000, "RINGBROKER_PRODUCER_ID_EXPIRATION_MS", "Forget the idempotence state of a producer idle this long, ms [default: 86400000]";
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227) the broker keeps,
+    /// divided between the shards (see `fetch_session`); 0 turns sessions off.
+    max_incremental_fetch_session_cache_slots: u32 = 1000, "RINGBROKER_MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS", "Fetch sessions kept, all shards together (max.incremental.fetch.session.cache.slots; 0: none) [default: 1000]";
+    /// `min.incremental.fetch.session.eviction.ms`: a fetch session unused for longer is
+    /// stale, and one used when older than this may give way to one with more partitions.
+    min_incremental_fetch_session_eviction_ms: u64 = 120_000, "RINGBROKER_MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS", "Fetch sessions unused this long may be evicted, ms (min.incremental.fetch.session.eviction.ms) [default: 120000]";
     /// Admin HTTP listener serving Prometheus metrics at `/metrics`, HOST:PORT; "" or "off"
     /// disables it (Redpanda's admin API uses the same default port).
     admin_listen: String = "127.0.0.1:9644".into(), "RINGBROKER_ADMIN_LISTEN", "Admin HTTP listener for Prometheus metrics at /metrics, HOST:PORT (port 0 picks a free port), or \"off\" [default: 127.0.0.1:9644]";

@@ -67,6 +67,14 @@ impl Config {
         if self.group_max_size == 0 {
             return Err(bad("group_max_size", "must be at least 1"));
         }
+        if self.max_incremental_fetch_session_cache_slots > i32::MAX as u32 {
+            return Err(bad("max_incremental_fetch_session_cache_slots", "must be at most 2147483647"));
+        }
+        if self.min_incremental_fetch_session_eviction_ms == 0
+            || self.min_incremental_fetch_session_eviction_ms > i64::MAX as u64
+        {
+            return Err(bad("min_incremental_fetch_session_eviction_ms", "must be between 1 and 9223372036854775807"));
+        }
         if self.node_id < 0 {
             return Err(bad("node_id", "must not be negative"));
         }

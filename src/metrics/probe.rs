@@ -174,6 +174,13 @@ pub struct ShardMetrics {
     pub mesh_queue_full: Counter,
     pub delayed_produce: Counter,
     pub delayed_fetch: Counter,
+    /// Fetch sessions (KIP-227) in the shard's cache, and their partitions.
+    pub fetch_sessions: Gauge,
+    pub fetch_session_partitions: Gauge,
+    /// Sessions evicted to make room for a new one.
+    pub fetch_session_evictions: Counter,
+    /// Fetches that named a session and an epoch (incremental fetches) and were served.
+    pub incremental_fetches: Counter,
 
     pub log_bytes: Gauge,
     /// Times a connection stopped reading because a request-memory budget was spent.
@@ -224,6 +231,10 @@ impl ShardMetrics {
             mesh_queue_full: Counter::default(),
             delayed_produce: Counter::default(),
             delayed_fetch: Counter::default(),
+            fetch_sessions: Gauge::default(),
+            fetch_session_partitions: Gauge::default(),
+            fetch_session_evictions: Counter::default(),
+            incremental_fetches: Counter::default(),
             log_bytes: Gauge::default(),
             memory_waits: Counter::default(),
             creation_throttled: Counter::default(),
@@ -353,6 +364,20 @@ impl Probe {
     /// its wait ran out.
     pub fn delayed_fetch(&self) {
         self.m.delayed_fetch.inc();
+    }
+
+    /// The fetch session cache now holds `sessions` sessions of `partitions` partitions.
+    pub fn fetch_sessions(&self, sessions: usize, partitions: usize) {
+        self.m.fetch_sessions.set(sessions as i64);
+        self.m.fetch_session_partitions.set(partitions as i64);
+    }
+
+    pub fn fetch_session_evicted(&self) {
+        self.m.fetch_session_evictions.inc();
+    }
+
+    pub fn incremental_fetch(&self) {
+        self.m.incremental_fetches.inc();
     }
 
     // ---- shard ----

@@ -344,6 +344,30 @@ impl Collector for Shards {
             "Fetches that found fewer than min_bytes and parked until data arrived or max_wait_ms passed.",
             &per_shard(&|m| m.delayed_fetch.get()),
         )?;
+        gauge(
+            &mut enc,
+            "fetch_sessions",
+            "Fetch sessions (KIP-227) in the shard's cache.",
+            &per_shard_gauge(&|m| m.fetch_sessions.get()),
+        )?;
+        gauge(
+            &mut enc,
+            "fetch_session_partitions",
+            "Partitions over all fetch sessions in the shard's cache.",
+            &per_shard_gauge(&|m| m.fetch_session_partitions.get()),
+        )?;
+        counter(
+            &mut enc,
+            "fetch_session_evictions",
+            "Fetch sessions evicted to make room for a new one (stale, or with fewer partitions).",
+            &per_shard(&|m| m.fetch_session_evictions.get()),
+        )?;
+        counter(
+            &mut enc,
+            "incremental_fetches",
+            "Fetches served within a fetch session (incremental: naming only changed partitions).",
+            &per_shard(&|m| m.incremental_fetches.get()),
+        )?;
         let fsync: Vec<(Labels, HistogramSnapshot)> =
             shards.iter().map(|m| (shard_label(m), m.fsync.snapshot())).collect();
         histogram(

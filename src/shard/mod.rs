@@ -28,6 +28,7 @@ use crate::auth::acl::{Acls, AuthorizerConfig, Operation, ResourceType as AclRes
 use crate::auth::Session;
 use crate::config::Config;
 use crate::controller::Controller;
+use crate::fetch_session::FetchSessions;
 use crate::group::coordinator::Coordinator;
 use crate::group::GroupLimits;
 use crate::log::{LogConfig, Partition};
@@ -73,6 +74,8 @@ pub struct Shard {
     pub quotas: crate::quota::ShardQuotas,
     /// The quotas of the config file, environment and flags (the catalog's come over them).
     static_quotas: StaticQuotas,
+    /// The fetch sessions of this shard's connections (see `fetch_session` for why per shard).
+    pub fetch_sessions: FetchSessions,
 }
 
 /// The static quota settings: the client-id default, client-ids' and users'.
@@ -114,7 +117,20 @@ impl Shard {
             max_size: config.group_max_size as usize,
         };
         let retention_ms = (config.offsets_retention_minutes * 60_000).min(i64::MAX as u64) as i64;
+        let mut seed = [0u8; 8];
+        if getrandom::getrandom(&mut seed).is_err() {
+            // No entropy source: ids are still unique, only easier to guess.
+            seed = (crate::sys::unix_now_ms() as u64 ^ id.0 as u64).to_le_bytes();
+        }
+        let fetch_sessions = FetchSessions::new(
+            id.0,
+            count,
+            config.max_incremental_fetch_session_cache_slots,
+            config.min_incremental_fetch_session_eviction_ms,
+            u64::from_le_bytes(seed),
+        );
         Rc::new(Shard {
+            fetch_sessions,
             groups: Coordinator::new(limits, retention_ms),
             id,
             count,

@@ -1,10 +1,12 @@
 //! The Apache Kafka Java client and Kafka's own tools against the broker, through the Maven
 //! harness in `tests/java` (`support::java`): produce and consume with every codec, consumer
-//! groups, idempotence through a lossy proxy and across kill -9, crash safety, TLS, SASL and
-//! ACLs, and the admin tools (`kafka-topics`, `kafka-configs`, ...).
+//! groups, fetch sessions over many partitions, idempotence through a lossy proxy and across
+//! kill -9, crash safety, TLS, SASL and ACLs, and the admin tools (`kafka-topics`,
+//! `kafka-configs`, ...).
 
 mod admin_tools;
 mod crash_java;
+mod fetch_sessions_java;
 mod groups_java;
 mod idempotence_java;
 mod java_interop;

@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
 
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -99,6 +100,8 @@ final class Roundtrip {
         String compression = args.str("compression", "none");
         int timeoutSec = args.integer("timeout-sec", 60);
         long seed = args.longValue("seed", 42);
+        // Small: many fetches per partition (fetch sessions then carry the consumer's progress).
+        int maxPartitionFetchBytes = args.integer("max-partition-fetch-bytes", 0);
         args.rejectUnknown();
         if (!List.of("none", "gzip", "snappy", "lz4", "zstd").contains(compression)) {
             throw new Args.UsageException("--compression must be none|gzip|snappy|lz4|zstd, got " + compression);
@@ -194,6 +197,9 @@ final class Roundtrip {
 
         // ---- consume ----
         Properties cp = Kafka.consumerProps(bootstrap, "rb-interop-roundtrip-consumer");
+        if (maxPartitionFetchBytes > 0) {
+            cp.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, String.valueOf(maxPartitionFetchBytes));
+        }
         boolean[] seen = new boolean[n];
         int consumed = 0;
         long[] nextOffset = new long[partitions];
