@@ -7,8 +7,9 @@
 //!
 //! **One cache per shard.** A fetch runs on its connection's shard, and shards share nothing
 //! mutable, so each shard keeps the sessions its connections created, in a `FetchSessions`
-//! that only its thread touches. A client reconnecting lands on whichever shard the kernel's
-//! SO_REUSEPORT picks: if that is another shard, its next incremental fetch is answered
+//! that only its thread touches. A client reconnecting lands on whichever shard serves the fewest
+//! connections at that moment (the server hands connections over to balance the shards): if
+//! that is another shard, its next incremental fetch is answered
 //! FETCH_SESSION_ID_NOT_FOUND, and Kafka clients then start over with a full fetch, which
 //! creates a session on the new shard. The old session is not closed across shards: it is
 //! never used again and goes when eviction needs its slot (it is stale after
