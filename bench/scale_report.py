@@ -16,6 +16,7 @@ import sys
 run, out, cmd, where, fixed_rate, in_flight = sys.argv[1:7]
 fixed_rate = float(fixed_rate)
 BROKERS = [("rb", "Ringbroker", "#1f77b4"), ("kafka", "Kafka", "#d62728")]
+BEHIND = "behind"
 
 with open(os.path.join(run, "plan")) as f:
     plan = [(s, int(p), int(c)) for s, p, c in (line.split() for line in f if line.strip())]
@@ -52,7 +53,11 @@ for p, c in points:
             "max_p99_ms": mx["publish_latency_ms"]["p99"] if mx else None,
             "rate_achieved": rt["publish_rate"] if rt else None,
             "rate_p50_ms": rt["publish_latency_ms"]["p50"] if rt else None,
-            "rate_p99_ms": rt["publish_latency_ms"]["p99"] if rt else None,
+            # A run so far behind that no request due after the warm-up was sent has no latency
+            # samples (latency counts from when a request was due): "behind", not 0.
+            "rate_p99_ms": (rt["publish_latency_ms"]["p99"] if rt["publish_latency_ms"]["count"] else BEHIND)
+            if rt
+            else None,
             "rate_p99_9_ms": rt["publish_latency_ms"]["p99_9"] if rt else None,
             "rate_delay_p99_ms": rt["publish_delay_ms"]["p99"] if rt else None,
             "partitions_seen": (mx or rt or {}).get("partitions"),
@@ -69,11 +74,14 @@ for p, c in points:
 
 
 def num(v, fmt):
-    return "failed" if v is None else format(v, fmt)
+    return "failed" if v is None else "—" if v == BEHIND else format(v, fmt)
 
 
 def ratio(a, b):
-    return "" if a is None or b is None or not b else f"{a / b:.2f}×"
+    numbers = all(isinstance(v, (int, float)) for v in (a, b))
+    if not numbers or not b:
+        return ""
+    return f"{a / b:.2f}×" if a / b >= 0.1 else f"{a / b:.2g}×"
 
 
 def behind(f):
@@ -135,7 +143,7 @@ def fmt_tick(v):
 def panel(x0, y0, title, xs, xlabel, series, ylabel, log_y):
     """series: (color, dashed, [(x, y or None)])"""
     svg = [f'<text x="{x0}" y="{y0 - 12}" font-weight="bold">{title}</text>']
-    ys = [y for _, _, pts in series for _, y in pts if y is not None and y > 0]
+    ys = [y for _, _, pts in series for _, y in pts if isinstance(y, (int, float)) and y > 0]
     if not ys:
         return svg + [f'<text x="{x0 + 10}" y="{y0 + PH / 2}">no data</text>']
     xlo, xhi = min(xs), max(xs)
@@ -166,12 +174,23 @@ def panel(x0, y0, title, xs, xlabel, series, ylabel, log_y):
     )
     for color, dashed, pts in series:
         dash = ' stroke-dasharray="6 4"' if dashed else ""
-        good = [(x, y) for x, y in pts if y is not None and y > 0]
-        if len(good) > 1:
-            line = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in good)
-            svg.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{line}"/>')
+        good = [(x, y) for x, y in pts if isinstance(y, (int, float)) and y > 0]
+        runs, run_ = [], []  # the line breaks where a point failed or is off the chart
+        for x, y in pts:
+            if isinstance(y, (int, float)) and y > 0:
+                run_.append((x, y))
+            else:
+                runs, run_ = runs + [run_], []
+        for seg in runs + [run_]:
+            if len(seg) > 1:
+                line = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in seg)
+                svg.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{line}"/>')
         for x, y in good:
             svg.append(f'<circle cx="{x_of(x):.1f}" cy="{y_of(y):.1f}" r="3" fill="{color}"/>')
+        for x, y in pts:  # off the chart (no latency sample: far behind the rate): a triangle on top
+            if y == BEHIND:
+                cx = x_of(x)
+                svg.append(f'<path d="M{cx - 5:.1f},{y0 + 8} L{cx + 5:.1f},{y0 + 8} L{cx:.1f},{y0}" fill="{color}"/>')
         for x, y in pts:  # a failed point: a cross on the x axis
             if y is None:
                 cx, cy = x_of(x), y0 + PH
@@ -220,7 +239,7 @@ legend.append(
     f'<line x1="560" y1="{ly - 4}" x2="584" y2="{ly - 4}" stroke="#555" stroke-width="2" stroke-dasharray="6 4"/>'
 )
 legend.append(f'<text x="590" y="{ly}">p99 at max throughput</text>')
-legend.append(f'<text x="780" y="{ly}">× failed</text>')
+legend.append(f'<text x="760" y="{ly}">× failed  ▲ off the chart</text>')
 svg += legend + ["</svg>", ""]
 
 # ---- the report ------------------------------------------------------------------------------
@@ -235,6 +254,11 @@ any_report = next(
 notes = []
 if any(behind(figures[f"p{p}-c{c}"][b]) for p, c in points for b in ("rb", "kafka")):
     notes.append(f"\\* the broker fell more than 10% behind {rate_label} in that run (the p99 then includes queueing).")
+if any(figures[f"p{p}-c{c}"][b]["rate_p99_ms"] == BEHIND for p, c in points for b in ("rb", "kafka")):
+    notes.append(
+        "— \\*: so far behind the rate that no request due after the warm-up had been sent by the end of the run "
+        "(no latency sample; ▲ in the plot)."
+    )
 svg_name = os.path.basename(out) + ".svg"
 lines = [
     "# ringbench scale: Ringbroker vs Apache Kafka 4.4.0, against partitions and connections",
@@ -258,7 +282,7 @@ lines = [
     "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     *rows,
     "",
-    *([*notes, ""] if notes else []),
+    *[line for n in notes for line in (n, "")],
     f"![throughput and p99 against partitions and connections]({svg_name})",
     "",
     "Broker CPU time (both runs of the point) and peak RSS, from /proc:",
