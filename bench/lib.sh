@@ -4,8 +4,9 @@
 #
 # Paths (environment overrides in brackets):
 #   HERE  bench/      ROOT  the repository      KAFKA_LIB  bench/kafka/target/lib
-#   RB_BIN [target/release/ringbroker]  the broker binary a run copies (see rb_private_copy)
-#   BENCH  target/release/ringbench
+#   BUILD_DIR [$CARGO_TARGET_DIR, else target]  where cargo builds
+#   RB_BIN [BUILD_DIR/release/ringbroker]  the broker binary a run copies (see rb_private_copy)
+#   BENCH  BUILD_DIR/release/ringbench
 #   RESULTS [bench/results]  where modes that write a dated report put it (RESULTS_DIR overrides)
 #
 # Run directory and cleanup
@@ -65,8 +66,9 @@
 HERE="${HERE:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 ROOT="${ROOT:-$(cd "$HERE/.." && pwd)}"
 KAFKA_LIB="$HERE/kafka/target/lib"
-RB_BIN="${RB_BIN:-$ROOT/target/release/ringbroker}"
-BENCH="$ROOT/target/release/ringbench"
+BUILD_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+RB_BIN="${RB_BIN:-$BUILD_DIR/release/ringbroker}"
+BENCH="$BUILD_DIR/release/ringbench"
 RESULTS="${RESULTS_DIR:-$HERE/results}"
 RB_ADMIN_PORT="${RB_ADMIN_PORT:-0}"
 RB_CPUS="${RB_CPUS:-}"

@@ -9,6 +9,7 @@ pub mod records;
 pub mod report;
 pub mod run;
 pub mod schedule;
+pub mod spread;
 pub mod stats;
 
 pub use run::{run, Config};

@@ -17,9 +17,14 @@ struct Args {
     /// Partitions of the topic if it has to be created
     #[arg(long, default_value_t = 6)]
     partitions: i32,
-    /// Producer connections (0: consume only)
+    /// Producer threads, each with a connection of its own (0: consume only)
     #[arg(long, default_value_t = 1)]
     producers: usize,
+    /// Spread the producers' requests over this many connections instead (at least
+    /// --producers): each producer thread sends round-robin over its share, up to
+    /// --max-in-flight requests on each, and waits for all of them with ppoll
+    #[arg(long)]
+    connections: Option<usize>,
     /// Consumer connections, partitions assigned round-robin (0: produce only)
     /// unless --group is given
     #[arg(long, default_value_t = 1)]
@@ -98,6 +103,7 @@ fn main() -> Result<()> {
         topic: a.topic,
         partitions: a.partitions,
         producers: a.producers,
+        connections: a.connections,
         consumers: a.consumers,
         rate: a.rate,
         record_size: a.record_size,

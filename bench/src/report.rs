@@ -41,7 +41,11 @@ pub struct Report {
     pub machine: Machine,
     pub broker: String,
     pub topic: String,
+    /// Partitions of the topic, from the broker's metadata.
+    pub partitions: i32,
     pub producers: usize,
+    /// Producer connections (more than `producers` when spread over them).
+    pub connections: usize,
     pub consumers: usize,
     /// The consumer group, if consumers joined one.
     pub group: Option<String>,
@@ -81,7 +85,9 @@ impl Report {
             machine: Machine::probe(),
             broker: cfg.broker.to_string(),
             topic: cfg.topic.clone(),
+            partitions: out.partitions,
             producers: cfg.producers,
+            connections: cfg.connections.unwrap_or(cfg.producers),
             consumers: cfg.consumers,
             group: cfg.group.clone(),
             target_rate: cfg.rate,

@@ -5,8 +5,10 @@
 //!
 //! Producers send one record batch per Produce request, to partitions in turn, with up to
 //! `max_in_flight` requests outstanding per connection (a reader thread collects the
-//! responses). Each record value starts with its send time (ns since the Unix epoch), which
-//! consumers turn into end-to-end latency. Samples from the warm-up are not recorded.
+//! responses; with `connections` set, each producer thread spreads its requests over its
+//! share of the connections instead, see `spread`). Each record value starts with its send
+//! time (ns since the Unix epoch), which consumers turn into end-to-end latency. Samples from
+//! the warm-up are not recorded.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -30,11 +32,12 @@ use ringbroker::protocol::StrBytes;
 
 use crate::records::{self, BatchBuilder, Shape};
 use crate::schedule::Schedule;
+use crate::spread::{self, share};
 use crate::stats::{histogram, record_us};
 use ringbroker::cli::member::{Member, Tick};
 use ringbroker::client::{Cluster, Conn};
 
-const PRODUCE_V: i16 = 9;
+pub(crate) const PRODUCE_V: i16 = 9;
 const FETCH_V: i16 = 12;
 const METADATA_V: i16 = 12;
 const LIST_OFFSETS_V: i16 = 7;
@@ -47,7 +50,11 @@ pub struct Config {
     pub broker: SocketAddr,
     pub topic: String,
     pub partitions: i32,
+    /// Producer threads.
     pub producers: usize,
+    /// Producer connections, spread over the producer threads (`spread`); None: one per
+    /// producer, with its own reader thread.
+    pub connections: Option<usize>,
     pub consumers: usize,
     /// Records per second over all producers; 0 = as fast as possible.
     pub rate: f64,
@@ -79,6 +86,8 @@ pub struct Config {
 
 /// What a run measured.
 pub struct Outcome {
+    /// Partitions of the topic, as the broker's metadata tells them.
+    pub partitions: i32,
     pub elapsed: Duration,
     /// The window rates are computed over: after the warm-up to the end, or the whole run
     /// when it ended within a second of the warm-up (short consume runs).
@@ -98,18 +107,18 @@ pub struct Outcome {
 }
 
 #[derive(Default)]
-struct Counters {
-    sent: AtomicU64,
-    acked: AtomicU64,
-    consumed: AtomicU64,
-    errors: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) sent: AtomicU64,
+    pub(crate) acked: AtomicU64,
+    pub(crate) consumed: AtomicU64,
+    pub(crate) errors: AtomicU64,
 }
 
-fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-fn connect(cfg: &Config) -> Result<Conn> {
+pub(crate) fn connect(cfg: &Config) -> Result<Conn> {
     let mut c = Conn::connect(cfg.broker)?;
     c.set_client_id("ringbench");
     Ok(c)
@@ -118,6 +127,10 @@ fn connect(cfg: &Config) -> Result<Conn> {
 fn topic_name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
 }
+
+/// How long creating a topic may take: Kafka on two cores needs tens of seconds for
+/// thousands of partitions.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Creates the topic if it does not exist and returns its partition count.
 fn prepare_topic(cfg: &Config) -> Result<i32> {
@@ -128,7 +141,7 @@ fn prepare_topic(cfg: &Config) -> Result<i32> {
     t.replication_factor = 1;
     let mut req = CreateTopicsRequest::default();
     req.topics = vec![t];
-    req.timeout_ms = 30_000;
+    req.timeout_ms = CREATE_TIMEOUT.as_millis() as i32;
     let resp: CreateTopicsResponse = c.call(ApiKey::CreateTopics, CREATE_TOPICS_V, &req)?;
     if let Some(r) = resp.topics.first() {
         if r.error_code != 0 && r.error_code != TOPIC_ALREADY_EXISTS {
@@ -139,16 +152,20 @@ fn prepare_topic(cfg: &Config) -> Result<i32> {
     mt.name = Some(topic_name(&cfg.topic));
     let mut mreq = MetadataRequest::default();
     mreq.topics = Some(vec![mt]);
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + CREATE_TIMEOUT;
     loop {
         let m: MetadataResponse = c.call(ApiKey::Metadata, METADATA_V, &mreq)?;
         if let Some(t) = m.topics.first() {
             if t.error_code == 0 && !t.partitions.is_empty() && t.partitions.iter().all(|p| p.leader_id.0 >= 0) {
-                return Ok(t.partitions.len() as i32);
+                let n = t.partitions.len() as i32;
+                if n != cfg.partitions {
+                    eprintln!("topic {} exists with {n} partitions, not --partitions {}", cfg.topic, cfg.partitions);
+                }
+                return Ok(n);
             }
         }
         if Instant::now() > deadline {
-            bail!("topic {} has no leaders after 30 s", cfg.topic);
+            bail!("topic {} has no leaders after {} s", cfg.topic, CREATE_TIMEOUT.as_secs());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -198,10 +215,30 @@ fn offsets_once(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<
         .collect()
 }
 
-/// Metadata the writer hands the reader for each request in flight.
-struct InFlight {
-    due: Instant,
-    records: u64,
+/// What is remembered of each request in flight (the writer hands it to the reader).
+pub(crate) struct InFlight {
+    pub(crate) due: Instant,
+    pub(crate) records: u64,
+}
+
+/// A Produce request carrying one batch for one partition.
+pub(crate) fn produce_request(cfg: &Config, partition: i32, records: bytes::Bytes) -> ProduceRequest {
+    let mut pd = PartitionProduceData::default();
+    pd.index = partition;
+    pd.records = Some(records);
+    let mut td = TopicProduceData::default();
+    td.name = topic_name(&cfg.topic);
+    td.partition_data = vec![pd];
+    let mut req = ProduceRequest::default();
+    req.acks = cfg.acks;
+    req.timeout_ms = 30_000;
+    req.topic_data = vec![td];
+    req
+}
+
+/// Whether every partition of a Produce response succeeded.
+pub(crate) fn produce_ok(resp: &ProduceResponse) -> bool {
+    resp.responses.iter().flat_map(|t| &t.partition_responses).all(|p| p.error_code == 0)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -227,8 +264,7 @@ fn producer(
             let mut lat = histogram();
             while let Ok(f) = rx.recv() {
                 let (_, resp): (i32, ProduceResponse) = rconn.recv(ApiKey::Produce, PRODUCE_V)?;
-                let ok = resp.responses.iter().flat_map(|t| &t.partition_responses).all(|p| p.error_code == 0);
-                if !ok {
+                if !produce_ok(&resp) {
                     counters.errors.fetch_add(f.records, Ordering::Relaxed);
                     continue;
                 }
@@ -247,9 +283,7 @@ fn producer(
         None
     };
     let end = start + cfg.duration;
-    let records_budget = cfg
-        .records
-        .map(|r| r / cfg.producers.max(1) as u64 + u64::from((index as u64) < r % cfg.producers.max(1) as u64));
+    let records_budget = cfg.records.map(|r| share(r, cfg.producers, index));
     let mut produced = 0u64;
     let mut partition = (index as i32) % partitions;
     let shape = Shape { record_size: cfg.record_size, key_size: cfg.key_size, compression: cfg.compression };
@@ -275,17 +309,7 @@ fn producer(
         if due >= measure_from {
             record_us(&mut delay, now.saturating_duration_since(due).as_micros() as u64);
         }
-        let records = builder.build(n, now_ns())?;
-        let mut pd = PartitionProduceData::default();
-        pd.index = partition;
-        pd.records = Some(records.clone());
-        let mut td = TopicProduceData::default();
-        td.name = topic_name(&cfg.topic);
-        td.partition_data = vec![pd];
-        let mut req = ProduceRequest::default();
-        req.acks = cfg.acks;
-        req.timeout_ms = 30_000;
-        req.topic_data = vec![td];
+        let req = produce_request(&cfg, partition, builder.build(n, now_ns())?);
         if cfg.acks != 0 && tx.send(InFlight { due, records: n as u64 }).is_err() {
             bail!("producer {index}: the response reader stopped");
         }
@@ -422,10 +446,26 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     if cfg.batch_records == 0 || cfg.record_size < 8 {
         bail!("--batch-records must be at least 1 and --record-size at least 8 (the send timestamp)");
     }
+    if let Some(c) = cfg.connections {
+        if c < cfg.producers {
+            bail!("--connections {c} is fewer than --producers {}: each producer needs a connection", cfg.producers);
+        }
+    }
     let partitions = prepare_topic(cfg)?;
     let all: Vec<i32> = (0..partitions).collect();
     let start_offsets = offsets(cfg, &all, if cfg.from_beginning { -2 } else { -1 })?;
     let end_offsets = if cfg.producers == 0 { offsets(cfg, &all, -1)? } else { start_offsets.clone() };
+    // Spread producers' connections are all open before the clock starts; a producer with a
+    // connection of its own opens it in its thread.
+    let mut shares: Vec<Option<Vec<Conn>>> = (0..cfg.producers).map(|_| None).collect();
+    if let Some(n) = cfg.connections {
+        let t = Instant::now();
+        shares = spread::connect_shares(cfg)?.into_iter().map(Some).collect();
+        if cfg.progress {
+            eprintln!("{n} producer connections open in {:.1} s", t.elapsed().as_secs_f64());
+        }
+    }
+    let mut shares = shares.into_iter();
     let counters = Arc::new(Counters::default());
     let start = Instant::now();
     let measure_from = start + cfg.warmup;
@@ -455,8 +495,11 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     let mut producer_threads = Vec::new();
     for p in 0..cfg.producers {
         let (cfg, stop, counters, live) = (cfg.clone(), stop_producers.clone(), counters.clone(), live.clone());
-        producer_threads
-            .push(std::thread::spawn(move || producer(cfg, p, partitions, start, measure_from, stop, counters, live)));
+        let conns = shares.next().flatten();
+        producer_threads.push(std::thread::spawn(move || match conns {
+            Some(conns) => spread::producer(cfg, p, conns, partitions, start, measure_from, stop, counters, live),
+            None => producer(cfg, p, partitions, start, measure_from, stop, counters, live),
+        }));
     }
 
     // Progress, once a second, while producers run (or consumers, in a consume-only run).
@@ -536,6 +579,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         _ => (elapsed, acked, consumed),
     };
     Ok(Outcome {
+        partitions,
         elapsed,
         measured,
         measured_acked,

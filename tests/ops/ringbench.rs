@@ -11,6 +11,7 @@ fn config(broker: std::net::SocketAddr) -> ringbench::Config {
         topic: "bench".into(),
         partitions: 4,
         producers: 2,
+        connections: None,
         consumers: 2,
         rate: 4_000.0,
         record_size: 100,
@@ -136,4 +137,23 @@ fn the_null_broker_acknowledges_and_serves_verifiable_batches() {
     let consume = ringbench::Config { producers: 0, consumers: 2, from_beginning: true, ..config(addr) };
     let out = ringbench::run(&consume).expect("consume from the null broker");
     assert_eq!(out.records_consumed, 3 * 1_000, "every pretended record, each batch checked by offset");
+}
+
+#[test]
+fn producers_spread_over_more_connections_account_for_every_record() {
+    let broker = support::Broker::start_args(&["--flush", "os"]);
+    // 2 producer threads over 9 connections (5 and 4), into 7 partitions
+    let cfg = ringbench::Config { topic: "spread".into(), partitions: 7, connections: Some(9), ..config(broker.addr) };
+    let out = ringbench::run(&cfg).expect("paced run over 9 connections");
+    assert_eq!(out.partitions, 7);
+    assert!(out.records_sent > 0);
+    assert_eq!(out.records_sent, out.records_acked, "every record acknowledged");
+    assert_eq!(out.records_acked, out.records_consumed, "every acknowledged record consumed");
+    assert_eq!(out.publish_latency.len(), out.records_acked, "a latency for every acknowledged record");
+    assert_eq!(out.publish_delay.len() * cfg.batch_records as u64, out.records_sent);
+    let fill = ringbench::Config { rate: 0.0, consumers: 0, records: Some(5_003), ..cfg };
+    let out = ringbench::run(&fill).expect("unpaced run over 9 connections");
+    assert_eq!((out.records_sent, out.records_acked, out.produce_errors), (5_003, 5_003, 0));
+    let few = ringbench::Config { connections: Some(1), ..fill };
+    assert!(ringbench::run(&few).is_err(), "fewer connections than producers");
 }
