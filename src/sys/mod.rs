@@ -103,6 +103,11 @@ impl MappedFile {
         // SAFETY: the index file is owned by one shard, which never truncates it below `len`
         // while this map lives; no other process is expected to modify the data directory.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(file)? };
+        // No readahead: an index is written a few bytes at a time, and a fault on its sparse
+        // file otherwise read ahead (zero-filling) large folios it would not touch for a long
+        // time. With 3,000 partitions that zeroing was half the broker's CPU time and cut
+        // produce throughput from 444k to 6k records/s (bench/results/2026-12-01-scale.md).
+        map.advise(memmap2::Advice::Random)?;
         Ok(MappedFile { map })
     }
 
@@ -152,6 +157,19 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     use nix::sys::socket::{getsockopt, sockopt};
+
+    #[test]
+    fn index_maps_read_no_pages_ahead() {
+        let file = tempfile::tempfile().unwrap();
+        file.set_len(1 << 20).unwrap();
+        let map = super::MappedFile::map(&file, 1 << 20).unwrap();
+        let start = format!("{:x}-", map.bytes().as_ptr() as usize);
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let entry = smaps.split_once(&start).expect("the map is listed in smaps").1;
+        let flags = entry.lines().find(|l| l.starts_with("VmFlags:")).expect("VmFlags of the map");
+        // "rr": madvise(MADV_RANDOM), no readahead on faults.
+        assert!(flags.split_whitespace().any(|f| f == "rr"), "{flags}");
+    }
 
     #[test]
     fn socket_buffers_are_set_where_given_and_kept_where_not() {
