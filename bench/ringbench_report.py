@@ -96,8 +96,8 @@ if na and nd:
     rd, kd = med(series("rb-d", "consume_rate")), med(series("kafka-d", "consume_rate"))
     ceiling = [
         "",
-        "Null broker (acknowledges without storing; serves fetches from reused buffers of synthetic batches,",
-        "patching only base offsets): the ceiling of ringbench + loopback on this machine.",
+        "Null broker (acknowledges without storing; serves fetches with sendfile from a memfd of synthetic",
+        "batches, built once): the ceiling of ringbench + loopback on this machine.",
         "",
         "| figure | null broker | Ringbroker, % of ceiling | Kafka, % of ceiling |",
         "|---|---:|---:|---:|",
