@@ -46,16 +46,7 @@ pub struct Segment {
     pub bytes_since_index: Cell<u64>,
     /// When the first batch was appended in this process (for `segment_ms`).
     pub first_append: Cell<Option<Instant>>,
-    /// Bytes of the .log already handed to writeback early (see `WRITE_BEHIND`).
-    written_behind: Cell<u64>,
 }
-
-/// Written bytes of a segment are handed to the kernel's writeback every time this many more
-/// have been written, when no fsync follows each write (`flush = os` or `interval`). Left to
-/// itself the kernel lets gigabytes of the log go dirty, then writes them back in bursts from
-/// its background threshold on, and appends stall meanwhile (publish p99 at 170k records/s:
-/// 85 ms right after a 500 MB/s produce run left 2.2 GB dirty, 0.7 ms after a sync).
-pub const WRITE_BEHIND: u64 = 8 << 20;
 
 /// What a scan of a segment's batches found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -92,17 +83,6 @@ impl Segment {
             max_timestamp: Cell::new(-1),
             bytes_since_index: Cell::new(0),
             first_append: Cell::new(None),
-            written_behind: Cell::new(size),
-        })
-    }
-
-    /// After a write: the range to hand to writeback now, once `WRITE_BEHIND` bytes have been
-    /// written since the last one.
-    pub fn write_behind_due(&self) -> Option<(u64, u64)> {
-        let (from, to) = (self.written_behind.get(), self.size.get());
-        (to >= from + WRITE_BEHIND).then(|| {
-            self.written_behind.set(to);
-            (from, to - from)
         })
     }
 
@@ -113,7 +93,6 @@ impl Segment {
 
     /// Cuts the .log to `len` bytes (a torn tail, or a failed write's part that landed).
     pub fn truncate(&self, len: u64) -> io::Result<()> {
-        self.written_behind.set(self.written_behind.get().min(len));
         storage::set_len(&self.file, &self.path, len)
     }
 
@@ -230,23 +209,6 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::unix::fs::FileExt;
-
-    #[test]
-    fn written_bytes_go_to_writeback_in_steps_of_write_behind() {
-        let dir = tempfile::tempdir().unwrap();
-        let seg = Segment::open(dir.path(), 0, 16, false).unwrap();
-        seg.size.set(WRITE_BEHIND - 1);
-        assert_eq!(seg.write_behind_due(), None, "less than a step written");
-        seg.size.set(WRITE_BEHIND + 10);
-        assert_eq!(seg.write_behind_due(), Some((0, WRITE_BEHIND + 10)));
-        assert_eq!(seg.write_behind_due(), None, "each byte is handed over once");
-        seg.size.set(2 * WRITE_BEHIND + 10);
-        assert_eq!(seg.write_behind_due(), Some((WRITE_BEHIND + 10, WRITE_BEHIND)));
-        // A cut tail is written again from where the cut left it.
-        seg.truncate(100).unwrap();
-        seg.size.set(100 + WRITE_BEHIND);
-        assert_eq!(seg.write_behind_due(), Some((100, WRITE_BEHIND)));
-    }
 
     fn write_batches(seg: &Segment, n: usize, base: i64) -> Vec<u64> {
         let mut positions = Vec::new();

@@ -19,7 +19,6 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use glommio::io::BufferedFile;
 
@@ -149,19 +148,6 @@ pub fn remove_dir_all(dir: &Path) -> io::Result<()> {
 }
 
 /// Opens a segment file for appends through the page cache.
-/// Hands `file[offset..offset+len]` to the kernel's writeback now, on the shard's blocking
-/// thread, without the caller waiting for it (see `log::segment::WRITE_BEHIND`). A failure
-/// is logged: the data stays dirty and the kernel writes it later, as without this call.
-pub fn start_writeback(file: Arc<File>, path: PathBuf, offset: u64, len: u64) {
-    let started = glommio::executor().spawn_blocking(move || crate::sys::start_writeback(&file, offset, len));
-    glommio::spawn_local(async move {
-        if let Err(e) = started.await {
-            tracing::debug!(path = %path.display(), "early writeback not started: {e}");
-        }
-    })
-    .detach();
-}
-
 pub async fn open_appender(path: &Path) -> io::Result<BufferedFile> {
     hit(Op::Open, path)?;
     Ok(glommio::io::OpenOptions::new().write(true).buffered_open(path).await?)

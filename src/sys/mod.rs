@@ -35,18 +35,6 @@ pub fn set_socket_buffers(fd: RawFd, send: Option<usize>, receive: Option<usize>
     Ok(())
 }
 
-/// Starts writeback of `file[offset..offset+len]` without waiting for it
-/// (sync_file_range with SYNC_FILE_RANGE_WRITE). It can still block while the device's queue
-/// is full, so callers run it off the reactor.
-pub fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    // SAFETY: plain syscall on an open fd; no memory is passed.
-    let rc = unsafe { libc::sync_file_range(file.as_raw_fd(), offset as i64, len as i64, libc::SYNC_FILE_RANGE_WRITE) };
-    match rc {
-        0 => Ok(()),
-        _ => Err(io::Error::last_os_error()),
-    }
-}
-
 /// One `sendfile` call: copies up to `count` bytes of `file` from `offset` to the socket
 /// inside the kernel. Returns bytes sent; `WouldBlock` when the socket buffer is full.
 pub fn sendfile(socket: RawFd, file: &File, offset: u64, count: usize) -> io::Result<usize> {

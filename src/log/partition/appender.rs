@@ -207,11 +207,6 @@ impl Partition {
                 seg.first_append.set(Some(Instant::now()));
             }
             seg.size.set(pos + len as u64);
-            if !matches!(self.cfg.get().durability(), Durability::Always) {
-                if let Some((from, len)) = seg.write_behind_due() {
-                    crate::storage::start_writeback(seg.file.clone(), seg.path.clone(), from, len);
-                }
-            }
             self.probe.log_bytes(len as i64);
             st.written = items[last - 1].header.last_offset() + 1;
             st.unsynced_bytes += len as u64;
