@@ -1,8 +1,7 @@
 //! The null broker: the ceiling of ringbench plus loopback on this machine. It answers the
 //! requests ringbench sends without storing anything: Produce is acknowledged at once, and
-//! each partition pretends to hold `records` records, served as copies of one pre-built
-//! batch whose base offsets are patched per fetch (outside the CRC), so consumers verify
-//! real batches. A broker can at best match these figures on the same machine.
+//! each partition pretends to hold `records` records: copies of one pre-built batch, each
+//! with its own base offset (outside the CRC), so consumers verify real batches. A broker can at best match these figures on the same machine.
 //!
 //! Fetched records go out the way a broker's best path sends them: sendfile(2) from a file
 //! in memory. One memfd holds a partition's whole pretended log (every partition's log is

@@ -241,6 +241,30 @@ pub(crate) fn produce_ok(resp: &ProduceResponse) -> bool {
     resp.responses.iter().flat_map(|t| &t.partition_responses).all(|p| p.error_code == 0)
 }
 
+/// Counts the answer to request `f` as acknowledged or failed and, past the warm-up, records
+/// its latency from when it was due, in `lat` and in the live histogram of progress lines.
+pub(crate) fn note_answer(
+    resp: &ProduceResponse,
+    f: &InFlight,
+    counters: &Counters,
+    measure_from: Instant,
+    lat: &mut Histogram<u64>,
+    live: &Mutex<Histogram<u64>>,
+) {
+    if !produce_ok(resp) {
+        counters.errors.fetch_add(f.records, Ordering::Relaxed);
+        return;
+    }
+    counters.acked.fetch_add(f.records, Ordering::Relaxed);
+    if f.due >= measure_from {
+        let us = f.due.elapsed().as_micros() as u64;
+        lat.saturating_record_n(us.max(1), f.records);
+        if let Ok(mut l) = live.lock() {
+            l.saturating_record_n(us.max(1), f.records);
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn producer(
     cfg: Config,
@@ -264,18 +288,7 @@ fn producer(
             let mut lat = histogram();
             while let Ok(f) = rx.recv() {
                 let (_, resp): (i32, ProduceResponse) = rconn.recv(ApiKey::Produce, PRODUCE_V)?;
-                if !produce_ok(&resp) {
-                    counters.errors.fetch_add(f.records, Ordering::Relaxed);
-                    continue;
-                }
-                counters.acked.fetch_add(f.records, Ordering::Relaxed);
-                if f.due >= measure_from {
-                    let us = f.due.elapsed().as_micros() as u64;
-                    lat.saturating_record_n(us.max(1), f.records);
-                    if let Ok(mut l) = live.lock() {
-                        l.saturating_record_n(us.max(1), f.records);
-                    }
-                }
+                note_answer(&resp, &f, &counters, measure_from, &mut lat, &live);
             }
             Ok(lat)
         }))

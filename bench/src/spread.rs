@@ -22,7 +22,7 @@ use ringbroker::client::Conn;
 use ringbroker::protocol::messages::{ApiKey, ProduceResponse};
 
 use crate::records::{BatchBuilder, Shape};
-use crate::run::{connect, now_ns, produce_ok, produce_request, Config, Counters, InFlight, PRODUCE_V};
+use crate::run::{connect, note_answer, now_ns, produce_request, Config, Counters, InFlight, PRODUCE_V};
 use crate::schedule::Schedule;
 use crate::stats::{histogram, record_us};
 
@@ -181,18 +181,7 @@ pub(crate) fn producer(
                 .recv(ApiKey::Produce, PRODUCE_V)
                 .with_context(|| format!("producer {index}, connection {c}"))?;
             let f = window.answered(c).context("a response with no request in flight")?;
-            if !produce_ok(&resp) {
-                counters.errors.fetch_add(f.records, Ordering::Relaxed);
-                continue;
-            }
-            counters.acked.fetch_add(f.records, Ordering::Relaxed);
-            if f.due >= measure_from {
-                let us = f.due.elapsed().as_micros() as u64;
-                latency.saturating_record_n(us.max(1), f.records);
-                if let Ok(mut l) = live.lock() {
-                    l.saturating_record_n(us.max(1), f.records);
-                }
-            }
+            note_answer(&resp, &f, &counters, measure_from, &mut latency, &live);
         }
     }
     Ok((latency, delay))

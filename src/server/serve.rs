@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
+use glommio::channels::shared_channel::{ConnectedSender, SharedReceiver, SharedSender};
 
 use super::accept::{accept_loop, receive_handoffs, Gate, Place};
 use super::handoff::{Handoff, Loads};
@@ -40,6 +40,21 @@ pub(super) struct Shared {
     /// Connections served per shard (see `handoff`).
     pub(super) loads: Arc<Loads>,
     pub(super) stop: Arc<AtomicBool>,
+}
+
+/// The senders of a row of channels once their connect tasks finish (`None` stays for this
+/// shard's own place in the row).
+async fn connected<T: Send + 'static>(
+    tasks: Vec<Option<glommio::Task<ConnectedSender<T>>>>,
+) -> Vec<Option<ConnectedSender<T>>> {
+    let mut senders = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        senders.push(match t {
+            Some(t) => Some(t.await),
+            None => None,
+        });
+    }
+    senders
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -75,20 +90,8 @@ pub(super) async fn shard_main(
     let tx_tasks: Vec<_> = tx_row.into_iter().map(|tx| tx.map(|tx| glommio::spawn_local(tx.connect()))).collect();
     let handoff_rx: Vec<_> = handoff_rx.into_iter().map(|rx| glommio::spawn_local(rx.connect())).collect();
     let handoff_tx: Vec<_> = handoff_tx.into_iter().map(|tx| tx.map(|tx| glommio::spawn_local(tx.connect()))).collect();
-    let mut peers = Vec::with_capacity(tx_tasks.len());
-    for t in tx_tasks {
-        peers.push(match t {
-            Some(t) => Some(t.await),
-            None => None,
-        });
-    }
-    let mut handoff_peers = Vec::with_capacity(handoff_tx.len());
-    for t in handoff_tx {
-        handoff_peers.push(match t {
-            Some(t) => Some(t.await),
-            None => None,
-        });
-    }
+    let peers = connected(tx_tasks).await;
+    let handoff_peers = connected(handoff_tx).await;
     let shard = Shard::new(id, Rc::new((*cfg).clone()), catalog.clone(), peers, probe, quotas, controller);
     for t in rx_tasks {
         let rx = t.await;

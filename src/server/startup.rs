@@ -102,7 +102,7 @@ pub(super) fn handoffs(n: usize) -> Ends<Handoff> {
     channels(n, HANDOFF_CAPACITY)
 }
 
-fn channels<T: Send + Sized + 'static>(n: usize, capacity: usize) -> Ends<T> {
+fn channels<T: Send + 'static>(n: usize, capacity: usize) -> Ends<T> {
     let mut senders: Vec<Vec<Option<SharedSender<T>>>> = (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
     let mut receivers: Vec<Vec<SharedReceiver<T>>> = (0..n).map(|_| Vec::new()).collect();
     for (from, row) in senders.iter_mut().enumerate() {
