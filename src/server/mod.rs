@@ -107,8 +107,11 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     // The controller lives on shard 0.
     let mut controller = Some(controller);
     let mut listeners = Vec::new();
+    let mut reservations = Vec::new();
     for spec in cfg.listener_specs()? {
-        listeners.push(spec.bound(startup::reserve_port(spec.bind)?));
+        let reserved = startup::reserve_port(spec.bind)?;
+        listeners.push(spec.bound(reserved.addr));
+        reservations.push(reserved);
     }
     // One TLS configuration serves every SSL and SASL_SSL listener; bad files fail the start.
     let tls = match listeners.iter().any(|l| l.protocol.tls()) {
@@ -235,6 +238,8 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
             Err(_) => return Err(BrokerError::ShardExited),
         }
     }
+    // Every shard holds its listeners' ports now.
+    drop(reservations);
     for l in &listeners {
         let advertised = format!("{}:{}", l.advertised.host, l.advertised.port);
         tracing::info!(listener = %l.name, protocol = %l.protocol, bound = %l.bound, %advertised, "listening");

@@ -16,11 +16,21 @@ const MESH_CAPACITY: usize = 1024;
 /// Each handoff channel's capacity, in connections.
 const HANDOFF_CAPACITY: usize = 256;
 
-/// Resolves port 0 to a free port, and refuses a port some other process already serves:
-/// with SO_REUSEPORT the kernel would otherwise quietly split connections between us and,
-/// say, a stale broker of the same user. Connections of a killed broker lingering in
-/// TIME_WAIT do not count, so a restart on the same port works at once.
-pub(super) fn reserve_port(addr: SocketAddr) -> Result<SocketAddr, BrokerError> {
+/// A listener's port, held for the broker from the moment port 0 is resolved until every
+/// shard has bound its own socket on it.
+pub(super) struct Reservation {
+    pub addr: SocketAddr,
+    /// For port 0: the socket that took the port (bound with SO_REUSEPORT, never listening,
+    /// so it receives no connections). Releasing it before the shards bind would let any
+    /// other process, or a client's outgoing connection, take the port in between.
+    _held: Option<StdListener>,
+}
+
+/// Resolves port 0 to a free port and holds it, and refuses a port some other process
+/// already serves: with SO_REUSEPORT the kernel would otherwise quietly split connections
+/// between us and, say, a stale broker of the same user. Connections of a killed broker
+/// lingering in TIME_WAIT do not count, so a restart on the same port works at once.
+pub(super) fn reserve_port(addr: SocketAddr) -> Result<Reservation, BrokerError> {
     let bind_err = |source| BrokerError::Bind { addr: addr.to_string(), source };
     if addr.port() != 0 {
         let mut probe = addr;
@@ -40,14 +50,14 @@ pub(super) fn reserve_port(addr: SocketAddr) -> Result<SocketAddr, BrokerError> 
                 "another process accepts connections there; stop it or choose another --listen port",
             )));
         }
-        return Ok(addr);
+        return Ok(Reservation { addr, _held: None });
     }
     let sock =
         socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).map_err(bind_err)?;
     sock.set_reuse_port(true).map_err(bind_err)?;
     sock.bind(&addr.into()).map_err(bind_err)?;
-    let std: StdListener = sock.into();
-    std.local_addr().map_err(bind_err)
+    let held: StdListener = sock.into();
+    Ok(Reservation { addr: held.local_addr().map_err(bind_err)?, _held: Some(held) })
 }
 
 pub(super) fn lock_data_dir(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, BrokerError> {
@@ -115,4 +125,26 @@ fn channels<T: Send + 'static>(n: usize, capacity: usize) -> Ends<T> {
         }
     }
     (senders, receivers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port 0 reservation keeps the port from everyone but the shards (SO_REUSEPORT
+    /// sockets of this user) until it is dropped.
+    #[test]
+    fn a_reserved_port_stays_ours_until_released() {
+        let reserved = reserve_port("127.0.0.1:0".parse().unwrap()).unwrap();
+        assert_ne!(reserved.addr.port(), 0);
+        let plain = StdListener::bind(reserved.addr);
+        assert_eq!(plain.map(|_| ()).unwrap_err().kind(), std::io::ErrorKind::AddrInUse);
+        let shard = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        shard.set_reuse_port(true).unwrap();
+        shard.bind(&reserved.addr.into()).expect("a shard's SO_REUSEPORT socket binds beside the reservation");
+        drop(shard);
+        let addr = reserved.addr;
+        drop(reserved);
+        StdListener::bind(addr).expect("the port is free once released");
+    }
 }
