@@ -47,7 +47,8 @@
 # ringbench and the Java tools
 #   null_start ADDR RECORDS, null_stop   ringbench's null broker
 #   ringbench_run NAME ADDR ARGS...      a run of DURATION s after WARMUP s; report in
-#                          $OUT_DIR/NAME/ (OUT_DIR defaults to RUN), summary in $OUT_DIR/NAME.txt
+#                          $OUT_DIR/NAME/ (OUT_DIR defaults to RUN), summary in $OUT_DIR/NAME.txt;
+#                          with BENCH_BROKER_PID set, the report has that process's CPU time
 #   report_value NAME KEY  a figure from that report.json (publish_rate, consume_rate, ...)
 #   java_tool MAIN ARGS... java -Xmx$CLIENT_HEAP [512M] -cp KAFKA_LIB/* MAIN ARGS, on CLIENT_CPUS
 #                          (JAVA_TIMEOUT=S: killed after S s)
@@ -411,11 +412,12 @@ null_stop() {
 }
 
 ringbench_run() { # NAME ADDR ARGS...
-    local name="$1" addr="$2" dir="${OUT_DIR:-$RUN}"
+    local name="$1" addr="$2" dir="${OUT_DIR:-$RUN}" cpu=()
     shift 2
     pin "$CLIENT_CPUS"
-    "${PIN[@]}" "$BENCH" --broker "$addr" --quiet --duration "$DURATION" --warmup "$WARMUP" --out "$dir/$name" "$@" \
-        >"$dir/$name.txt"
+    if [[ -n "${BENCH_BROKER_PID:-}" ]]; then cpu=(--broker-pid "$BENCH_BROKER_PID"); fi
+    "${PIN[@]}" "$BENCH" --broker "$addr" --quiet --duration "$DURATION" --warmup "$WARMUP" --out "$dir/$name" \
+        "${cpu[@]}" "$@" >"$dir/$name.txt"
 }
 
 report_value() { # NAME KEY

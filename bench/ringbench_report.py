@@ -24,17 +24,20 @@ def load(path):
 
 def get(d, path):
     for p in path.split("."):
-        d = d[p]
+        d = d.get(p) if isinstance(d, dict) else None
     return d
 
 
 def series(name, path):
-    """The figure from every round that has the run."""
+    """The figure from every round that has the run (and the figure: a report without the
+    broker's pid has no CPU figures)."""
     vals = []
     for r in rounds:
         f = os.path.join(r, name, "report.json")
         if os.path.exists(f):
-            vals.append(get(load(f), path))
+            v = get(load(f), path)
+            if v is not None:
+                vals.append(v)
     return vals
 
 
@@ -64,6 +67,11 @@ FIGURES = [
     ("(e) end-to-end latency p50 ms", "e", "end_to_end_latency_ms.p50", "lower"),
     ("(e) end-to-end latency p99 ms", "e", "end_to_end_latency_ms.p99", "lower"),
     ("(f) produce records/s, zstd, 16 B keys", "f", "publish_rate", "higher"),
+    # ringbench reads the broker's CPU time (every thread, user + system) over the measured
+    # window and puts it against the record bytes moved in it.
+    ("(a) broker CPU s per GB produced", "a", "broker_cpu_s_per_gb", "lower"),
+    ("(c) broker CPU s per GB produced, fsync", "c", "broker_cpu_s_per_gb", "lower"),
+    ("(d) broker CPU s per GB fetched", "d", "broker_cpu_s_per_gb", "lower"),
 ]
 
 rows, figures = [], {}

@@ -16,7 +16,9 @@
 # (for (b), the latency floor: what the tool measures when the broker costs nothing).
 # Writes bench/results/<date>-ringbench-<placement>.md (RESULTS_DIR: another directory) (medians over rounds, ratios, each round's ratio)
 # and .json, and keeps every run's report.json, .hgrm files and latency.svg under the run
-# directory it names. Broker CPU time and peak RSS are read from /proc for each broker.
+# directory it names. Broker CPU time and peak RSS are read from /proc for each broker, and
+# ringbench reads the broker's CPU time over each run's measured window (--broker-pid): the
+# report gives it per GB produced and per GB fetched.
 #
 # Two placements, each a full run with its own report (bench/results/<date>-ringbench-<placement>):
 #   shared     the brokers and ringbench share every core (a machine that also runs clients)
@@ -75,6 +77,7 @@ placement_rounds() {
         mkdir -p "$OUT_DIR"
         # Kafka first: (b) runs at half of Kafka's (a) of the same round.
         kafka_start >/dev/null
+        BENCH_BROKER_PID="$(kafka_pid)"
         bench kafka-a "$KAFKA_ADDR" --topic a --producers "$PRODUCERS" --consumers 0 --acks 1
         HALF="$(python3 -c "print(round($(report_value kafka-a publish_rate) / 2))")"
         log "round $ROUND: (b) runs at $HALF records/s, half of Kafka's (a)"
@@ -82,25 +85,30 @@ placement_rounds() {
         broker_stats "$OUT_DIR/kafka.stats.json" "$(kafka_pid)"
         kafka_stop >/dev/null
         kafka_start "log.flush.interval.messages=1" >/dev/null
+        BENCH_BROKER_PID="$(kafka_pid)"
         bench kafka-c "$KAFKA_ADDR" --topic c --producers "$PRODUCERS" --consumers 0 --acks -1
         broker_stats "$OUT_DIR/kafka-c.stats.json" "$(kafka_pid)"
         kafka_stop >/dev/null
 
         rb_start rb "$RB" --listen "$RB_ADDR" --flush os "${RB_PLACEMENT_FLAGS[@]}"
+        BENCH_BROKER_PID="$RB_PID"
         workloads rb "$RB_ADDR"
         broker_stats "$OUT_DIR/rb.stats.json" "$RB_PID"
         rb_stop rb
         rb_start rb-c "$RB" --listen "$RB_ADDR" --flush always "${RB_PLACEMENT_FLAGS[@]}"
+        BENCH_BROKER_PID="$RB_PID"
         bench rb-c "$RB_ADDR" --topic c --producers "$PRODUCERS" --consumers 0 --acks -1
         broker_stats "$OUT_DIR/rb-c.stats.json" "$RB_PID"
         rb_stop rb-c
 
         # The null broker (acknowledges without storing, serves synthetic batches).
         null_start "$NULL_ADDR" $((D_RECORDS / 6))
+        BENCH_BROKER_PID="$NULL_PID"
         bench null-a "$NULL_ADDR" --topic a --producers "$PRODUCERS" --consumers 0 --acks 1
         bench null-d "$NULL_ADDR" --topic d --producers 0 --consumers 2 --from-beginning --rewind
         bench null-b "$NULL_ADDR" --topic b --producers "$PRODUCERS" --consumers 0 --rate "$HALF" --acks 1
         null_stop
+        BENCH_BROKER_PID=""
     done
 }
 

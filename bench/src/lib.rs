@@ -4,6 +4,7 @@
 //! publish and end-to-end latency percentiles, and publish delay (how late sends left against
 //! a fixed-rate schedule, i.e. coordinated omission made visible), from HDR histograms.
 
+pub mod cpu;
 pub mod null_broker;
 pub mod records;
 pub mod report;

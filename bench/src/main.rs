@@ -79,6 +79,10 @@ struct Args {
     /// synthetic batches) on this address: the ceiling of ringbench + loopback
     #[arg(long)]
     null_broker: Option<String>,
+    /// The broker's process id, when it runs on this machine: the report gives its CPU time
+    /// over the measured window, and that per GB of records moved
+    #[arg(long)]
+    broker_pid: Option<u32>,
     /// With --null-broker: records each partition pretends to hold
     #[arg(long, default_value_t = 1_000_000)]
     null_records: i64,
@@ -120,6 +124,7 @@ fn main() -> Result<()> {
         rewind: a.rewind,
         consume_records: None,
         progress: !a.quiet,
+        broker_pid: a.broker_pid,
     };
     let outcome = ringbench::run(&cfg)?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");

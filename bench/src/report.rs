@@ -73,6 +73,12 @@ pub struct Report {
     pub publish_latency_ms: Percentiles,
     pub publish_delay_ms: Percentiles,
     pub end_to_end_latency_ms: Percentiles,
+    /// The broker's CPU seconds (user + system, every thread) within the measured window,
+    /// when ringbench was given its pid.
+    pub broker_cpu_s: Option<f64>,
+    /// `broker_cpu_s` per GB (10^9 bytes) of record payload acknowledged plus consumed
+    /// within the window: what moving the data cost the broker.
+    pub broker_cpu_s_per_gb: Option<f64>,
 }
 
 impl Report {
@@ -80,6 +86,8 @@ impl Report {
         let secs = out.elapsed.as_secs_f64().max(1e-9);
         let measured = out.measured.as_secs_f64().max(1e-9);
         let mb = |records: u64| records as f64 * cfg.record_size as f64 / measured / 1e6;
+        let moved_gb = (out.measured_acked + out.measured_consumed) as f64 * cfg.record_size as f64 / 1e9;
+        let broker_cpu_s = out.broker_cpu.map(|t| t.as_secs_f64());
         Report {
             command,
             machine: Machine::probe(),
@@ -110,6 +118,8 @@ impl Report {
             publish_latency_ms: summarize(&out.publish_latency),
             publish_delay_ms: summarize(&out.publish_delay),
             end_to_end_latency_ms: summarize(&out.e2e_latency),
+            broker_cpu_s,
+            broker_cpu_s_per_gb: broker_cpu_s.filter(|_| moved_gb > 0.0).map(|s| s / moved_gb),
         }
     }
 
@@ -137,6 +147,9 @@ impl Report {
         s += &row("publish latency", &self.publish_latency_ms);
         s += &row("end-to-end latency", &self.end_to_end_latency_ms);
         s += &row("publish delay", &self.publish_delay_ms);
+        if let (Some(cpu), per_gb) = (self.broker_cpu_s, self.broker_cpu_s_per_gb) {
+            s += &format!("broker CPU {cpu:.2} s over the window, {:.2} s per GB moved\n", per_gb.unwrap_or(f64::NAN));
+        }
         s
     }
 }

@@ -82,6 +82,9 @@ pub struct Config {
     /// With no producers: how many records consumers read before stopping.
     pub consume_records: Option<u64>,
     pub progress: bool,
+    /// The broker's process on this machine: its CPU time over the measured window is
+    /// reported (`Outcome::broker_cpu`).
+    pub broker_pid: Option<u32>,
 }
 
 /// What a run measured.
@@ -104,6 +107,8 @@ pub struct Outcome {
     pub publish_latency: Histogram<u64>,
     pub publish_delay: Histogram<u64>,
     pub e2e_latency: Histogram<u64>,
+    /// CPU time the broker process (`Config::broker_pid`) spent within `measured`.
+    pub broker_cpu: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -480,6 +485,8 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     }
     let mut shares = shares.into_iter();
     let counters = Arc::new(Counters::default());
+    let broker_cpu = || cfg.broker_pid.and_then(crate::cpu::process_cpu);
+    let cpu_at_start = broker_cpu();
     let start = Instant::now();
     let measure_from = start + cfg.warmup;
     let measure_from_ns = now_ns() + cfg.warmup.as_nanos() as u64;
@@ -522,13 +529,14 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         0
     };
     let mut last = (Instant::now(), 0u64, 0u64);
-    // (time, acked, consumed) when the warm-up ended; with none, the run's start.
-    let mut warm: Option<(Instant, u64, u64)> = cfg.warmup.is_zero().then_some((start, 0, 0));
+    // (time, acked, consumed, broker CPU) when the warm-up ended; with none, the run's start.
+    let mut warm: Option<(Instant, u64, u64, Option<Duration>)> =
+        cfg.warmup.is_zero().then_some((start, 0, 0, cpu_at_start));
     loop {
         std::thread::sleep(Duration::from_millis(100));
         if warm.is_none() && Instant::now() >= measure_from {
             let (acked, consumed) = (counters.acked.load(Ordering::Relaxed), counters.consumed.load(Ordering::Relaxed));
-            warm = Some((Instant::now(), acked, consumed));
+            warm = Some((Instant::now(), acked, consumed, broker_cpu()));
         }
         let producing = producer_threads.iter().any(|t| !t.is_finished());
         let consumed = counters.consumed.load(Ordering::Relaxed);
@@ -560,6 +568,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         }
     }
     let produce_end = Instant::now();
+    let cpu_at_end = broker_cpu();
     let mut publish_latency = histogram();
     let mut publish_delay = histogram();
     for t in producer_threads {
@@ -585,12 +594,13 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     let elapsed = produce_end.duration_since(start);
     let sent = counters.sent.load(Ordering::Relaxed);
     let (acked, consumed) = (counters.acked.load(Ordering::Relaxed), counters.consumed.load(Ordering::Relaxed));
-    let (measured, measured_acked, measured_consumed) = match warm {
-        Some((t, a, c)) if produce_end.duration_since(t) >= Duration::from_secs(1) => {
-            (produce_end.duration_since(t), acked - a, consumed.saturating_sub(c))
+    let (measured, measured_acked, measured_consumed, cpu_from) = match warm {
+        Some((t, a, c, cpu)) if produce_end.duration_since(t) >= Duration::from_secs(1) => {
+            (produce_end.duration_since(t), acked - a, consumed.saturating_sub(c), cpu)
         }
-        _ => (elapsed, acked, consumed),
+        _ => (elapsed, acked, consumed, cpu_at_start),
     };
+    let broker_cpu = cpu_from.zip(cpu_at_end).map(|(from, to)| to.saturating_sub(from));
     Ok(Outcome {
         partitions,
         elapsed,
@@ -605,5 +615,6 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         publish_latency,
         publish_delay,
         e2e_latency,
+        broker_cpu,
     })
 }

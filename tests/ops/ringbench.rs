@@ -28,13 +28,14 @@ fn config(broker: std::net::SocketAddr) -> ringbench::Config {
         rewind: false,
         consume_records: None,
         progress: false,
+        broker_pid: None,
     }
 }
 
 #[test]
 fn a_fixed_rate_run_accounts_for_every_record_and_writes_its_report() {
     let broker = support::Broker::start_args(&["--flush", "os"]);
-    let cfg = config(broker.addr);
+    let cfg = ringbench::Config { broker_pid: broker.pid(), ..config(broker.addr) };
     let out = ringbench::run(&cfg).expect("run");
     assert!(out.records_sent > 0);
     assert_eq!(out.records_sent, out.records_acked, "every record acknowledged");
@@ -58,6 +59,12 @@ fn a_fixed_rate_run_accounts_for_every_record_and_writes_its_report() {
     assert_eq!(json["compression"], "none");
     assert!(json["consume_rate"].as_f64().unwrap() > 0.0, "records were consumed in the measured window");
     assert!(json["publish_latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+    // The broker worked for those records, and that work is put against the bytes moved.
+    let cpu = json["broker_cpu_s"].as_f64().expect("the broker's CPU time, given its pid");
+    assert!(cpu > 0.0, "the broker spent CPU on the run: {cpu}");
+    let moved_gb = (out.records_acked + out.records_consumed) as f64 * cfg.record_size as f64 / 1e9;
+    let per_gb = json["broker_cpu_s_per_gb"].as_f64().expect("CPU per GB");
+    assert!((per_gb - cpu / moved_gb).abs() <= 1e-6 * per_gb, "{per_gb} = {cpu} / {moved_gb}");
     for f in ["publish-latency.hgrm", "publish-delay.hgrm", "end-to-end-latency.hgrm"] {
         let text = std::fs::read_to_string(dir.path().join(f)).unwrap();
         assert!(text.contains("Total count"), "{f}: {text}");
