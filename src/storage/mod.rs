@@ -156,6 +156,15 @@ pub async fn open_appender(path: &Path) -> io::Result<BufferedFile> {
 /// Writes the whole buffer at `pos`. glommio consumes the buffer, so a short write (for a
 /// buffered file: the disk or a file-size limit is full) is reported as an error rather than
 /// retried; whatever part landed is the caller's to cut (see `is_no_space`).
+///
+/// The write goes through io_uring, and on ext4 every buffered write is handed to an io-wq
+/// worker thread, which does the page-cache copy: ext4 refuses non-blocking buffered writes
+/// (RWF_NOWAIT gives EOPNOTSUPP; XFS takes them but gives EAGAIN on most appends, which need
+/// block allocation). A plain pwrite(2) on the shard's thread instead measured 6% more
+/// produce throughput with the broker on a core of its own and 10% more (noisy) sharing
+/// cores (2026-12-01, `bench/run.sh ab`), and was not kept: a write the kernel holds — dirty
+/// page throttling, a journal commit, a page under writeback — would then stop the whole
+/// shard, every connection and partition on it, instead of one worker.
 pub async fn append_at(file: &BufferedFile, path: &Path, buf: Vec<u8>, pos: u64) -> io::Result<()> {
     let len = buf.len();
     let buf = match faults::check(Op::Write, path) {
