@@ -56,6 +56,7 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::protocol::ErrorCode;
+use crate::rng::SplitMix64;
 
 /// The epoch of a full fetch that asks for a new session.
 pub const INITIAL_EPOCH: i32 = 0;
@@ -195,7 +196,7 @@ struct Cache {
     end: i32,
     slots: usize,
     eviction_ms: u64,
-    rng: u64,
+    rng: SplitMix64,
     sessions: HashMap<i32, Session>,
     partitions: usize,
 }
@@ -217,7 +218,7 @@ impl FetchSessions {
                 end: end as i32,
                 slots: per_shard,
                 eviction_ms,
-                rng: seed,
+                rng: SplitMix64::new(seed),
                 sessions: HashMap::new(),
                 partitions: 0,
             }),
@@ -448,12 +449,7 @@ impl Cache {
     fn new_id(&mut self) -> i32 {
         let span = (self.end - self.first) as u64;
         loop {
-            // splitmix64
-            self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.rng;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
+            let z = self.rng.next_u64();
             let id = self.first + (z % span) as i32;
             if !self.sessions.contains_key(&id) {
                 return id;

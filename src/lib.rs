@@ -27,6 +27,8 @@
 //! - `config`: the settings.
 //! - `quota`, `listener`: client quotas; listener specs.
 //! - `protocol`: the wire format.
+//! - `rng`: splitmix64, the one small pseudo-random generator (fetch-session ids, the Raft
+//!   simulation).
 //! - `sys`: the only module with `unsafe`.
 
 pub mod api;
@@ -48,6 +50,7 @@ pub mod placement;
 pub mod producer;
 pub mod protocol;
 pub mod quota;
+pub mod rng;
 pub mod server;
 pub mod shard;
 pub mod storage;
