@@ -1,8 +1,19 @@
-//! The cluster layer: partitions and the metadata replicated with raft-rs (DESIGN §9). Today it
-//! holds the bridge from raft-rs's slog logging to tracing (`logging`) and, under test, the
-//! deterministic simulation the replica core is tested in (`sim`): seeded network, fake disks
-//! that lose unsynced writes, crashes, and the safety invariants checked after every step.
+//! The cluster layer: partitions and the metadata replicated with raft-rs (DESIGN §9).
+//!
+//! - `entry`: raft entries as Kafka record batches (the partition log is the raft log).
+//! - `meta`: the replica state kept beside the log (hard state, configuration, log start).
+//! - `store`: raft-rs's `Storage` over the batches, with the recent ones in memory.
+//! - `replica`: one replica, sans-IO: offsets and epochs stamped before proposing, the
+//!   write each Ready asks for, the high watermark, produce waits settled.
+//! - `logging`: raft-rs's slog records forwarded to tracing.
+//! - `sim` (tests): the deterministic simulation replicas are tested in, with a seeded
+//!   network, fake disks that lose unsynced writes, crashes, and the safety invariants
+//!   checked after every step.
 
+pub mod entry;
 pub mod logging;
+pub mod meta;
+pub mod replica;
 #[cfg(test)]
 mod sim;
+pub mod store;

@@ -340,6 +340,29 @@ pub fn build_timed(records: &[(i64, KeyValue)]) -> Vec<u8> {
     b
 }
 
+/// Builds a control batch (attribute bit 5) of one record whose key is Kafka's control key
+/// (version 0, `control_type`) and whose value is `value`, with no timestamp (-1), producer
+/// id -1 and base offset 0: consumers skip such batches; the broker patches its offset.
+pub fn build_control(control_type: i16, value: Option<&[u8]>) -> Vec<u8> {
+    let mut key = [0u8; 4];
+    key[2..4].copy_from_slice(&control_type.to_be_bytes());
+    let mut b = build_timed(&[(-1, (Some(&key[..]), value))]);
+    let attributes = be_i16(&b, 21) | ATTR_CONTROL;
+    b[21..23].copy_from_slice(&attributes.to_be_bytes());
+    set_crc(&mut b);
+    b
+}
+
+/// The control type of a control batch's first record (its key's second field), if the
+/// batch is an uncompressed control batch whose key is well formed.
+pub fn control_type(buf: &[u8]) -> Option<i16> {
+    if buf.len() < HEADER_LEN || be_i16(buf, 21) & ATTR_CONTROL == 0 {
+        return None;
+    }
+    let key = records(buf).next()?.key?;
+    (key.len() >= 4 && be_i16(key, 0) == 0).then(|| be_i16(key, 2))
+}
+
 /// Marks a built batch as written by an idempotent producer (fields inside the CRC, which
 /// is recomputed): for tests and the load tool.
 pub fn set_producer(buf: &mut [u8], producer_id: i64, epoch: i16, base_sequence: i32) {

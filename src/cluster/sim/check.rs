@@ -4,15 +4,28 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use raft::prelude::Entry;
-use raft::storage::MemStorage;
 use raft::{GetEntriesContext, RawNode, StateRole};
 
-/// A proposal the leader saw committed: from then on it must never be lost.
+use crate::cluster::store::RaftStore;
+use crate::protocol::batch;
+
+/// A proposal the leader saw committed: from then on it must never be lost. `data` is the
+/// batch as proposed, offset and epoch stamped: every replica stores exactly these bytes.
 #[derive(Clone)]
 pub(super) struct Ack {
     pub(super) index: u64,
     pub(super) term: u64,
+    pub(super) base_offset: i64,
     pub(super) data: Vec<u8>,
+}
+
+/// The payload a simulated client put in a batch (its one record's value); empty for raft's
+/// own entries.
+pub(super) fn payload(entry: &Entry) -> Vec<u8> {
+    if entry.data.is_empty() || batch::read_header(&entry.data).is_ok_and(|h| h.is_control()) {
+        return Vec::new();
+    }
+    batch::records(&entry.data).next().and_then(|r| r.value).unwrap_or(&[]).to_vec()
 }
 
 pub(super) struct Checker {
@@ -52,9 +65,10 @@ impl Checker {
             )),
             Some(_) => {}
             None => {
-                if !data.is_empty() {
-                    if let Some(other) = self.index_of_payload.insert(data.clone(), entry.index) {
-                        self.fail(format!("payload {data:?} committed at {other} and at {}", entry.index));
+                let payload = payload(entry);
+                if !payload.is_empty() {
+                    if let Some(other) = self.index_of_payload.insert(payload.clone(), entry.index) {
+                        self.fail(format!("payload {payload:?} committed at {other} and at {}", entry.index));
                     }
                 }
                 self.committed.insert(entry.index, (entry.term, data));
@@ -64,7 +78,7 @@ impl Checker {
 
     /// One leader per term, and a new leader holds every acknowledged entry of earlier terms
     /// (an ack of a later term may come from a leader elected after it, by delayed votes).
-    pub(super) fn leader(&mut self, rn: &RawNode<MemStorage>) {
+    pub(super) fn leader(&mut self, rn: &RawNode<RaftStore>) {
         if rn.raft.state != StateRole::Leader {
             return;
         }
@@ -88,7 +102,7 @@ impl Checker {
     }
 
     /// At the end: every node's committed log holds every acknowledged entry.
-    pub(super) fn final_log(&self, rn: &RawNode<MemStorage>) {
+    pub(super) fn final_log(&self, rn: &RawNode<RaftStore>) {
         for ack in &self.acked {
             if !log_holds(rn, ack, true) {
                 self.fail(format!(
@@ -100,7 +114,7 @@ impl Checker {
     }
 }
 
-fn log_holds(rn: &RawNode<MemStorage>, ack: &Ack, committed_only: bool) -> bool {
+fn log_holds(rn: &RawNode<RaftStore>, ack: &Ack, committed_only: bool) -> bool {
     let log = &rn.raft.raft_log;
     if committed_only && log.committed < ack.index {
         return false;

@@ -6,10 +6,16 @@
 //! the contract below, until nothing is left to do in the step. The invariants (`check`) run
 //! after every step; at the end the network heals and the logs must converge and agree.
 //!
-//! A Ready is handled completely inside one step: messages (a leader's, allowed before its own
-//! persistence), committed entries applied, entries and hard state written, the write synced,
-//! then the persisted messages, `advance`, and the LightReady. A torn crash lands between the
-//! write and the sync: the node never sends what needed that sync, as with a real disk.
+//! The nodes are the broker's own replicas (`Replica` over `RaftStore`, Kafka batches in a
+//! log file): each Ready is handled inside one step by the replica's contract, messages sent
+//! now (a leader's, allowed before its own write), the write applied and synced, then the
+//! messages that needed it and `persisted`. A torn crash lands between the write and the sync:
+//! the node never sends what needed that sync, as with a real disk. Some nodes keep no batch
+//! in memory, so their reads go to the file.
+//!
+//! Beyond raft's safety the Kafka view is checked: committed batches are byte-identical on
+//! every node, high watermarks never go back, and an acknowledged batch sits at the offset its
+//! producer was told.
 
 mod check;
 mod disk;
@@ -18,10 +24,12 @@ mod rng;
 
 use std::collections::HashMap;
 
-use raft::prelude::{Config, Entry, EntryType, Message};
-use raft::storage::MemStorage;
-use raft::{GetEntriesContext, RawNode, StateRole, Storage};
+use raft::prelude::{Entry, Message};
+use raft::GetEntriesContext;
 
+use crate::cluster::replica::{Replica, ReplicaConfig, Settled};
+use crate::cluster::store::RaftStore;
+use crate::protocol::batch;
 use check::{Ack, Checker};
 use disk::Disk;
 use net::Net;
@@ -45,10 +53,13 @@ const CALM: Faults = Faults { propose: 0, crash: 0, torn_write: 0, partition: 0,
 const CONVERGE_STEPS: u64 = 3_000;
 
 struct Node {
-    cfg: Config,
+    cfg: ReplicaConfig,
+    /// Bytes of batches the node's store keeps in memory (0: every read goes to the file).
+    cache: usize,
     /// None while crashed.
-    raft: Option<RawNode<MemStorage>>,
+    raft: Option<Replica>,
     disk: Disk,
+    hwm_seen: i64,
     incarnation: u64,
     restart_at: u64,
     commit_seen: u64,
@@ -59,7 +70,7 @@ struct Node {
 struct Proposal {
     node: usize,
     incarnation: u64,
-    data: Vec<u8>,
+    payload: Vec<u8>,
 }
 
 struct Outcome {
@@ -116,20 +127,22 @@ impl Sim {
             logger,
         };
         for (i, offset) in offsets.iter().take(count).enumerate() {
-            let mut cfg = Config::new(i as u64 + 1);
-            cfg.election_tick = 10;
-            cfg.heartbeat_tick = 1;
-            cfg.pre_vote = true;
-            cfg.check_quorum = true;
-            cfg.min_election_tick = 10 + *offset as usize;
-            cfg.max_election_tick = cfg.min_election_tick + 1;
-            cfg.max_size_per_msg = 1 << 20;
-            cfg.max_inflight_msgs = 64;
-            cfg.validate().expect("simulation raft config");
+            let election_tick = 10 + *offset as usize;
+            let cfg = ReplicaConfig {
+                election_tick,
+                max_election_tick: election_tick + 1,
+                heartbeat_tick: 1,
+                max_size_per_msg: 1 << 20,
+                max_inflight_msgs: 64,
+            };
+            let cache = [0, 200, 1 << 20][sim.rng.below(3) as usize];
+            let voters = sim.voters.clone();
             sim.nodes.push(Node {
                 cfg,
+                cache,
                 raft: None,
-                disk: Disk::new(),
+                disk: Disk::new(&voters),
+                hwm_seen: 0,
                 incarnation: 0,
                 restart_at: 0,
                 commit_seen: 0,
@@ -178,8 +191,8 @@ impl Sim {
             self.propose();
         }
         for node in &mut self.nodes {
-            if let Some(rn) = node.raft.as_mut() {
-                rn.tick();
+            if let Some(r) = node.raft.as_mut() {
+                r.tick();
             }
         }
         self.drain();
@@ -196,9 +209,8 @@ impl Sim {
                 self.mix((msg.from << 32) | msg.to);
                 self.mix(msg.get_msg_type() as u64);
                 self.mix(msg.term ^ (msg.index << 20) ^ (msg.commit << 40));
-                if let Some(rn) = self.nodes[msg.to as usize - 1].raft.as_mut() {
-                    // Errors are stale or foreign messages, which raft-rs rightly refuses.
-                    let _ = rn.step(msg);
+                if let Some(r) = self.nodes[msg.to as usize - 1].raft.as_mut() {
+                    r.step(msg);
                 }
             }
             for i in 0..self.nodes.len() {
@@ -218,28 +230,19 @@ impl Sim {
 
     /// One Ready, by the contract in the module doc. False when there was none.
     fn handle_ready(&mut self, i: usize) -> bool {
-        let Some(mut rn) = self.nodes[i].raft.take() else {
+        let Some(mut r) = self.nodes[i].raft.take() else {
             return false;
         };
-        if !rn.has_ready() {
-            self.nodes[i].raft = Some(rn);
+        let Some(work) = r.next_work() else {
+            if let Some(why) = r.failed() {
+                self.check.fail(format!("node {} failed: {why}", i + 1));
+            }
+            self.nodes[i].raft = Some(r);
             return false;
-        }
-        let mut rd = rn.ready();
-        self.send(rd.take_messages());
-        // Nothing compacts its log, so no leader ever needs to send a snapshot.
-        assert!(rd.snapshot().is_empty(), "unexpected snapshot");
-        self.apply(i, rd.take_committed_entries());
-
-        let store = rn.store().clone();
-        if !rd.entries().is_empty() {
-            store.wl().append(rd.entries()).expect("raft appends contiguously");
-        }
-        if let Some(hs) = rd.hs() {
-            store.wl().set_hardstate(hs.clone());
-        }
-        self.nodes[i].disk.write(rd.entries(), rd.hs());
-        let pending = self.nodes[i].disk.pending_entries();
+        };
+        self.send(work.send);
+        let locs = self.nodes[i].disk.write(&work.write);
+        let pending = self.nodes[i].disk.pending_batches();
         if pending > 0 {
             let armed = self.nodes[i].tear_next_write.take();
             let keep = match armed {
@@ -254,32 +257,24 @@ impl Sim {
             }
         }
         self.nodes[i].disk.sync();
-
-        self.send(rd.take_persisted_messages());
-        let mut light = rn.advance(rd);
-        if let Some(commit) = light.commit_index() {
-            store.wl().mut_hard_state().set_commit(commit);
-        }
-        self.send(light.take_messages());
-        self.apply(i, light.take_committed_entries());
-        rn.advance_apply();
-        self.nodes[i].raft = Some(rn);
+        self.send(work.after);
+        r.persisted(work.write.number, &locs);
+        self.settle(i, &mut r);
+        self.nodes[i].raft = Some(r);
         true
     }
 
-    fn apply(&mut self, i: usize, entries: Vec<Entry>) {
-        let id = i as u64 + 1;
-        for entry in entries {
-            assert_eq!(entry.get_entry_type(), EntryType::EntryNormal);
-            self.check.applied(id, &entry);
-            let key = (entry.index, entry.term);
-            let ours = self.proposals.get(&key).is_some_and(|p| {
-                p.node == i && p.incarnation == self.nodes[i].incarnation && p.data.as_slice() == entry.data.as_ref()
-            });
-            if ours {
-                let p = self.proposals.remove(&key).expect("checked above");
-                self.check.acked.push(Ack { index: entry.index, term: entry.term, data: p.data });
+    /// Proposals of node `i` that raft settled; a committed one becomes an acknowledgement.
+    fn settle(&mut self, i: usize, r: &mut Replica) {
+        for s in r.take_settled() {
+            let Settled::Committed(p) = s else { continue };
+            let Some(prop) = self.proposals.remove(&(p.index, p.term)) else { continue };
+            if prop.node != i || prop.incarnation != self.nodes[i].incarnation {
+                continue;
             }
+            let mut data = batch::build(0, &[&prop.payload]);
+            batch::patch(&mut data, p.base_offset, p.term as i32);
+            self.check.acked.push(Ack { index: p.index, term: p.term, base_offset: p.base_offset, data });
         }
     }
 
@@ -296,61 +291,83 @@ impl Sim {
     fn restart(&mut self, i: usize) {
         self.mix(0xbeef_0000 | i as u64);
         let node = &mut self.nodes[i];
-        let store = node.disk.recover(&self.voters);
-        let rn = RawNode::new(&node.cfg, store, &self.logger).expect("restart from synced disk");
-        let synced_commit = node.disk.hard_state().commit;
-        if rn.raft.raft_log.committed != synced_commit {
+        let meta = node.disk.meta().clone();
+        let store = RaftStore::recover(&meta, node.disk.scan(), node.disk.current.clone(), node.cache)
+            .expect("the synced log holds whole batches");
+        let r = Replica::new(i as u64 + 1, node.cfg, store, meta.conf_index, &self.logger)
+            .expect("restart from synced disk");
+        let synced_commit = meta.hard_state.commit.min(r.store().last());
+        if r.commit_index() != synced_commit {
             self.check.fail(format!(
                 "node {} restarted with commit {} but synced {synced_commit}",
                 i + 1,
-                rn.raft.raft_log.committed
+                r.commit_index()
             ));
         }
         node.commit_seen = synced_commit;
+        node.hwm_seen = r.high_watermark();
         node.incarnation += 1;
-        node.raft = Some(rn);
+        node.raft = Some(r);
     }
 
     fn leaders(&self) -> Vec<usize> {
-        (0..self.nodes.len())
-            .filter(|&i| self.nodes[i].raft.as_ref().is_some_and(|rn| rn.raft.state == StateRole::Leader))
-            .collect()
+        (0..self.nodes.len()).filter(|&i| self.nodes[i].raft.as_ref().is_some_and(Replica::is_leader)).collect()
     }
 
-    /// A client's proposal of a fresh payload to some node that thinks it leads.
+    fn serving(&self) -> Vec<usize> {
+        (0..self.nodes.len()).filter(|&i| self.nodes[i].raft.as_ref().is_some_and(Replica::serving)).collect()
+    }
+
+    /// A client's proposal of a fresh payload to some node that leads and serves.
     fn propose(&mut self) {
-        let leaders = self.leaders();
+        let leaders = self.serving();
         if leaders.is_empty() {
             return;
         }
         let i = leaders[self.rng.below(leaders.len() as u64) as usize];
-        let data = self.next_payload.to_be_bytes().to_vec();
+        let payload = self.next_payload.to_be_bytes().to_vec();
         self.next_payload += 1;
-        let rn = self.nodes[i].raft.as_mut().expect("a leader is live");
-        let before = rn.raft.raft_log.last_index();
-        if rn.propose(vec![], data.clone()).is_err() {
-            return;
-        }
-        let index = rn.raft.raft_log.last_index();
-        if index == before + 1 {
-            let term = rn.raft.term;
+        let r = self.nodes[i].raft.as_mut().expect("a leader is live");
+        let expected = r.log_end_offset();
+        if let Ok(p) = r.propose(batch::build(0, &[&payload])) {
+            if p.base_offset != expected || p.last_offset != expected {
+                self.check.fail(format!("proposal at {expected} got offsets {}..={}", p.base_offset, p.last_offset));
+            }
             let incarnation = self.nodes[i].incarnation;
-            self.proposals.insert((index, term), Proposal { node: i, incarnation, data });
+            self.proposals.insert((p.index, p.term), Proposal { node: i, incarnation, payload });
         }
     }
 
+    /// Per node: commit and high watermark never go back, the watermark is the end of a
+    /// committed entry, and every newly committed entry agrees with what others committed.
     fn check_nodes(&mut self) {
         for i in 0..self.nodes.len() {
             let node = &mut self.nodes[i];
-            let Some(rn) = node.raft.as_ref() else {
+            let Some(r) = node.raft.as_ref() else {
                 continue;
             };
-            let commit = rn.raft.raft_log.committed;
+            let commit = r.commit_index();
             if commit < node.commit_seen {
                 self.check.fail(format!("node {} commit went from {} to {commit}", i + 1, node.commit_seen));
             }
+            let hwm = r.high_watermark();
+            let committed_end = r.store().end_offset(commit.min(r.store().last())).expect("inside the log");
+            if hwm < node.hwm_seen || hwm > committed_end {
+                self.check.fail(format!(
+                    "node {} high watermark {hwm} (was {}, committed end {committed_end})",
+                    i + 1,
+                    node.hwm_seen
+                ));
+            }
+            node.hwm_seen = hwm;
+            let log = &r.raw().raft.raft_log;
+            let new = log.slice(node.commit_seen + 1, commit + 1, None, GetEntriesContext::empty(false));
             node.commit_seen = commit;
-            self.check.leader(rn);
+            let id = i as u64 + 1;
+            for entry in new.expect("committed entries are in the log") {
+                self.check.applied(id, &entry);
+            }
+            self.check.leader(r.raw());
         }
     }
 
@@ -374,18 +391,35 @@ impl Sim {
         if !converged {
             self.check.fail("the healed cluster did not converge".to_string());
         }
-        let commit = self.nodes[0].raft.as_ref().expect("all live").raft.raft_log.committed;
+        let first = self.nodes[0].raft.as_ref().expect("all live");
+        let (commit, hwm) = (first.commit_index(), first.high_watermark());
         let logs: Vec<Vec<Entry>> = self
             .nodes
             .iter()
             .map(|n| {
-                let rn = n.raft.as_ref().expect("all live");
-                self.check.final_log(rn);
-                rn.store().entries(1, commit + 1, None, GetEntriesContext::empty(false)).expect("the log starts at 1")
+                let r = n.raft.as_ref().expect("all live");
+                self.check.final_log(r.raw());
+                r.raw().raft.raft_log.slice(1, commit + 1, None, GetEntriesContext::empty(false)).expect("from 1")
             })
             .collect();
         if let Some(i) = logs.iter().position(|l| l != &logs[0]) {
             self.check.fail(format!("node {} log differs from node 1 up to {commit}", i + 1));
+        }
+        // The files themselves: the same bytes up to the high watermark on every node, and each
+        // acknowledged batch at the offset its producer was told.
+        let file = self.nodes[0].disk.bytes_before(hwm).to_vec();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let r = n.raft.as_ref().expect("all live");
+            if r.high_watermark() != hwm || n.disk.bytes_before(hwm) != file.as_slice() {
+                self.check.fail(format!("node {} log file differs from node 1 below {hwm}", i + 1));
+            }
+        }
+        let positions = self.nodes[0].disk.positions();
+        for ack in &self.check.acked {
+            let at = positions.get(&ack.base_offset).copied().unwrap_or(usize::MAX);
+            if file.get(at..at.saturating_add(ack.data.len())) != Some(ack.data.as_slice()) {
+                self.check.fail(format!("acknowledged batch at offset {} is not in the log there", ack.base_offset));
+            }
         }
         for entry in &logs[0] {
             self.mix(entry.index ^ (entry.term << 32));
@@ -397,11 +431,11 @@ impl Sim {
         let mut marks = self
             .nodes
             .iter()
-            .map(|n| n.raft.as_ref().map(|rn| (rn.raft.raft_log.committed, rn.raft.raft_log.last_index())));
+            .map(|n| n.raft.as_ref().map(|r| (r.commit_index(), r.last_index(), r.high_watermark(), r.store().last())));
         let Some(Some(first)) = marks.next() else {
             return false;
         };
-        first.0 == first.1 && marks.all(|m| m == Some(first)) && self.leaders().len() == 1
+        first.0 == first.1 && first.1 == first.3 && marks.all(|m| m == Some(first)) && self.serving().len() == 1
     }
 }
 
@@ -445,7 +479,7 @@ mod tests {
     fn a_crash_tearing_unsynced_entries_never_loses_an_acknowledged_one() {
         let mut sim = Sim::new(7, 3, CALM);
         sim.net.lossy = false;
-        while sim.leaders().is_empty() {
+        while sim.serving().is_empty() {
             assert!(sim.now < 500, "no leader elected");
             sim.step();
         }

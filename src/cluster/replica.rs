@@ -1,0 +1,482 @@
+//! One replica of a replicated partition log, sans-IO: raft-rs's `RawNode` over the store of
+//! Kafka batches (`store`), with Kafka's view on top (offsets, leader epoch, the high
+//! watermark, which produce waits are settled how). The shard drives it; the simulation tests
+//! it. Nothing here touches a file, a socket or a clock.
+//!
+//! The cycle (raft-rs's asynchronous-persistence contract):
+//! 1. `tick`, `step` (a peer's message) and `propose` (a leader's batch) feed raft.
+//! 2. `next_work` turns a Ready into `Work`: messages to send now (a leader's appends may go
+//!    before its own write), the `Write` for the log (cut a divergent tail, append batches,
+//!    write the replica state first when term, vote or configuration changed), and messages
+//!    to send only once that write is durable (votes, a follower's acknowledgements).
+//! 3. The driver performs the write and calls `persisted` with where the batches landed;
+//!    raft-rs then counts them, and the next `next_work` carries what that allowed.
+//!
+//! The leader stamps a batch with its offset and epoch before proposing it, so every replica
+//! stores the same bytes. A produce waiting on a proposal is settled `Committed` once raft
+//! commits that (index, term) and `Lost` if another entry takes the index or the replica
+//! stops leading: the producer gets NOT_LEADER_OR_FOLLOWER and retries, deduplicated by the
+//! producer state every replica builds from the log.
+//!
+//! The high watermark is the Kafka offset after the last committed entry. A new leader's commit
+//! index may lag the old leader's until an entry of its own term commits; until then it
+//! serves nothing (`serving`), so no client sees a watermark step back.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use protobuf::Message as _;
+use raft::prelude::{ConfChange, ConfChangeSingle, ConfChangeV2, Entry, EntryType, Message};
+use raft::{RawNode, StateRole};
+
+use super::entry;
+use super::meta::RaftMeta;
+use super::store::{Loc, RaftStore};
+use crate::protocol::batch;
+
+/// Raft timing and flow control for one group.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplicaConfig {
+    /// Ticks without a leader's word before a follower campaigns; raft-rs picks each
+    /// election timeout from [election_tick, max_election_tick).
+    pub election_tick: usize,
+    pub max_election_tick: usize,
+    pub heartbeat_tick: usize,
+    pub max_size_per_msg: u64,
+    pub max_inflight_msgs: usize,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        ReplicaConfig {
+            election_tick: 10,
+            max_election_tick: 20,
+            heartbeat_tick: 1,
+            max_size_per_msg: 1 << 20,
+            max_inflight_msgs: 256,
+        }
+    }
+}
+
+/// A batch the leader proposed: where it will sit if it commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proposal {
+    pub index: u64,
+    pub term: u64,
+    pub base_offset: i64,
+    pub last_offset: i64,
+}
+
+/// How a proposal ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    Committed(Proposal),
+    /// Never committed here: leadership moved or the entry was replaced. Retriable.
+    Lost(Proposal),
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProposeError {
+    /// Not the leader, or a leader whose term has nothing committed yet.
+    #[error("not the serving leader (leader {leader:?}, term {term})")]
+    NotLeader { leader: Option<u64>, term: u64 },
+    /// raft-rs dropped it (a leadership transfer in progress).
+    #[error("the proposal was dropped by raft (leadership transfer in progress)")]
+    Dropped,
+    #[error("the replica failed: {0}")]
+    Failed(String),
+}
+
+/// What the log must do for one Ready.
+#[derive(Debug)]
+pub struct Write {
+    pub number: u64,
+    /// Cut the log at this Kafka offset first (a divergent tail).
+    pub truncate: Option<i64>,
+    pub batches: Vec<Bytes>,
+    /// The replica state to write atomically and fsync before anything else of this write.
+    pub meta: Option<RaftMeta>,
+}
+
+pub struct Work {
+    pub send: Vec<Message>,
+    pub write: Write,
+    /// Send once `write` is durable.
+    pub after: Vec<Message>,
+}
+
+pub struct Replica {
+    rn: RawNode<RaftStore>,
+    pending: VecDeque<Proposal>,
+    settled: Vec<Settled>,
+    hwm: i64,
+    conf_index: u64,
+    /// Term and vote as last written: a change in either must be written before acting.
+    written_vote: (u64, u64),
+    meta_dirty: bool,
+    failed: Option<String>,
+}
+
+impl Replica {
+    pub fn new(
+        id: u64,
+        cfg: ReplicaConfig,
+        mut store: RaftStore,
+        conf_index: u64,
+        logger: &slog::Logger,
+    ) -> raft::Result<Replica> {
+        let mut hs = store.hard_state().clone();
+        let last_term = store.slot_term(store.last()).unwrap_or(store.start().term);
+        if last_term > hs.term {
+            // The state file is older than the log (lost or restored from elsewhere): the vote
+            // of that term is unknown, and voting again could elect two leaders.
+            return Err(raft::Error::ConfigInvalid(format!(
+                "the log holds term {last_term} but the replica state says term {}: the state file is stale",
+                hs.term
+            )));
+        }
+        // Entries the flush policy left in the page cache can be gone after a power loss
+        // while the commit index that covered them was written: count only what is there.
+        hs.commit = hs.commit.min(store.last());
+        let written_vote = (hs.term, hs.vote);
+        store.set_hard_state(hs.clone());
+        let hwm = store.end_offset(hs.commit).unwrap_or(store.start().offset);
+        let mut c = raft::Config::new(id);
+        c.election_tick = cfg.election_tick;
+        c.min_election_tick = cfg.election_tick;
+        c.max_election_tick = cfg.max_election_tick;
+        c.heartbeat_tick = cfg.heartbeat_tick;
+        c.max_size_per_msg = cfg.max_size_per_msg;
+        c.max_inflight_msgs = cfg.max_inflight_msgs;
+        c.pre_vote = true;
+        c.check_quorum = true;
+        c.applied = conf_index.min(hs.commit).max(store.start().index);
+        c.validate()?;
+        let rn = RawNode::new(&c, store, logger)?;
+        Ok(Replica {
+            rn,
+            pending: VecDeque::new(),
+            settled: Vec::new(),
+            hwm,
+            conf_index,
+            written_vote,
+            meta_dirty: false,
+            failed: None,
+        })
+    }
+
+    pub fn id(&self) -> u64 {
+        self.rn.raft.id
+    }
+
+    pub fn term(&self) -> u64 {
+        self.rn.raft.term
+    }
+
+    pub fn leader(&self) -> Option<u64> {
+        Some(self.rn.raft.leader_id).filter(|&l| l != raft::INVALID_ID)
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.rn.raft.state == StateRole::Leader
+    }
+
+    /// A leader with an entry of its own term committed: it may answer produces and fetches.
+    pub fn serving(&self) -> bool {
+        self.is_leader() && self.rn.raft.commit_to_current_term() && self.failed.is_none()
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.hwm
+    }
+
+    pub fn commit_index(&self) -> u64 {
+        self.rn.raft.raft_log.committed
+    }
+
+    pub fn last_index(&self) -> u64 {
+        self.rn.raft.raft_log.last_index()
+    }
+
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    pub fn store(&self) -> &RaftStore {
+        self.rn.store()
+    }
+
+    pub fn raw(&self) -> &RawNode<RaftStore> {
+        &self.rn
+    }
+
+    /// The Kafka offset the next proposed batch gets: the end of raft's last entry, counting
+    /// entries not yet handed to the store.
+    pub fn log_end_offset(&self) -> i64 {
+        let log = &self.rn.raft.raft_log;
+        let unstable = &log.unstable;
+        let store = self.rn.store();
+        let before = unstable.offset - 1;
+        let mut end = store.end_offset(before.min(store.last())).expect("unstable follows the store");
+        for e in &unstable.entries {
+            end = next_end(e, end);
+        }
+        end
+    }
+
+    pub fn tick(&mut self) {
+        if self.failed.is_none() {
+            self.rn.tick();
+        }
+    }
+
+    /// A peer's message. Stale and foreign messages are refused by raft-rs and dropped here.
+    pub fn step(&mut self, m: Message) {
+        if self.failed.is_none() {
+            let _ = self.rn.step(m);
+        }
+    }
+
+    /// Stamps `batch` (one validated batch) with the next offset and the leader epoch and
+    /// proposes it.
+    pub fn propose(&mut self, mut batch: Vec<u8>) -> Result<Proposal, ProposeError> {
+        if let Some(why) = &self.failed {
+            return Err(ProposeError::Failed(why.clone()));
+        }
+        if !self.serving() {
+            return Err(ProposeError::NotLeader { leader: self.leader(), term: self.term() });
+        }
+        let term = self.term();
+        let base_offset = self.log_end_offset();
+        let epoch = entry::epoch(term).map_err(|e| ProposeError::Failed(e.to_string()))?;
+        batch::patch(&mut batch, base_offset, epoch);
+        let h = batch::read_header(&batch).map_err(|e| ProposeError::Failed(e.to_string()))?;
+        let before = self.last_index();
+        self.rn.propose(vec![], batch).map_err(|_| ProposeError::Dropped)?;
+        let index = self.last_index();
+        assert_eq!(index, before + 1, "a proposal is one entry");
+        let p = Proposal { index, term, base_offset, last_offset: h.last_offset() };
+        self.pending.push_back(p);
+        Ok(p)
+    }
+
+    /// Proposals settled since the last call, in index order.
+    pub fn take_settled(&mut self) -> Vec<Settled> {
+        std::mem::take(&mut self.settled)
+    }
+
+    /// The next Ready as work for the driver; None when raft has nothing to do (or the
+    /// replica failed: see `failed`).
+    pub fn next_work(&mut self) -> Option<Work> {
+        if self.failed.is_some() || !self.rn.has_ready() {
+            return None;
+        }
+        let mut rd = self.rn.ready();
+        let number = rd.number();
+        let send = rd.take_messages();
+        if !rd.snapshot().is_empty() {
+            self.fail("a snapshot arrived, and this replica cannot install snapshots yet".into());
+            return None;
+        }
+        let committed = rd.take_committed_entries();
+        self.apply(&committed);
+        let appends = match self.rn.mut_store().append(rd.entries(), number) {
+            Ok(a) => a,
+            Err(e) => {
+                self.fail(format!("cannot store what the leader sent: {e}"));
+                return None;
+            }
+        };
+        if let Some(first) = rd.entries().first().filter(|_| appends.truncate.is_some()) {
+            self.lose_from(first.index);
+        }
+        if let Some(hs) = rd.hs() {
+            if (hs.term, hs.vote) != self.written_vote {
+                self.meta_dirty = true;
+            }
+            self.rn.mut_store().set_hard_state(hs.clone());
+        }
+        if !self.is_leader() {
+            self.lose_from(0);
+        }
+        let meta = self.meta_dirty.then(|| self.meta());
+        if let Some(m) = &meta {
+            self.written_vote = (m.hard_state.term, m.hard_state.vote);
+            self.meta_dirty = false;
+        }
+        let after = rd.take_persisted_messages();
+        self.rn.advance_append_async(rd);
+        if let Some(why) = self.rn.store().failed() {
+            self.fail(why);
+        }
+        Some(Work { send, write: Write { number, truncate: appends.truncate, batches: appends.batches, meta }, after })
+    }
+
+    /// Write `number` is durable, its batches at `locs` in order.
+    pub fn persisted(&mut self, number: u64, locs: &[Loc]) {
+        self.rn.mut_store().written(number, locs);
+        self.rn.on_persist_ready(number);
+    }
+
+    /// The state a clean close writes, with the current commit index.
+    pub fn meta(&self) -> RaftMeta {
+        let store = self.rn.store();
+        let mut hard_state = store.hard_state().clone();
+        hard_state.commit = hard_state.commit.max(self.conf_index);
+        RaftMeta {
+            hard_state,
+            conf_state: store.conf_state().clone(),
+            conf_index: self.conf_index,
+            log_start: store.start(),
+        }
+    }
+
+    fn fail(&mut self, why: String) {
+        if self.failed.is_none() {
+            self.failed = Some(why);
+            self.lose_from(0);
+        }
+    }
+
+    fn apply(&mut self, committed: &[Entry]) {
+        let Some(last) = committed.last().map(|e| e.index) else { return };
+        for e in committed {
+            let change = match e.get_entry_type() {
+                EntryType::EntryNormal => continue,
+                EntryType::EntryConfChange => ConfChange::parse_from_bytes(&e.data).map(v1_to_v2),
+                EntryType::EntryConfChangeV2 => ConfChangeV2::parse_from_bytes(&e.data),
+            };
+            let cs = change
+                .map_err(|err| err.to_string())
+                .and_then(|cc| self.rn.apply_conf_change(&cc).map_err(|err| err.to_string()));
+            match cs {
+                Ok(cs) => {
+                    self.rn.mut_store().set_conf_state(cs);
+                    self.conf_index = e.index;
+                    self.meta_dirty = true;
+                }
+                Err(why) => {
+                    self.fail(format!("cannot apply the configuration change at {}: {why}", e.index));
+                    return;
+                }
+            }
+        }
+        let store = self.rn.store();
+        while let Some(p) = self.pending.front().copied().filter(|p| p.index <= last) {
+            self.pending.pop_front();
+            let ours = store.slot_term(p.index) == Some(p.term);
+            self.settled.push(if ours { Settled::Committed(p) } else { Settled::Lost(p) });
+        }
+        if let Some(end) = store.end_offset(last) {
+            self.hwm = self.hwm.max(end);
+        }
+        self.rn.advance_apply_to(last);
+    }
+
+    /// Settles as lost every pending proposal at `index` or later.
+    fn lose_from(&mut self, index: u64) {
+        while let Some(p) = self.pending.back().copied().filter(|p| p.index >= index) {
+            self.pending.pop_back();
+            self.settled.push(Settled::Lost(p));
+        }
+        // Keep `settled` in index order for the driver.
+        self.settled.sort_by_key(|s| match s {
+            Settled::Committed(p) | Settled::Lost(p) => p.index,
+        });
+    }
+}
+
+/// The offset after entry `e`, which follows an entry ending at `prev`.
+fn next_end(e: &Entry, prev: i64) -> i64 {
+    if e.get_entry_type() == EntryType::EntryNormal && !e.data.is_empty() {
+        entry::end_offset(&e.data).unwrap_or(prev)
+    } else {
+        prev + 1
+    }
+}
+
+/// A single-node change (raft's first format) as the joint-consensus one raft-rs applies.
+fn v1_to_v2(c: ConfChange) -> ConfChangeV2 {
+    let mut single = ConfChangeSingle::default();
+    single.set_change_type(c.get_change_type());
+    single.node_id = c.node_id;
+    let mut v2 = ConfChangeV2::default();
+    v2.mut_changes().push(single);
+    v2.context = c.context;
+    v2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::store::BatchReader;
+    use std::io;
+    use std::rc::Rc;
+
+    struct NoFile;
+
+    impl BatchReader for NoFile {
+        fn read(&self, _: Loc, _: u32) -> io::Result<Bytes> {
+            Err(io::Error::other("everything is cached in this test"))
+        }
+    }
+
+    fn single(meta: &RaftMeta, batches: Vec<(Loc, Bytes)>) -> raft::Result<Replica> {
+        let store = RaftStore::recover(meta, batches, Rc::new(NoFile), 1 << 20).unwrap();
+        Replica::new(1, ReplicaConfig::default(), store, meta.conf_index, &crate::cluster::logging::logger())
+    }
+
+    /// Handles work until none is left, as the shard does; returns the batches written.
+    fn drive(r: &mut Replica) -> Vec<Bytes> {
+        let mut written = Vec::new();
+        let mut pos = 0;
+        while let Some(work) = r.next_work() {
+            assert!(work.send.is_empty() && work.after.is_empty(), "a single voter sends nothing");
+            let locs: Vec<Loc> = work
+                .write
+                .batches
+                .iter()
+                .map(|b| {
+                    pos += b.len() as u64;
+                    Loc { segment: 0, pos: pos - b.len() as u64 }
+                })
+                .collect();
+            written.extend(work.write.batches.iter().cloned());
+            r.persisted(work.write.number, &locs);
+        }
+        written
+    }
+
+    #[test]
+    fn a_single_voter_leads_serves_and_commits_at_the_offsets_it_stamped() {
+        let mut r = single(&RaftMeta::initial(vec![1]), vec![]).unwrap();
+        assert!(matches!(r.propose(batch::build(0, &[b"x"])), Err(ProposeError::NotLeader { .. })));
+        for _ in 0..30 {
+            r.tick();
+        }
+        let noop = drive(&mut r);
+        assert!(r.serving(), "elected and its no-op committed");
+        assert_eq!((noop.len(), r.high_watermark()), (1, 1), "the no-op takes offset 0");
+        let a = r.propose(batch::build(0, &[b"a", b"b"])).unwrap();
+        let b = r.propose(batch::build(0, &[b"c"])).unwrap();
+        assert_eq!((a.base_offset, a.last_offset, b.base_offset, b.last_offset), (1, 2, 3, 3));
+        assert_eq!(r.high_watermark(), 1, "nothing counts before it is written");
+        let written = drive(&mut r);
+        assert_eq!(r.take_settled(), vec![Settled::Committed(a), Settled::Committed(b)]);
+        assert_eq!(r.high_watermark(), 4);
+        let term = r.term() as i32;
+        for (w, base) in written.iter().zip([1, 3]) {
+            assert_eq!((batch::read_header(w).unwrap().base_offset, entry::epoch_of(w)), (base, term));
+        }
+    }
+
+    #[test]
+    fn a_state_file_older_than_the_log_is_refused() {
+        let mut meta = RaftMeta::initial(vec![1]);
+        let mut b = batch::build(0, &[b"x"]);
+        batch::patch(&mut b, 0, 5);
+        meta.hard_state.term = 4;
+        let err = single(&meta, vec![(Loc { segment: 0, pos: 0 }, Bytes::from(b))]).err().unwrap();
+        assert!(err.to_string().contains("state file is stale"), "{err}");
+    }
+}
