@@ -26,11 +26,7 @@ use super::entry::{self, EntryError};
 use super::meta::{LogStart, RaftMeta};
 
 /// Where a written batch starts: the segment (by its base offset) and the position in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Loc {
-    pub segment: i64,
-    pub pos: u64,
-}
+pub use crate::log::BatchLoc as Loc;
 
 /// Reads a written batch back (a pread of the segment file in the broker).
 pub trait BatchReader {

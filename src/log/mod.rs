@@ -8,4 +8,4 @@ pub mod segment;
 pub mod snapshot;
 
 pub use config::LogConfig;
-pub use partition::{Appended, Offsets, Partition, ReadOut};
+pub use partition::{Appended, BatchLoc, Offsets, Partition, ReadOut};

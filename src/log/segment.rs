@@ -165,7 +165,12 @@ impl Segment {
     /// Position of the batch that contains `offset`, scanning from the index's floor entry;
     /// `None` when the offset lies past what is committed.
     pub fn find(&self, offset: i64) -> io::Result<Option<(u64, BatchHeader)>> {
-        let end = self.committed.get();
+        self.find_before(offset, self.committed.get())
+    }
+
+    /// `find` among the batches that end by byte `end` (the written size: what recovery
+    /// reads, committed or not).
+    pub fn find_before(&self, offset: i64, end: u64) -> io::Result<Option<(u64, BatchHeader)>> {
         let mut pos = self.index.lookup(offset - self.base_offset);
         while let Some(h) = self.header_at(pos, end)? {
             if h.last_offset() >= offset {

@@ -35,6 +35,15 @@ pub fn write(dir: &Path, offset: i64, state: &ProducerState) -> io::Result<()> {
     Ok(())
 }
 
+/// Removes the snapshots past `offset`: the log was cut there, and they describe batches
+/// it no longer holds.
+pub fn discard_after(dir: &Path, offset: i64) -> io::Result<()> {
+    for (_, path) in list(dir)?.into_iter().filter(|(o, _)| *o > offset) {
+        crate::storage::remove_file(&path)?;
+    }
+    Ok(())
+}
+
 /// The producer state at `log_end`: the newest snapshot not past the log end (a snapshot
 /// beyond it belongs to data a crash took back), then every batch after it.
 pub fn recover(dir: &Path, segments: &[Segment], log_end: i64, now_ms: i64) -> io::Result<ProducerState> {
@@ -56,11 +65,13 @@ pub fn recover(dir: &Path, segments: &[Segment], log_end: i64, now_ms: i64) -> i
     let (from, mut state) = start;
     let now = now_ms;
     for seg in segments.iter().filter(|s| s.next_offset.get() > from) {
-        let mut pos = match seg.find(from.max(seg.base_offset))? {
+        // Everything written counts, committed or not: a replicated log's tail may not be
+        // committed yet, and a standalone log's is (recovery sets committed to size).
+        let end = seg.size.get();
+        let mut pos = match seg.find_before(from.max(seg.base_offset), end)? {
             Some((pos, _)) => pos,
             None => continue,
         };
-        let end = seg.committed.get();
         while let Some(h) = seg.header_at(pos, end)? {
             if h.base_offset >= from {
                 state.update(&h, now);

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 use glommio::channels::local_channel::LocalReceiver;
 
-use super::{now_ms, storage, Appended, Partition, Pending, Queue};
+use super::{now_ms, storage, AppendReply, Appended, BatchLoc, Partition, Pending, Prepared, Queue};
 use crate::error::BrokerError;
 use crate::log::config::{Durability, LogConfig, TimestampType, TopicCompression, NEVER};
 use crate::log::segment::{self, Segment};
@@ -26,6 +26,40 @@ impl Partition {
     /// `min.insync.replicas` asks nothing more here: Kafka 4 waits for at most as many
     /// in-sync replicas as the partition has (KIP-966), and a partition has one.
     pub fn append(&self, records: &Bytes) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
+        let (tx, rx) = oneshot::channel();
+        let (rewritten, mut header, log_append_time) = match self.prepare(records)? {
+            Prepared::New { rewritten, header, log_append_time } => (rewritten, header, log_append_time),
+            Prepared::Duplicate { appended, last_offset } => {
+                self.answer_duplicate(appended, last_offset, tx);
+                return Ok(rx);
+            }
+        };
+        let base = {
+            let mut st = self.st.borrow_mut();
+            let base = st.next_offset;
+            st.next_offset += header.record_count as i64;
+            base
+        };
+        header.base_offset = base;
+        self.producers.borrow_mut().update(&header, now_ms());
+        let mut q = self.queue.borrow_mut();
+        let at = q.buf.len();
+        q.buf.extend_from_slice(rewritten.as_deref().unwrap_or(records));
+        if log_append_time >= 0 {
+            batch::stamp_log_append_time(&mut q.buf[at..], log_append_time);
+        }
+        batch::patch(&mut q.buf[at..], base, 0);
+        q.items.push(Pending { header, at, log_append_time, reply: Some(tx) });
+        drop(q);
+        if let Some(w) = self.wake.borrow().as_ref() {
+            let _ = w.try_send(()); // full means a wake-up is already pending
+        }
+        Ok(rx)
+    }
+
+    /// What every append does before the batch gets its offsets: validation, the idempotence
+    /// check and the topic's rewrites (the caller stamps LogAppendTime into its own copy).
+    pub(super) fn prepare(&self, records: &Bytes) -> Result<Prepared, ErrorCode> {
         let cfg = self.cfg.get();
         let refuse = |e: BatchError| {
             tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: {e}");
@@ -36,25 +70,19 @@ impl Partition {
         if cfg.timestamp_type == TimestampType::CreateTime {
             check_timestamps(records, &header, &cfg, now).map_err(refuse)?;
         }
-        let mut st = self.st.borrow_mut();
-        if st.failed {
-            return Err(ErrorCode::KafkaStorageError);
-        }
-        let (tx, rx) = oneshot::channel();
-        match self.producers.borrow().check(&header)? {
-            Verdict::Append => {}
-            Verdict::Duplicate { first_offset, last_offset, max_timestamp } => {
-                // A retry: answer with the first append's offsets, once those are committed.
-                let log_append_time =
-                    if cfg.timestamp_type == TimestampType::LogAppendTime { max_timestamp } else { -1 };
-                let a = Appended { base_offset: first_offset, log_start_offset: st.log_start, log_append_time };
-                if st.hwm > last_offset {
-                    let _ = tx.send(Ok(a));
-                } else {
-                    self.duplicates.borrow_mut().push((last_offset, a, tx));
-                }
-                return Ok(rx);
+        let log_start = {
+            let st = self.st.borrow();
+            if st.failed {
+                return Err(ErrorCode::KafkaStorageError);
             }
+            st.log_start
+        };
+        if let Verdict::Duplicate { first_offset, last_offset, max_timestamp } =
+            self.producers.borrow().check(&header)?
+        {
+            let log_append_time = if cfg.timestamp_type == TimestampType::LogAppendTime { max_timestamp } else { -1 };
+            let appended = Appended { base_offset: first_offset, log_start_offset: log_start, log_append_time };
+            return Ok(Prepared::Duplicate { appended, last_offset });
         }
         let rewritten = match cfg.compression {
             TopicCompression::Codec(codec) if codec != header.codec() => {
@@ -75,24 +103,17 @@ impl Partition {
             }
             TimestampType::CreateTime => -1,
         };
-        let base = st.next_offset;
-        st.next_offset += header.record_count as i64;
-        drop(st);
-        header.base_offset = base;
-        self.producers.borrow_mut().update(&header, now);
-        let mut q = self.queue.borrow_mut();
-        let at = q.buf.len();
-        q.buf.extend_from_slice(bytes);
-        if log_append_time >= 0 {
-            batch::stamp_log_append_time(&mut q.buf[at..], now);
+        Ok(Prepared::New { rewritten, header, log_append_time })
+    }
+
+    /// A retry of a batch already in the log: answered with the first append's offsets once
+    /// those are committed.
+    pub(super) fn answer_duplicate(&self, appended: Appended, last_offset: i64, reply: AppendReply) {
+        if self.st.borrow().hwm > last_offset {
+            let _ = reply.send(Ok(appended));
+        } else {
+            self.duplicates.borrow_mut().push((last_offset, appended, reply));
         }
-        batch::patch(&mut q.buf[at..], base, 0);
-        q.items.push(Pending { header, at, log_append_time, reply: Some(tx) });
-        drop(q);
-        if let Some(w) = self.wake.borrow().as_ref() {
-            let _ = w.try_send(()); // full means a wake-up is already pending
-        }
-        Ok(rx)
     }
 
     pub(super) async fn write_loop(self: Rc<Self>, wake: LocalReceiver<()>) {
@@ -103,7 +124,7 @@ impl Partition {
                     break;
                 }
                 let Queue { buf, mut items } = q;
-                let (written, result) = self.write_queued(buf, &items).await;
+                let (written, result) = self.write_queued(buf, &items, &mut Vec::new()).await;
                 if let Err(e) = &result {
                     self.write_failed(e, items.len() - written);
                 }
@@ -160,8 +181,13 @@ impl Partition {
 
     /// Writes the queued batches, segment by segment, then makes what was written durable
     /// under the flush policy. Returns how many of `items` are written and acknowledged as
-    /// the policy says, and the error that stopped the rest.
-    async fn write_queued(self: &Rc<Self>, mut buf: Vec<u8>, items: &[Pending]) -> (usize, Result<(), BrokerError>) {
+    /// the policy says, and the error that stopped the rest; `locs` gets where each landed.
+    pub(super) async fn write_queued(
+        self: &Rc<Self>,
+        mut buf: Vec<u8>,
+        items: &[Pending],
+        locs: &mut Vec<BatchLoc>,
+    ) -> (usize, Result<(), BrokerError>) {
         let mut first = 0;
         let mut buf_base = 0; // position in the original buffer where `buf` starts
         let mut stopped = None;
@@ -198,6 +224,7 @@ impl Partition {
             let mut written = self.producers_written.borrow_mut();
             let now = now_ms();
             for it in &items[first..last] {
+                locs.push(BatchLoc { segment: seg.base_offset, pos: at });
                 seg.note_batch(&it.header, at, interval);
                 written.update(&it.header, now);
                 at += it.header.size as u64;
@@ -289,7 +316,8 @@ impl Partition {
         }
         {
             let mut st = self.st.borrow_mut();
-            if written > st.hwm {
+            // A replicated log's watermark is the replica's commit, not this sync's reach.
+            if written > st.hwm && !st.replicated {
                 st.hwm = written;
                 if let Some(seg) = st.segments.iter().rev().find(|s| s.base_offset == base) {
                     seg.committed.set(seg.committed.get().max(size));
@@ -315,6 +343,9 @@ impl Partition {
     }
 
     fn advance_hwm(&self) {
+        if self.st.borrow().replicated {
+            return;
+        }
         {
             let mut st = self.st.borrow_mut();
             st.hwm = st.written;
@@ -325,7 +356,7 @@ impl Partition {
         self.wake_waiters();
     }
 
-    fn wake_waiters(&self) {
+    pub(super) fn wake_waiters(&self) {
         for w in self.waiters.borrow_mut().drain(..) {
             let _ = w.send(());
         }

@@ -36,6 +36,7 @@ use glommio::io::BufferedFile;
 
 mod appender;
 mod reader;
+mod replicated;
 mod retention;
 
 use super::config::LogConfig;
@@ -68,6 +69,13 @@ pub struct Offsets {
     pub size: u64,
 }
 
+/// Where a written batch starts: its segment (by base offset) and the position in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLoc {
+    pub segment: i64,
+    pub pos: u64,
+}
+
 /// A fetch's view of the log.
 #[derive(Debug, Clone)]
 pub struct ReadOut {
@@ -79,6 +87,20 @@ pub struct ReadOut {
 
 /// Where a producer's append result goes.
 type AppendReply = oneshot::Sender<Result<Appended, ErrorCode>>;
+
+/// A produced batch checked and rewritten for its topic, before it gets its offsets.
+enum Prepared {
+    New {
+        /// The batch re-encoded for the topic's codec, if it had to be.
+        rewritten: Option<Vec<u8>>,
+        /// Its header, the base offset still unset.
+        header: BatchHeader,
+        /// The broker's clock to stamp in (LogAppendTime topics), else -1.
+        log_append_time: i64,
+    },
+    /// A retry of a batch already in the log, with what its producer was told.
+    Duplicate { appended: Appended, last_offset: i64 },
+}
 
 const CLEAN_MARKER: &str = ".clean-shutdown";
 /// The log start offset DeleteRecords set, as decimal text (absent: the first segment's base).
@@ -108,6 +130,8 @@ struct Queue {
 }
 
 struct State {
+    /// Raft owns this log (`replicated`): the high watermark moves only when it commits.
+    replicated: bool,
     segments: Vec<Segment>,
     writer: Option<Rc<BufferedFile>>,
     next_offset: i64,
@@ -269,6 +293,7 @@ impl Partition {
             dir,
             cfg: Cell::new(cfg),
             st: RefCell::new(State {
+                replicated: false,
                 segments,
                 writer: Some(Rc::new(writer)),
                 next_offset: next,
@@ -366,3 +391,5 @@ impl Partition {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_replicated;

@@ -10,6 +10,11 @@ impl Partition {
     /// the new start get OFFSET_OUT_OF_RANGE. Returns the log start (the low watermark).
     pub fn delete_records(&self, offset: i64) -> Result<i64, ErrorCode> {
         let mut st = self.st.borrow_mut();
+        if st.replicated {
+            // The replica's store starts at the log start; moving it needs raft snapshots.
+            tracing::warn!(topic = %self.topic, partition = self.index, "DeleteRecords refused: a replicated log's start cannot move yet");
+            return Err(ErrorCode::PolicyViolation);
+        }
         let target = if offset == -1 { st.hwm } else { offset };
         if target < 0 || target > st.hwm {
             return Err(ErrorCode::OffsetOutOfRange);
@@ -42,6 +47,9 @@ impl Partition {
     pub fn apply_retention(&self, now_ms: i64) -> usize {
         if !self.cfg.get().retention_deletes() {
             return 0; // compacted topics keep every segment until compaction exists
+        }
+        if self.st.borrow().replicated {
+            return 0; // until raft snapshots exist, a follower may need every entry (DESIGN §9)
         }
         let mut st = self.st.borrow_mut();
         let total: u64 = st.segments.iter().map(|s| s.size.get()).sum();

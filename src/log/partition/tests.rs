@@ -13,7 +13,7 @@ use crate::log::config::{TimestampType, TopicCompression};
 use crate::protocol::batch;
 use crate::sys::unix_now_ms;
 
-fn cfg(flush: FlushPolicy, segment_bytes: u64) -> LogConfig {
+pub(super) fn cfg(flush: FlushPolicy, segment_bytes: u64) -> LogConfig {
     LogConfig::from_config(&crate::config::Config {
         flush,
         segment_bytes,
@@ -27,7 +27,7 @@ fn cfg(flush: FlushPolicy, segment_bytes: u64) -> LogConfig {
     })
 }
 
-fn idem(i: usize, pid: i64, epoch: i16, seq: i32) -> Bytes {
+pub(super) fn idem(i: usize, pid: i64, epoch: i16, seq: i32) -> Bytes {
     let mut b = batch(i).to_vec();
     batch::set_producer(&mut b, pid, epoch, seq);
     Bytes::from(b)
@@ -38,11 +38,11 @@ async fn send(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
     rx.await.unwrap().map(|a| a.base_offset)
 }
 
-fn run<F: std::future::Future<Output = ()> + 'static>(f: F) {
+pub(super) fn run<F: std::future::Future<Output = ()> + 'static>(f: F) {
     glommio::LocalExecutorBuilder::default().io_memory(512 * 1024).make().unwrap().run(f);
 }
 
-fn batch(i: usize) -> Bytes {
+pub(super) fn batch(i: usize) -> Bytes {
     let v = format!("value-{i:05}-{}", "x".repeat(i % 50));
     Bytes::from(batch::build(1_000 + i as i64, &[v.as_bytes(), b"second"]))
 }
@@ -57,7 +57,7 @@ async fn append_n(p: &Partition, from: usize, n: usize) -> Vec<i64> {
 }
 
 /// Reads every batch back through `read`, checking offsets are dense from log start.
-fn read_all(p: &Partition) -> Vec<BatchHeader> {
+pub(super) fn read_all(p: &Partition) -> Vec<BatchHeader> {
     use std::os::unix::fs::FileExt;
     let mut out = Vec::new();
     let mut next = p.offsets().log_start;

@@ -1,0 +1,128 @@
+//! The log operations a replica drives (`replicated`): writes of raft's batches, the high
+//! watermark only where raft committed, divergent tails cut across segments with the
+//! indexes and idempotence state rolled back, and the scan a replica's store is rebuilt from.
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+
+use super::tests::{batch, cfg, idem, read_all, run};
+use super::*;
+use crate::config::FlushPolicy;
+use crate::protocol::batch as wire;
+
+/// `b` as the leader would store it at `base` in `epoch`.
+fn stamped(b: &Bytes, base: i64, epoch: i32) -> Bytes {
+    let mut v = b.to_vec();
+    wire::patch(&mut v, base, epoch);
+    Bytes::from(v)
+}
+
+/// Batches 0..n, each of two records, stamped back to back from offset `from`.
+fn entries(from: i64, range: std::ops::Range<usize>, epoch: i32) -> Vec<Bytes> {
+    range.enumerate().map(|(k, i)| stamped(&batch(i), from + 2 * k as i64, epoch)).collect()
+}
+
+async fn open(path: &std::path::Path, segment_bytes: u64) -> Rc<Partition> {
+    let p = Partition::open("t", 0, path.to_path_buf(), cfg(FlushPolicy::Always, segment_bytes), Probe::detached())
+        .await
+        .unwrap();
+    p.make_replicated();
+    p
+}
+
+fn end_of(locs: &[BatchLoc], batches: &[Bytes], i: usize) -> BatchLoc {
+    BatchLoc { segment: locs[i].segment, pos: locs[i].pos + batches[i].len() as u64 }
+}
+
+#[test]
+fn fetches_see_only_what_raft_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let p = open(&path, 1 << 20).await;
+        let b = entries(0, 0..3, 1);
+        let locs = p.write_entries(None, &b).await.unwrap();
+        assert_eq!((p.offsets().log_end, p.offsets().high_watermark), (6, 0), "written is not committed");
+        assert!(p.read(0, 1 << 20, true).unwrap().records.is_none());
+        p.set_high_watermark(4, end_of(&locs, &b, 1));
+        let r = p.read(0, 1 << 20, true).unwrap();
+        assert_eq!(r.records.unwrap().len as usize, b[0].len() + b[1].len(), "never past the watermark");
+        assert_eq!(read_all(&p).len(), 2);
+        p.set_high_watermark(2, end_of(&locs, &b, 0));
+        assert_eq!(p.offsets().high_watermark, 4, "the watermark never goes back");
+        for (loc, x) in locs.iter().zip(&b) {
+            assert_eq!(&p.read_batch(*loc, x.len() as u32).unwrap(), x);
+        }
+        // A batch that does not start at the log end is refused and the replica goes offline.
+        assert!(p.write_entries(None, &entries(9, 3..4, 1)).await.is_err());
+        assert!(p.write_entries(None, &entries(6, 3..4, 1)).await.is_err(), "offline");
+    });
+}
+
+#[test]
+fn a_divergent_tail_is_cut_across_segments_and_the_log_reopens_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let p = open(&path, 600).await;
+        let b = entries(0, 0..20, 1);
+        let locs = p.write_entries(None, &b).await.unwrap();
+        let segments = p.segment_count();
+        assert!(segments > 3, "small segments roll: {segments}");
+        p.set_high_watermark(10, end_of(&locs, &b, 4));
+        assert!(p.truncate_from(8).await.is_err(), "committed data is never cut");
+        let p = open(&path, 600).await; // the failed cut took that one offline
+        p.set_high_watermark(10, BatchLoc { segment: locs[4].segment, pos: locs[4].pos + b[4].len() as u64 });
+        // A new leader of epoch 2 replaces everything from offset 14 (batch 7) on.
+        let fresh = entries(14, 100..104, 2);
+        let new_locs = p.write_entries(Some(14), &fresh).await.unwrap();
+        assert!(p.segment_count() < segments, "later segments removed");
+        assert_eq!(p.offsets().log_end, 22);
+        let last = fresh.len() - 1;
+        p.set_high_watermark(22, end_of(&new_locs, &fresh, last));
+        let all = read_all(&p);
+        assert_eq!(all.len(), 11);
+        let scanned = p.raft_batches().unwrap();
+        let epochs: Vec<i32> = scanned.iter().map(|(_, h)| i32::from_be_bytes(h[12..16].try_into().unwrap())).collect();
+        assert_eq!(epochs, [vec![1; 7], vec![2; 4]].concat());
+        p.close().await.unwrap();
+
+        // After a restart the same batches are found where they were written.
+        let p = open(&path, 600).await;
+        let again = p.raft_batches().unwrap();
+        assert_eq!(
+            again.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+            scanned.iter().map(|(l, _)| *l).collect::<Vec<_>>()
+        );
+        assert_eq!(&p.read_batch(again[10].0, fresh[3].len() as u32).unwrap(), &fresh[3]);
+        assert_eq!(p.offsets().high_watermark, 0, "a replicated log waits for its replica");
+        // Lookups use rebuilt indexes: a read in the middle finds its batch.
+        p.set_high_watermark(22, end_of(&new_locs, &fresh, last));
+        assert_eq!(p.read(15, 1, true).unwrap().first_batch_len as usize, fresh[0].len());
+    });
+}
+
+#[test]
+fn a_cut_rolls_the_idempotence_state_back_with_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let p = open(&path, 1 << 20).await;
+        let b: Vec<Bytes> = (0..3).map(|s| stamped(&idem(s, 7, 0, 2 * s as i32), 2 * s as i64, 1)).collect();
+        p.write_entries(None, &b).await.unwrap();
+        p.reset_proposals();
+        let (tx, _rx) = oneshot::channel();
+        assert!(p.prepare_replicated(&idem(2, 7, 0, 4), tx).unwrap().is_none(), "a retry of the last batch");
+        // The third batch never committed: a new leader cut it, so its retry is new again.
+        p.write_entries(Some(4), &[]).await.unwrap();
+        let (tx, _rx) = oneshot::channel();
+        let (prop, _reply) = p.prepare_replicated(&idem(2, 7, 0, 4), tx).unwrap().expect("new after the cut");
+        assert_eq!(prop.header.base_sequence, 4);
+        let (tx, _rx) = oneshot::channel();
+        assert_eq!(
+            p.prepare_replicated(&idem(3, 7, 0, 6), tx).err(),
+            Some(ErrorCode::OutOfOrderSequenceNumber),
+            "a gap in sequence"
+        );
+    });
+}
