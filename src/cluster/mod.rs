@@ -5,15 +5,20 @@
 //! - `store`: raft-rs's `Storage` over the batches, with the recent ones in memory.
 //! - `replica`: one replica, sans-IO: offsets and epochs stamped before proposing, the
 //!   write each Ready asks for, the high watermark, produce waits settled.
+//! - `frame`, `transport`: raft messages between brokers, one frame per peer per loop turn.
+//! - `group`: a replica driven on its home shard over its partition log and the transport.
 //! - `logging`: raft-rs's slog records forwarded to tracing.
 //! - `sim` (tests): the deterministic simulation replicas are tested in, with a seeded
 //!   network, fake disks that lose unsynced writes, crashes, and the safety invariants
 //!   checked after every step.
 
 pub mod entry;
+pub mod frame;
+pub mod group;
 pub mod logging;
 pub mod meta;
 pub mod replica;
 #[cfg(test)]
 mod sim;
 pub mod store;
+pub mod transport;

@@ -110,6 +110,8 @@ pub struct Replica {
     pending: VecDeque<Proposal>,
     settled: Vec<Settled>,
     hwm: i64,
+    /// The committed entry the high watermark ends with.
+    hwm_index: u64,
     conf_index: u64,
     /// Term and vote as last written: a change in either must be written before acting.
     written_vote: (u64, u64),
@@ -158,6 +160,7 @@ impl Replica {
             pending: VecDeque::new(),
             settled: Vec::new(),
             hwm,
+            hwm_index: hs.commit,
             conf_index,
             written_vote,
             meta_dirty: false,
@@ -188,6 +191,11 @@ impl Replica {
 
     pub fn high_watermark(&self) -> i64 {
         self.hwm
+    }
+
+    /// Where the batch that ends the high watermark ends in the log (None at the log start).
+    pub fn high_watermark_loc(&self) -> Option<Loc> {
+        self.rn.store().end_loc(self.hwm_index)
     }
 
     pub fn commit_index(&self) -> u64 {
@@ -331,7 +339,9 @@ impl Replica {
         }
     }
 
-    fn fail(&mut self, why: String) {
+    /// Stops the replica for good (a write of its log failed): every pending proposal is
+    /// lost, and it takes no part in raft until a restart recovers it.
+    pub fn fail(&mut self, why: String) {
         if self.failed.is_none() {
             self.failed = Some(why);
             self.lose_from(0);
@@ -367,8 +377,9 @@ impl Replica {
             let ours = store.slot_term(p.index) == Some(p.term);
             self.settled.push(if ours { Settled::Committed(p) } else { Settled::Lost(p) });
         }
-        if let Some(end) = store.end_offset(last) {
-            self.hwm = self.hwm.max(end);
+        if let Some(end) = store.end_offset(last).filter(|&end| end > self.hwm) {
+            self.hwm = end;
+            self.hwm_index = last;
         }
         self.rn.advance_apply_to(last);
     }

@@ -128,6 +128,12 @@ impl RaftStore {
         self.slot(index).map(|s| s.end)
     }
 
+    /// Where the batch of entry `index` ends in its segment, once written.
+    pub fn end_loc(&self, index: u64) -> Option<Loc> {
+        let s = self.slot(index)?;
+        s.loc.map(|l| Loc { segment: l.segment, pos: l.pos + u64::from(s.len) })
+    }
+
     /// The term of entry `index`, if the log holds it.
     pub fn slot_term(&self, index: u64) -> Option<u64> {
         self.slot(index).map(|s| s.term)

@@ -324,6 +324,10 @@ impl Partition {
         Ok(p)
     }
 
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn offsets(&self) -> Offsets {
         let st = self.st.borrow();
         st.offsets()

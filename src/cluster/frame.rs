@@ -1,0 +1,157 @@
+//! The broker-to-broker frame: every raft message one broker has for another in one loop turn,
+//! whatever their groups, in one length-prefixed frame (heartbeats of many partitions ride
+//! together, as Redpanda's heartbeat manager batches them).
+//!
+//! ```text
+//! u32  length of what follows
+//! u8   version = 1
+//! u64  sender's node id
+//! u32  message count, then per message:
+//!      u16 topic length, topic (UTF-8), i32 partition,
+//!      u32 message length, the raft message (raft-rs's protobuf encoding)
+//! ```
+//!
+//! Only peers listed in the cluster's configuration connect here, never clients: raft-rs's
+//! protobuf 2.x decoder (advisory RUSTSEC-2024-0437, stack overflow on deeply nested input)
+//! sees only peers' bytes. Sizes are still bounded so a broken peer cannot make this broker
+//! allocate without limit.
+
+use protobuf::Message as _;
+use raft::prelude::Message;
+
+const VERSION: u8 = 1;
+/// The largest frame accepted: raft-rs's message size limit bounds what a peer sends.
+pub const MAX_FRAME: usize = 64 << 20;
+
+/// The raft group a message belongs to: a partition, or the metadata log.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupId {
+    pub topic: String,
+    pub partition: i32,
+}
+
+impl GroupId {
+    pub fn new(topic: &str, partition: i32) -> GroupId {
+        GroupId { topic: topic.to_string(), partition }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FrameError {
+    #[error("frame of {0} bytes is over the {MAX_FRAME}-byte limit")]
+    TooLarge(usize),
+    #[error("frame version {0} is not one this broker speaks (upgrade the older broker)")]
+    Version(u8),
+    #[error("frame ends inside a message")]
+    Truncated,
+    #[error("topic name in a frame is not UTF-8")]
+    Topic,
+    #[error("raft message does not decode: {0}")]
+    Message(String),
+}
+
+/// One frame from `from` holding `msgs`.
+pub fn encode(from: u64, msgs: &[(GroupId, Message)]) -> Vec<u8> {
+    let mut b = vec![0u8; 4];
+    b.push(VERSION);
+    b.extend_from_slice(&from.to_be_bytes());
+    b.extend_from_slice(&(msgs.len() as u32).to_be_bytes());
+    for (group, m) in msgs {
+        b.extend_from_slice(&(group.topic.len() as u16).to_be_bytes());
+        b.extend_from_slice(group.topic.as_bytes());
+        b.extend_from_slice(&group.partition.to_be_bytes());
+        let bytes = m.write_to_bytes().expect("raft-rs messages always encode");
+        b.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+        b.extend_from_slice(&bytes);
+    }
+    let len = (b.len() - 4) as u32;
+    b[..4].copy_from_slice(&len.to_be_bytes());
+    b
+}
+
+/// The length of the frame body that `prefix` (the frame's first 4 bytes) announces.
+pub fn body_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
+    let len = u32::from_be_bytes(prefix) as usize;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge(len));
+    }
+    Ok(len)
+}
+
+/// The sender and messages of a frame body (the bytes after the length prefix).
+pub fn decode(body: &[u8]) -> Result<(u64, Vec<(GroupId, Message)>), FrameError> {
+    let mut r = Reader(body);
+    let version = r.take(1)?[0];
+    if version != VERSION {
+        return Err(FrameError::Version(version));
+    }
+    let from = u64::from_be_bytes(r.array()?);
+    let count = u32::from_be_bytes(r.array()?) as usize;
+    // Each message takes at least 10 bytes: a count larger than that cannot be honest.
+    let mut msgs = Vec::with_capacity(count.min(body.len() / 10));
+    for _ in 0..count {
+        let topic_len = u16::from_be_bytes(r.array()?) as usize;
+        let topic = std::str::from_utf8(r.take(topic_len)?).map_err(|_| FrameError::Topic)?.to_string();
+        let partition = i32::from_be_bytes(r.array()?);
+        let len = u32::from_be_bytes(r.array()?) as usize;
+        let m = Message::parse_from_bytes(r.take(len)?).map_err(|e| FrameError::Message(e.to_string()))?;
+        msgs.push((GroupId { topic, partition }, m));
+    }
+    Ok((from, msgs))
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], FrameError> {
+        let (head, rest) = self.0.split_at_checked(n).ok_or(FrameError::Truncated)?;
+        self.0 = rest;
+        Ok(head)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], FrameError> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use raft::prelude::{Entry, MessageType};
+
+    fn sample() -> Vec<(GroupId, Message)> {
+        let mut append = Message { to: 2, from: 1, term: 3, index: 9, commit: 8, ..Default::default() };
+        append.set_msg_type(MessageType::MsgAppend);
+        append.entries =
+            vec![Entry { index: 10, term: 3, data: Bytes::from_static(b"batch"), ..Default::default() }].into();
+        let mut beat = Message { to: 2, from: 1, term: 3, ..Default::default() };
+        beat.set_msg_type(MessageType::MsgHeartbeat);
+        vec![(GroupId::new("orders", 4), append), (GroupId::new("__cluster_metadata", 0), beat)]
+    }
+
+    #[test]
+    fn messages_of_many_groups_travel_in_one_frame() {
+        let msgs = sample();
+        let frame = encode(1, &msgs);
+        let len = body_len(frame[..4].try_into().unwrap()).unwrap();
+        assert_eq!(len, frame.len() - 4);
+        assert_eq!(decode(&frame[4..]).unwrap(), (1, msgs));
+        assert_eq!(decode(&encode(7, &[])[4..]).unwrap(), (7, vec![]));
+    }
+
+    #[test]
+    fn a_broken_frame_is_an_error_never_a_panic() {
+        let frame = encode(1, &sample());
+        for cut in 0..frame.len() - 4 {
+            assert!(decode(&frame[4..4 + cut]).is_err(), "cut at {cut}");
+        }
+        let mut v = frame.clone();
+        v[4] = 9;
+        assert_eq!(decode(&v[4..]), Err(FrameError::Version(9)));
+        assert_eq!(body_len((MAX_FRAME as u32 + 1).to_be_bytes()), Err(FrameError::TooLarge(MAX_FRAME + 1)));
+        // A count far beyond the bytes present allocates nothing and fails.
+        let mut lying = encode(1, &[]);
+        lying[13..17].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert_eq!(decode(&lying[4..]), Err(FrameError::Truncated));
+    }
+}

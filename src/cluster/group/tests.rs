@@ -1,0 +1,206 @@
+//! Three replicas of one partition in one process, over real loopback sockets: produces are
+//! acknowledged only once committed, every replica ends with the same bytes, a stopped leader
+//! is replaced, and a restarted one catches up from its own log and its peers.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use glommio::Task;
+
+use super::*;
+use crate::cluster::transport::{self, Deliver};
+use crate::log::LogConfig;
+use crate::metrics::Probe;
+use crate::protocol::batch;
+
+struct Node {
+    id: u64,
+    dir: PathBuf,
+    addr: SocketAddr,
+    slot: Rc<RefCell<Option<Rc<Group>>>>,
+    tasks: Vec<Task<()>>,
+    transport: Option<Rc<Transport>>,
+}
+
+fn config(id: u64) -> GroupConfig {
+    GroupConfig {
+        node_id: id,
+        voters: vec![1, 2, 3],
+        replica: ReplicaConfig { election_tick: 10, max_election_tick: 20, heartbeat_tick: 1, ..Default::default() },
+        cache_bytes: 4096,
+    }
+}
+
+impl Node {
+    async fn start(&mut self, peers: &HashMap<u64, SocketAddr>) {
+        let cfg = LogConfig::from_config(&crate::config::Config::default());
+        let log = Partition::open("t", 0, self.dir.clone(), cfg, Probe::detached()).await.unwrap();
+        let slot = self.slot.clone();
+        let deliver: Deliver = Rc::new(move |_, group, m| {
+            let g = slot.borrow().clone();
+            if let Some(g) = g.filter(|g| g.id() == &group) {
+                g.step(m);
+            }
+        });
+        let listener = glommio::net::TcpListener::bind(self.addr).unwrap();
+        let transport = Transport::new(self.id, peers);
+        let g = Group::open(
+            GroupId::new("t", 0),
+            log,
+            &config(self.id),
+            transport.clone(),
+            &crate::cluster::logging::logger(),
+        )
+        .unwrap();
+        *self.slot.borrow_mut() = Some(g.clone());
+        self.tasks.push(transport::listen(listener, deliver));
+        self.tasks.push(glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+                g.tick();
+            }
+        }));
+        self.transport = Some(transport);
+    }
+
+    /// As a crash of the process: the tasks stop, the files stay as written.
+    fn stop(&mut self) {
+        self.tasks.clear();
+        self.transport = None;
+        if let Some(g) = self.slot.borrow_mut().take() {
+            g.stop().unwrap();
+        }
+    }
+
+    fn group(&self) -> Option<Rc<Group>> {
+        self.slot.borrow().clone()
+    }
+}
+
+async fn until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        glommio::timer::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn leader(nodes: &[Node]) -> Option<usize> {
+    nodes.iter().position(|n| n.group().is_some_and(|g| g.serving()))
+}
+
+/// Produces `n` batches at the serving leader; returns (base offset, payload) of each.
+async fn produce(nodes: &[Node], from: usize, n: usize) -> Vec<(i64, Vec<u8>)> {
+    let g = nodes[leader(nodes).expect("a leader")].group().unwrap();
+    let mut waits = Vec::new();
+    for i in from..from + n {
+        let payload = format!("record-{i}").into_bytes();
+        let rx = g.produce(&Bytes::from(batch::build(i as i64, &[&payload]))).unwrap();
+        waits.push((rx, payload));
+    }
+    let mut out = Vec::new();
+    for (rx, payload) in waits {
+        out.push((rx.await.unwrap().expect("acknowledged").base_offset, payload));
+    }
+    out
+}
+
+/// The committed log of a node as bytes, read the way a fetch reads it.
+fn committed_bytes(g: &Group) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let hwm = g.log().offsets().high_watermark;
+    let mut out = Vec::new();
+    let mut next = 0;
+    while next < hwm {
+        let r = g.log().read(next, 1 << 20, true).unwrap();
+        let region = r.records.expect("records below the watermark");
+        let mut buf = vec![0; region.len as usize];
+        region.file.read_exact_at(&mut buf, region.pos).unwrap();
+        let mut at = 0;
+        while let Some(Ok(size)) = batch::batch_size(&buf[at..]) {
+            if at + size > buf.len() {
+                break;
+            }
+            next = batch::read_header(&buf[at..]).unwrap().last_offset() + 1;
+            out.extend_from_slice(&buf[at..at + size]);
+            at += size;
+        }
+    }
+    out
+}
+
+fn value_at(bytes: &[u8], offset: i64) -> Option<Vec<u8>> {
+    let mut at = 0;
+    while let Some(Ok(size)) = batch::batch_size(&bytes[at..]) {
+        let h = batch::read_header(&bytes[at..]).unwrap();
+        if h.base_offset == offset {
+            return batch::records(&bytes[at..at + size]).next().and_then(|r| r.value.map(<[u8]>::to_vec));
+        }
+        at += size;
+    }
+    None
+}
+
+#[test]
+fn three_replicas_commit_agree_and_survive_their_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    glommio::LocalExecutorBuilder::default().io_memory(1 << 20).make().unwrap().run(async move {
+        let addrs: Vec<SocketAddr> =
+            (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).collect();
+        let peers: HashMap<u64, SocketAddr> = (1..=3).zip(addrs.iter().copied()).collect();
+        let mut nodes: Vec<Node> = (0..3)
+            .map(|i| Node {
+                id: i as u64 + 1,
+                dir: base.join(format!("node-{}", i + 1)).join("t-0"),
+                addr: addrs[i],
+                slot: Rc::default(),
+                tasks: Vec::new(),
+                transport: None,
+            })
+            .collect();
+        for n in &mut nodes {
+            n.start(&peers).await;
+        }
+        until("a leader", || leader(&nodes).is_some()).await;
+        let follower = (leader(&nodes).unwrap() + 1) % 3;
+        assert_eq!(
+            nodes[follower].group().unwrap().produce(&Bytes::from(batch::build(0, &[b"x"]))).err(),
+            Some(ErrorCode::NotLeaderOrFollower)
+        );
+        let mut acked = produce(&nodes, 0, 30).await;
+        let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
+        let top = hwm(&nodes[leader(&nodes).unwrap()]).unwrap();
+        until("every replica at the leader's watermark", || nodes.iter().all(|n| hwm(n) == Some(top))).await;
+        let first = committed_bytes(&nodes[0].group().unwrap());
+        for n in &nodes[1..] {
+            assert_eq!(committed_bytes(&n.group().unwrap()), first, "node {} differs", n.id);
+        }
+
+        // The leader dies; the other two elect one of themselves and go on.
+        let old = leader(&nodes).unwrap();
+        let old_term = nodes[old].group().unwrap().term();
+        nodes[old].stop();
+        until("a new leader", || leader(&nodes).is_some_and(|l| l != old)).await;
+        let new = leader(&nodes).unwrap();
+        assert!(nodes[new].group().unwrap().term() > old_term);
+        acked.extend(produce(&nodes, 30, 20).await);
+
+        // The old leader comes back from its files and catches up.
+        nodes[old].start(&peers).await;
+        let top = hwm(&nodes[new]).unwrap();
+        until("the restarted replica caught up", || hwm(&nodes[old]) == Some(top)).await;
+        let all = committed_bytes(&nodes[new].group().unwrap());
+        for n in &nodes {
+            assert_eq!(committed_bytes(&n.group().unwrap()), all, "node {} differs after the failover", n.id);
+        }
+        for (offset, payload) in &acked {
+            assert_eq!(value_at(&all, *offset).as_ref(), Some(payload), "acknowledged record at {offset}");
+        }
+        assert_eq!(acked.len(), 50);
+        for n in &mut nodes {
+            n.stop();
+        }
+    });
+}

@@ -1,0 +1,201 @@
+//! Raft messages between brokers over TCP (the `cluster_listen` listener), one frame per peer
+//! per loop turn (`frame`). Sending never blocks a replica: `send` queues the messages and
+//! wakes the peer's sender task, which takes everything queued, connects if it must and writes
+//! one frame. A peer that is down or slow loses messages, which raft is built for: it resends
+//! appends and heartbeats on its own schedule. After a failed connect the sender waits
+//! `RECONNECT_BACKOFF` before trying again, dropping what is queued meanwhile.
+//!
+//! The receiving side reads frames from every connection and hands each message to
+//! `deliver`, which routes it to its group. Tasks are held, not detached: dropping the
+//! `Transport` (or the listener's task) stops them, which is how a test stops a node.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use glommio::net::{TcpListener, TcpStream};
+use glommio::Task;
+use raft::prelude::Message;
+
+use super::frame::{self, GroupId};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+
+/// Where a received message goes: (sender node, group, message).
+pub type Deliver = Rc<dyn Fn(u64, GroupId, Message)>;
+
+struct Peer {
+    queue: RefCell<Vec<(GroupId, Message)>>,
+    wake: LocalSender<()>,
+    _task: Task<()>,
+}
+
+pub struct Transport {
+    node_id: u64,
+    peers: HashMap<u64, Peer>,
+    dropped: Rc<Cell<u64>>,
+}
+
+impl Transport {
+    /// A transport from `node_id` to each of `peers` (node id → cluster address), each with
+    /// its sender task on this shard.
+    pub fn new(node_id: u64, peers: &HashMap<u64, SocketAddr>) -> Rc<Transport> {
+        let dropped = Rc::new(Cell::new(0));
+        let mut map = HashMap::new();
+        for (&id, &addr) in peers.iter().filter(|(&id, _)| id != node_id) {
+            let (tx, rx) = local_channel::new_bounded(1);
+            map.insert(id, (tx, rx, addr));
+        }
+        Rc::new_cyclic(|me: &std::rc::Weak<Transport>| {
+            let peers = map
+                .into_iter()
+                .map(|(id, (wake, rx, addr))| {
+                    let me = me.clone();
+                    let dropped = dropped.clone();
+                    let task = glommio::spawn_local(send_loop(me, node_id, id, addr, rx, dropped));
+                    (id, Peer { queue: RefCell::new(Vec::new()), wake, _task: task })
+                })
+                .collect();
+            Transport { node_id, peers, dropped }
+        })
+    }
+
+    pub fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    /// Messages lost to peers that were down or unknown, since start.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.get()
+    }
+
+    /// Queues `msgs` of `group` for their destinations (each message's `to`).
+    pub fn send(&self, group: &GroupId, msgs: Vec<Message>) {
+        for m in msgs {
+            match self.peers.get(&m.to) {
+                Some(p) => {
+                    p.queue.borrow_mut().push((group.clone(), m));
+                    let _ = p.wake.try_send(()); // full: a wake-up is already pending
+                }
+                None => {
+                    tracing::debug!(to = m.to, "raft message for an unknown node dropped");
+                    self.dropped.set(self.dropped.get() + 1);
+                }
+            }
+        }
+    }
+
+    fn take(&self, peer: u64) -> Vec<(GroupId, Message)> {
+        self.peers.get(&peer).map(|p| std::mem::take(&mut *p.queue.borrow_mut())).unwrap_or_default()
+    }
+}
+
+async fn send_loop(
+    transport: std::rc::Weak<Transport>,
+    from: u64,
+    peer: u64,
+    addr: SocketAddr,
+    wake: LocalReceiver<()>,
+    dropped: Rc<Cell<u64>>,
+) {
+    let mut conn: Option<TcpStream> = None;
+    let mut retry_at = Instant::now();
+    while wake.recv().await.is_some() {
+        let Some(t) = transport.upgrade() else { return };
+        let msgs = t.take(peer);
+        drop(t);
+        if msgs.is_empty() {
+            continue;
+        }
+        if conn.is_none() {
+            if Instant::now() < retry_at {
+                dropped.set(dropped.get() + msgs.len() as u64);
+                continue;
+            }
+            match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT).await {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    tracing::info!(peer, %addr, "connected to peer broker");
+                    conn = Some(s);
+                }
+                Err(e) => {
+                    tracing::debug!(peer, %addr, "cannot reach peer broker: {e}");
+                    retry_at = Instant::now() + RECONNECT_BACKOFF;
+                    dropped.set(dropped.get() + msgs.len() as u64);
+                    continue;
+                }
+            }
+        }
+        let bytes = frame::encode(from, &msgs);
+        let s = conn.as_mut().expect("connected above");
+        if let Err(e) = s.write_all(&bytes).await {
+            tracing::info!(peer, %addr, "lost the connection to peer broker: {e}");
+            conn = None;
+            dropped.set(dropped.get() + msgs.len() as u64);
+        }
+    }
+}
+
+/// Accepts peers' connections on `listener` and delivers their messages until dropped.
+pub fn listen(listener: TcpListener, deliver: Deliver) -> Task<()> {
+    glommio::spawn_local(async move {
+        let mut readers = Vec::new();
+        loop {
+            match listener.accept().await {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    readers.retain(|(_, done): &(Task<()>, Rc<Cell<bool>>)| !done.get());
+                    let done = Rc::new(Cell::new(false));
+                    let (d, deliver) = (done.clone(), deliver.clone());
+                    let task = glommio::spawn_local(async move {
+                        read_loop(s, deliver).await;
+                        d.set(true);
+                    });
+                    readers.push((task, done));
+                }
+                Err(e) => {
+                    tracing::warn!("cluster listener accept failed: {e}");
+                    glommio::timer::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    })
+}
+
+async fn read_loop(mut s: TcpStream, deliver: Deliver) {
+    let peer = s.peer_addr().ok();
+    let mut body = Vec::new();
+    loop {
+        let mut prefix = [0u8; 4];
+        if s.read_exact(&mut prefix).await.is_err() {
+            return; // the peer closed or reset: it reconnects when it has something to say
+        }
+        let len = match frame::body_len(prefix) {
+            Ok(len) => len,
+            Err(e) => {
+                tracing::warn!(?peer, "closing a cluster connection: {e}");
+                return;
+            }
+        };
+        body.resize(len, 0);
+        if s.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        match frame::decode(&body) {
+            Ok((from, msgs)) => {
+                for (group, m) in msgs {
+                    deliver(from, group, m);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(?peer, "closing a cluster connection: {e}");
+                return;
+            }
+        }
+    }
+}
