@@ -198,6 +198,32 @@ impl Replica {
         self.rn.store().end_loc(self.hwm_index)
     }
 
+    /// The last entry this replica has written durably.
+    pub fn persisted_index(&self) -> u64 {
+        self.rn.raft.raft_log.persisted
+    }
+
+    /// The voters of the applied configuration (both sides of a joint one).
+    pub fn voters(&self) -> Vec<u64> {
+        let cs = self.rn.store().conf_state();
+        let mut ids: Vec<u64> = cs.voters.iter().chain(&cs.voters_outgoing).copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Whether a leader is replicating to `id` (its log matched, appends flowing), not
+    /// probing for where their logs agree.
+    pub fn replicating(&self, id: u64) -> bool {
+        self.is_leader() && self.rn.raft.prs().get(id).is_some_and(|p| p.state == raft::ProgressState::Replicate)
+    }
+
+    /// How many voters hold entry `index`, as a leader knows (itself included).
+    pub fn voters_holding(&self, index: u64) -> usize {
+        let prs = self.rn.raft.prs();
+        self.voters().into_iter().filter(|&id| prs.get(id).is_some_and(|p| p.matched >= index)).count()
+    }
+
     pub fn commit_index(&self) -> u64 {
         self.rn.raft.raft_log.committed
     }

@@ -134,6 +134,19 @@ impl RaftStore {
         s.loc.map(|l| Loc { segment: l.segment, pos: l.pos + u64::from(s.len) })
     }
 
+    /// OffsetForLeaderEpoch (KIP-320): the largest term up to `epoch` that the log holds and
+    /// the offset where it ends (the next term's first offset, or the log end). None when the
+    /// log holds no entry of `epoch` or earlier.
+    pub fn epoch_end(&self, epoch: u64) -> Option<(u64, i64)> {
+        let after = self.slots.partition_point(|s| s.term <= epoch);
+        match after.checked_sub(1) {
+            // The entry before the next term's first is the end of this one.
+            Some(last) => Some((self.slots[last].term, self.slots[last].end)),
+            None if self.start.index > 0 && self.start.term <= epoch => Some((self.start.term, self.start.offset)),
+            None => None,
+        }
+    }
+
     /// The term of entry `index`, if the log holds it.
     pub fn slot_term(&self, index: u64) -> Option<u64> {
         self.slot(index).map(|s| s.term)
@@ -425,6 +438,21 @@ mod tests {
         assert_eq!(scanned, vec![0, 1, 3, 4]);
         // A data entry that does not start where the log ends is refused, not written.
         assert!(store.append(&[data(5, 2, 9, 1)], 3).is_err());
+    }
+
+    #[test]
+    fn each_epoch_ends_where_the_next_begins() {
+        let file = Rc::new(File::default());
+        let mut store = RaftStore::recover(&RaftMeta::initial(vec![1]), [], file.clone(), 1 << 20).unwrap();
+        let ents = [no_op(1, 2), data(2, 2, 1, 3), no_op(3, 5), data(4, 5, 5, 2), no_op(5, 6)];
+        let a = store.append(&ents, 1).unwrap();
+        write(&file, &mut store, 1, a);
+        assert_eq!(store.epoch_end(1), None, "nothing of epoch 1 or before");
+        assert_eq!(store.epoch_end(2), Some((2, 4)));
+        assert_eq!(store.epoch_end(4), Some((2, 4)), "epochs 3 and 4 never led: epoch 2's end");
+        assert_eq!(store.epoch_end(5), Some((5, 7)));
+        assert_eq!(store.epoch_end(6), Some((6, 8)), "the current epoch ends at the log end");
+        assert_eq!(store.epoch_end(9), Some((6, 8)));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_channel::oneshot;
@@ -40,6 +41,25 @@ pub struct GroupConfig {
     pub replica: ReplicaConfig,
     /// Bytes of recent batches kept in memory for followers' appends and the commit path.
     pub cache_bytes: usize,
+    /// A voter not heard from for this long is out of sync (`replica.lag.time.max.ms`).
+    pub replica_lag: Duration,
+}
+
+/// When a produce is answered (Kafka's `acks`; 0 is the API's business: no answer at all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// Once the leader's own write of it is durable under the flush policy (`acks=1`): a
+    /// failover before it commits may lose it, as in Kafka.
+    Leader,
+    /// Once committed and held by at least `min_insync` voters (`acks=all`).
+    All { min_insync: usize },
+}
+
+struct Waiter {
+    reply: Reply,
+    log_append_time: i64,
+    acks: Acks,
+    base_offset: i64,
 }
 
 struct LogReader(Rc<Partition>);
@@ -56,8 +76,14 @@ pub struct Group {
     replica: RefCell<Replica>,
     transport: Rc<Transport>,
     state_path: PathBuf,
-    /// Produces waiting for their entry to commit, by raft index: reply, LogAppendTime.
-    waiting: RefCell<HashMap<u64, (Reply, i64)>>,
+    /// Produces waiting on their entry, by raft index.
+    waiting: RefCell<HashMap<u64, Waiter>>,
+    /// Committed acks=all produces still short of `min.insync.replicas` copies.
+    short: RefCell<Vec<(u64, Waiter)>>,
+    /// When each peer's last message arrived: who counts as in sync.
+    heard: RefCell<HashMap<u64, Instant>>,
+    /// A voter silent for longer is out of sync (Kafka's `replica.lag.time.max.ms`).
+    lag: Duration,
     writing: Cell<bool>,
     serving: Cell<bool>,
     stopped: Cell<bool>,
@@ -105,6 +131,9 @@ impl Group {
             transport,
             state_path,
             waiting: RefCell::new(HashMap::new()),
+            short: RefCell::new(Vec::new()),
+            heard: RefCell::new(HashMap::new()),
+            lag: cfg.replica_lag,
             writing: Cell::new(false),
             serving: Cell::new(false),
             stopped: Cell::new(false),
@@ -128,6 +157,11 @@ impl Group {
         self.replica.borrow().term()
     }
 
+    /// OffsetForLeaderEpoch: the largest epoch up to `epoch` in this log and where it ends.
+    pub fn epoch_end(&self, epoch: u64) -> Option<(u64, i64)> {
+        self.replica.borrow().store().epoch_end(epoch)
+    }
+
     /// Leading, with an entry of its own term committed: produces and fetches go here.
     pub fn serving(&self) -> bool {
         self.replica.borrow().serving()
@@ -137,15 +171,21 @@ impl Group {
         self.replica.borrow().failed().map(str::to_string)
     }
 
-    /// A leader's Produce of one batch: resolves once raft committed it (acks=all), with
-    /// NOT_LEADER_OR_FOLLOWER if this replica is not the serving leader or stops leading
-    /// before that.
+    /// A leader's Produce of one batch, answered as `acks` says, with NOT_LEADER_OR_FOLLOWER
+    /// if this replica is not the serving leader or stops leading before that, and
+    /// NOT_ENOUGH_REPLICAS if acks=all finds fewer voters in sync than `min_insync`.
     pub fn produce(
         self: &Rc<Self>,
         records: &Bytes,
+        acks: Acks,
     ) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
         if !self.serving() || self.stopped.get() {
             return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        if let Acks::All { min_insync } = acks {
+            if self.in_sync() < min_insync {
+                return Err(ErrorCode::NotEnoughReplicas);
+            }
         }
         let (tx, rx) = oneshot::channel();
         let Some((prop, tx)) = self.log.prepare_replicated(records, tx)? else {
@@ -156,13 +196,25 @@ impl Group {
             ErrorCode::NotLeaderOrFollower
         })?;
         self.log.proposed(&prop.header, p.base_offset);
-        self.waiting.borrow_mut().insert(p.index, (tx, prop.log_append_time));
+        let waiter = Waiter { reply: tx, log_append_time: prop.log_append_time, acks, base_offset: p.base_offset };
+        self.waiting.borrow_mut().insert(p.index, waiter);
         self.pump();
         Ok(rx)
     }
 
+    /// Voters in sync, as a leader sees them: itself, and each follower it heard from within
+    /// the lag bound whose log it is replicating to (not probing for a match). Kafka's ISR.
+    pub fn in_sync(&self) -> usize {
+        let r = self.replica.borrow();
+        let heard = self.heard.borrow();
+        let now = Instant::now();
+        let recent = |id: u64| heard.get(&id).is_some_and(|t| now.duration_since(*t) <= self.lag);
+        r.voters().into_iter().filter(|&id| id == r.id() || (recent(id) && r.replicating(id))).count()
+    }
+
     /// A peer's raft message for this group.
     pub fn step(self: &Rc<Self>, m: Message) {
+        self.heard.borrow_mut().insert(m.from, Instant::now());
         self.replica.borrow_mut().step(m);
         self.pump();
     }
@@ -176,8 +228,9 @@ impl Group {
     /// NOT_LEADER_OR_FOLLOWER; the state is written with the current commit.
     pub fn stop(&self) -> Result<(), BrokerError> {
         self.stopped.set(true);
-        for (_, (tx, _)) in self.waiting.borrow_mut().drain() {
-            let _ = tx.send(Err(ErrorCode::NotLeaderOrFollower));
+        let short = std::mem::take(&mut *self.short.borrow_mut());
+        for (_, w) in self.waiting.borrow_mut().drain().chain(short) {
+            let _ = w.reply.send(Err(ErrorCode::NotLeaderOrFollower));
         }
         if self.replica.borrow().failed().is_some() {
             return Ok(());
@@ -226,6 +279,7 @@ impl Group {
                 }
                 self.transport.send(&self.id, after);
                 self.replica.borrow_mut().persisted(write.number, &locs);
+                self.answer_written();
             }
             Err(e) => self.fail(format!("cannot write the log: {e}")),
         }
@@ -255,16 +309,55 @@ impl Group {
             self.log.set_high_watermark(offset, loc);
         }
         let mut waiting = self.waiting.borrow_mut();
+        let mut short = self.short.borrow_mut();
         for s in settled {
-            let (result, p) = match s {
-                Settled::Committed(p) => (Ok(()), p),
-                Settled::Lost(p) => (Err(ErrorCode::NotLeaderOrFollower), p),
-            };
-            if let Some((tx, log_append_time)) = waiting.remove(&p.index) {
-                let _ = tx.send(result.map(|()| self.log.appended(p.base_offset, log_append_time)));
+            match s {
+                Settled::Committed(p) => {
+                    if let Some(w) = waiting.remove(&p.index) {
+                        short.push((p.index, w));
+                    }
+                }
+                Settled::Lost(p) => {
+                    if let Some(w) = waiting.remove(&p.index) {
+                        let _ = w.reply.send(Err(ErrorCode::NotLeaderOrFollower));
+                    }
+                }
             }
         }
         drop(waiting);
+        if !serving {
+            // Committed, but who holds it is a leader's knowledge: the producer retries.
+            for (_, w) in short.drain(..) {
+                let _ = w.reply.send(Err(ErrorCode::NotEnoughReplicasAfterAppend));
+            }
+        }
+        // Committed; acks=all also waits for `min_insync` copies (more than a majority, when
+        // the topic asks for it). Anything else committed is answered now.
+        let r = self.replica.borrow();
+        short.retain_mut(|(index, w)| {
+            let enough = match w.acks {
+                Acks::All { min_insync } => r.voters_holding(*index) >= min_insync,
+                Acks::Leader => true,
+            };
+            if enough {
+                let (reply, _) = oneshot::channel();
+                let reply = std::mem::replace(&mut w.reply, reply);
+                let _ = reply.send(Ok(self.log.appended(w.base_offset, w.log_append_time)));
+            }
+            !enough
+        });
+    }
+
+    /// acks=1 produces whose entry the leader has written durably are answered.
+    fn answer_written(&self) {
+        let written = self.replica.borrow().persisted_index();
+        let mut waiting = self.waiting.borrow_mut();
+        let done: Vec<u64> =
+            waiting.iter().filter(|(&i, w)| i <= written && w.acks == Acks::Leader).map(|(&i, _)| i).collect();
+        for i in done {
+            let w = waiting.remove(&i).expect("listed above");
+            let _ = w.reply.send(Ok(self.log.appended(w.base_offset, w.log_append_time)));
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! acknowledged only once committed, every replica ends with the same bytes, a stopped leader
 //! is replaced, and a restarted one catches up from its own log and its peers.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -14,21 +15,27 @@ use crate::log::LogConfig;
 use crate::metrics::Probe;
 use crate::protocol::batch;
 
+const ALL: Acks = Acks::All { min_insync: 2 };
+
 struct Node {
     id: u64,
     dir: PathBuf,
     addr: SocketAddr,
     slot: Rc<RefCell<Option<Rc<Group>>>>,
+    /// The node cut off from its peers (0: none), shared by all nodes: both directions drop.
+    cut: Rc<Cell<u64>>,
     tasks: Vec<Task<()>>,
     transport: Option<Rc<Transport>>,
+    lag: Duration,
 }
 
-fn config(id: u64) -> GroupConfig {
+fn config(id: u64, replica_lag: Duration) -> GroupConfig {
     GroupConfig {
         node_id: id,
         voters: vec![1, 2, 3],
         replica: ReplicaConfig { election_tick: 10, max_election_tick: 20, heartbeat_tick: 1, ..Default::default() },
         cache_bytes: 4096,
+        replica_lag,
     }
 }
 
@@ -36,8 +43,11 @@ impl Node {
     async fn start(&mut self, peers: &HashMap<u64, SocketAddr>) {
         let cfg = LogConfig::from_config(&crate::config::Config::default());
         let log = Partition::open("t", 0, self.dir.clone(), cfg, Probe::detached()).await.unwrap();
-        let slot = self.slot.clone();
-        let deliver: Deliver = Rc::new(move |_, group, m| {
+        let (slot, cut, me) = (self.slot.clone(), self.cut.clone(), self.id);
+        let deliver: Deliver = Rc::new(move |from, group, m| {
+            if cut.get() == from || cut.get() == me {
+                return;
+            }
             let g = slot.borrow().clone();
             if let Some(g) = g.filter(|g| g.id() == &group) {
                 g.step(m);
@@ -48,7 +58,7 @@ impl Node {
         let g = Group::open(
             GroupId::new("t", 0),
             log,
-            &config(self.id),
+            &config(self.id, self.lag),
             transport.clone(),
             &crate::cluster::logging::logger(),
         )
@@ -96,7 +106,7 @@ async fn produce(nodes: &[Node], from: usize, n: usize) -> Vec<(i64, Vec<u8>)> {
     let mut waits = Vec::new();
     for i in from..from + n {
         let payload = format!("record-{i}").into_bytes();
-        let rx = g.produce(&Bytes::from(batch::build(i as i64, &[&payload]))).unwrap();
+        let rx = g.produce(&Bytes::from(batch::build(i as i64, &[&payload])), ALL).unwrap();
         waits.push((rx, payload));
     }
     let mut out = Vec::new();
@@ -142,31 +152,44 @@ fn value_at(bytes: &[u8], offset: i64) -> Option<Vec<u8>> {
     None
 }
 
+/// Three started nodes with their data under `base`.
+async fn cluster(base: &std::path::Path, lag: Duration) -> (Vec<Node>, HashMap<u64, SocketAddr>) {
+    let addrs: Vec<SocketAddr> =
+        (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).collect();
+    let peers: HashMap<u64, SocketAddr> = (1..=3).zip(addrs.iter().copied()).collect();
+    let cut = Rc::new(Cell::new(0));
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node {
+            id: i as u64 + 1,
+            dir: base.join(format!("node-{}", i + 1)).join("t-0"),
+            addr: addrs[i],
+            slot: Rc::default(),
+            cut: cut.clone(),
+            tasks: Vec::new(),
+            transport: None,
+            lag,
+        })
+        .collect();
+    for n in &mut nodes {
+        n.start(&peers).await;
+    }
+    (nodes, peers)
+}
+
+fn run(f: impl std::future::Future<Output = ()> + 'static) {
+    glommio::LocalExecutorBuilder::default().io_memory(1 << 20).make().unwrap().run(f);
+}
+
 #[test]
 fn three_replicas_commit_agree_and_survive_their_leader() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().to_path_buf();
-    glommio::LocalExecutorBuilder::default().io_memory(1 << 20).make().unwrap().run(async move {
-        let addrs: Vec<SocketAddr> =
-            (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).collect();
-        let peers: HashMap<u64, SocketAddr> = (1..=3).zip(addrs.iter().copied()).collect();
-        let mut nodes: Vec<Node> = (0..3)
-            .map(|i| Node {
-                id: i as u64 + 1,
-                dir: base.join(format!("node-{}", i + 1)).join("t-0"),
-                addr: addrs[i],
-                slot: Rc::default(),
-                tasks: Vec::new(),
-                transport: None,
-            })
-            .collect();
-        for n in &mut nodes {
-            n.start(&peers).await;
-        }
+    run(async move {
+        let (mut nodes, peers) = cluster(&base, Duration::from_secs(10)).await;
         until("a leader", || leader(&nodes).is_some()).await;
         let follower = (leader(&nodes).unwrap() + 1) % 3;
         assert_eq!(
-            nodes[follower].group().unwrap().produce(&Bytes::from(batch::build(0, &[b"x"]))).err(),
+            nodes[follower].group().unwrap().produce(&Bytes::from(batch::build(0, &[b"x"])), ALL).err(),
             Some(ErrorCode::NotLeaderOrFollower)
         );
         let mut acked = produce(&nodes, 0, 30).await;
@@ -199,6 +222,97 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
             assert_eq!(value_at(&all, *offset).as_ref(), Some(payload), "acknowledged record at {offset}");
         }
         assert_eq!(acked.len(), 50);
+        for n in &mut nodes {
+            n.stop();
+        }
+    });
+}
+
+#[test]
+fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_gives_its_tail_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    run(async move {
+        let (mut nodes, _) = cluster(&base, Duration::from_secs(10)).await;
+        until("a leader", || leader(&nodes).is_some()).await;
+        let mut acked = produce(&nodes, 0, 10).await;
+        let old = leader(&nodes).unwrap();
+        let g = nodes[old].group().unwrap();
+        nodes[0].cut.set(nodes[old].id);
+        // Clients still reach the old leader: it takes the batches but can never commit them.
+        let minority: Vec<_> = (100..105)
+            .map(|i| {
+                let payload = format!("minority-{i}").into_bytes();
+                (g.produce(&Bytes::from(batch::build(i, &[&payload])), ALL).expect("still leading"), payload)
+            })
+            .collect();
+        until("a leader on the majority side", || leader(&nodes).is_some_and(|l| l != old)).await;
+        acked.extend(produce(&nodes, 10, 10).await);
+        let mut refused = 0;
+        for (rx, _) in minority {
+            assert_eq!(rx.await.unwrap().err(), Some(ErrorCode::NotLeaderOrFollower), "never acknowledged");
+            refused += 1;
+        }
+        assert_eq!(refused, 5);
+        assert!(!g.serving(), "check-quorum made the isolated leader step down");
+        assert_eq!(
+            g.produce(&Bytes::from(batch::build(0, &[b"late"])), ALL).err(),
+            Some(ErrorCode::NotLeaderOrFollower)
+        );
+
+        // Healed: the old leader takes the new leader's log over its uncommitted tail.
+        nodes[0].cut.set(0);
+        let new = leader(&nodes).unwrap();
+        let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
+        acked.extend(produce(&nodes, 20, 1).await);
+        let top = hwm(&nodes[new]).unwrap();
+        until("every replica at the leader's watermark", || nodes.iter().all(|n| hwm(n) == Some(top))).await;
+        let all = committed_bytes(&nodes[new].group().unwrap());
+        for n in &nodes {
+            assert_eq!(committed_bytes(&n.group().unwrap()), all, "node {} differs after healing", n.id);
+            assert_eq!(n.group().unwrap().log().offsets().log_end, top, "node {} kept a divergent tail", n.id);
+        }
+        for (offset, payload) in &acked {
+            assert_eq!(value_at(&all, *offset).as_ref(), Some(payload), "acknowledged record at {offset}");
+        }
+        let text = String::from_utf8_lossy(&all);
+        assert!(!text.contains("minority-"), "an unacknowledged minority write survived");
+        for n in &mut nodes {
+            n.stop();
+        }
+    });
+}
+
+#[test]
+fn acks_one_answers_after_the_leader_write_and_min_insync_counts_live_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    run(async move {
+        let (mut nodes, _) = cluster(&base, Duration::from_millis(300)).await;
+        until("a leader", || leader(&nodes).is_some()).await;
+        let g = nodes[leader(&nodes).unwrap()].group().unwrap();
+        let send = |acks, v: &[u8]| g.produce(&Bytes::from(batch::build(0, &[v])), acks);
+        let three = Acks::All { min_insync: 3 };
+        let a = send(three, b"all three").unwrap().await.unwrap().unwrap();
+        assert_eq!(g.log().offsets().high_watermark, a.base_offset + 1, "committed when answered");
+        // One follower gone for longer than the lag bound: three copies cannot be had.
+        let gone = (leader(&nodes).unwrap() + 1) % 3;
+        nodes[gone].stop();
+        glommio::timer::sleep(Duration::from_millis(500)).await;
+        assert_eq!(g.in_sync(), 2);
+        assert_eq!(send(three, b"refused").err(), Some(ErrorCode::NotEnoughReplicas));
+        let two = send(ALL, b"two").unwrap().await.unwrap().unwrap();
+        let one = send(Acks::Leader, b"one").unwrap().await.unwrap().unwrap();
+        assert_eq!(one.base_offset, two.base_offset + 1);
+        // The last follower gone too: acks=1 is answered from the leader's own write, which
+        // nothing commits.
+        let last = (leader(&nodes).unwrap() + 2) % 3;
+        nodes[last].stop();
+        let end = g.log().offsets().log_end;
+        let alone = send(Acks::Leader, b"alone").unwrap().await.unwrap().unwrap();
+        assert_eq!(alone.base_offset, end);
+        glommio::timer::sleep(Duration::from_millis(100)).await;
+        assert!(g.log().offsets().high_watermark <= alone.base_offset, "written, never committed");
         for n in &mut nodes {
             n.stop();
         }
