@@ -8,6 +8,11 @@
 //! batches into memory at once and `written` later records where the write put them; a slot
 //! keeps its bytes until it is written and, after that, while the cache budget allows.
 //!
+//! Cost: a slot is about 56 bytes per batch, in memory for the whole log, and rebuilding the
+//! slots at open reads every batch header (`Partition::raft_batches`). Both are bounded once
+//! raft snapshots let the log start move (DESIGN §9); until then a replicated log keeps every
+//! batch (retention leaves it alone).
+//!
 //! A read that fails cannot be reported to raft-rs, which panics on storage errors: the store
 //! then marks itself failed, answers with what keeps raft-rs going (an entry without data, or
 //! "compacted" for a follower's append, which makes raft-rs ask for a snapshot the store does

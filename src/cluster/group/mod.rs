@@ -3,6 +3,10 @@
 //! Ready into sends and one log write at a time (the next Ready waits for it, so batches that
 //! arrive meanwhile go out in the next write: group commit per partition).
 //!
+//! "Durable" is the topic's flush policy: under `always` a write is fsynced before raft counts
+//! it; under `os` or `interval` an acks=all produce is held by a majority's page caches, as
+//! Kafka's acks=all is, and a power loss of a majority at once can take it back.
+//!
 //! The replica state file (`raft-state` in the partition's directory) is written and fsynced
 //! before the log write of the same Ready, and before any message that depends on it. It is
 //! written on the shard's thread: it changes only with the term, the vote or the
@@ -224,19 +228,31 @@ impl Group {
         self.pump();
     }
 
-    /// Stops taking part (the broker stops or the replica moves away): waiting produces get
-    /// NOT_LEADER_OR_FOLLOWER; the state is written with the current commit.
-    pub fn stop(&self) -> Result<(), BrokerError> {
+    /// Stops taking part cleanly (the broker stops or the replica moves away): waiting
+    /// produces get NOT_LEADER_OR_FOLLOWER, the write under way finishes, the state is
+    /// written with the current commit and the log is closed.
+    pub async fn stop(&self) -> Result<(), BrokerError> {
+        self.halt().await;
+        if self.replica.borrow().failed().is_some() {
+            return Ok(()); // leave it to recovery
+        }
+        let meta = self.replica.borrow().meta();
+        crate::storage::write_atomic(&self.state_path, &meta.encode(), 0o644)
+            .map_err(|e| storage(&self.state_path, e))?;
+        self.log.close().await
+    }
+
+    /// Stops at once, as a crash would but for the write under way, which is let finish so
+    /// that nothing else writes the log's files afterwards.
+    pub async fn halt(&self) {
         self.stopped.set(true);
         let short = std::mem::take(&mut *self.short.borrow_mut());
         for (_, w) in self.waiting.borrow_mut().drain().chain(short) {
             let _ = w.reply.send(Err(ErrorCode::NotLeaderOrFollower));
         }
-        if self.replica.borrow().failed().is_some() {
-            return Ok(());
+        while self.writing.get() {
+            glommio::timer::sleep(Duration::from_millis(1)).await;
         }
-        let meta = self.replica.borrow().meta();
-        crate::storage::write_atomic(&self.state_path, &meta.encode(), 0o644).map_err(|e| storage(&self.state_path, e))
     }
 
     /// Handles Readies until raft has none, or a log write is under way (its completion pumps

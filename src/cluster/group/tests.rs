@@ -75,11 +75,22 @@ impl Node {
     }
 
     /// As a crash of the process: the tasks stop, the files stay as written.
-    fn stop(&mut self) {
+    async fn crash(&mut self) {
         self.tasks.clear();
         self.transport = None;
-        if let Some(g) = self.slot.borrow_mut().take() {
-            g.stop().unwrap();
+        let g = self.slot.borrow_mut().take();
+        if let Some(g) = g {
+            g.halt().await;
+        }
+    }
+
+    /// A clean stop: the state and the log are closed.
+    async fn stop(&mut self) {
+        self.tasks.clear();
+        self.transport = None;
+        let g = self.slot.borrow_mut().take();
+        if let Some(g) = g {
+            g.stop().await.unwrap();
         }
     }
 
@@ -136,6 +147,42 @@ fn committed_bytes(g: &Group) -> Vec<u8> {
             out.extend_from_slice(&buf[at..at + size]);
             at += size;
         }
+    }
+    out
+}
+
+/// Waits until every node has the serving leader's high watermark, then checks that all hold
+/// the same committed bytes, each acknowledged record at its offset and no record twice;
+/// returns those bytes.
+async fn agreed(nodes: &[Node], acked: &[(i64, Vec<u8>)]) -> Vec<u8> {
+    let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
+    let new = leader(nodes).expect("a leader");
+    let top = hwm(&nodes[new]).unwrap();
+    until("every replica at the leader's watermark", || nodes.iter().all(|n| hwm(n) == Some(top))).await;
+    let all = committed_bytes(&nodes[new].group().unwrap());
+    for n in nodes {
+        assert_eq!(committed_bytes(&n.group().unwrap()), all, "node {} differs", n.id);
+        assert_eq!(n.group().unwrap().log().offsets().log_end, top, "node {} kept a divergent tail", n.id);
+    }
+    for (offset, payload) in acked {
+        assert_eq!(value_at(&all, *offset).as_ref(), Some(payload), "acknowledged record at {offset}");
+    }
+    let mut seen = std::collections::HashSet::new();
+    for v in values(&all) {
+        assert!(seen.insert(v.clone()), "{} stored twice", String::from_utf8_lossy(&v));
+    }
+    all
+}
+
+/// The record values of every data batch in `bytes`, in order.
+fn values(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(Ok(size)) = batch::batch_size(&bytes[at..]) {
+        if !batch::read_header(&bytes[at..]).unwrap().is_control() {
+            out.extend(batch::records(&bytes[at..at + size]).filter_map(|r| r.value.map(<[u8]>::to_vec)));
+        }
+        at += size;
     }
     out
 }
@@ -204,7 +251,7 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
         // The leader dies; the other two elect one of themselves and go on.
         let old = leader(&nodes).unwrap();
         let old_term = nodes[old].group().unwrap().term();
-        nodes[old].stop();
+        nodes[old].crash().await;
         until("a new leader", || leader(&nodes).is_some_and(|l| l != old)).await;
         let new = leader(&nodes).unwrap();
         assert!(nodes[new].group().unwrap().term() > old_term);
@@ -212,18 +259,10 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
 
         // The old leader comes back from its files and catches up.
         nodes[old].start(&peers).await;
-        let top = hwm(&nodes[new]).unwrap();
-        until("the restarted replica caught up", || hwm(&nodes[old]) == Some(top)).await;
-        let all = committed_bytes(&nodes[new].group().unwrap());
-        for n in &nodes {
-            assert_eq!(committed_bytes(&n.group().unwrap()), all, "node {} differs after the failover", n.id);
-        }
-        for (offset, payload) in &acked {
-            assert_eq!(value_at(&all, *offset).as_ref(), Some(payload), "acknowledged record at {offset}");
-        }
+        agreed(&nodes, &acked).await;
         assert_eq!(acked.len(), 50);
         for n in &mut nodes {
-            n.stop();
+            n.stop().await;
         }
     });
 }
@@ -262,23 +301,12 @@ fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_gives_its_tail_up() 
 
         // Healed: the old leader takes the new leader's log over its uncommitted tail.
         nodes[0].cut.set(0);
-        let new = leader(&nodes).unwrap();
-        let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
         acked.extend(produce(&nodes, 20, 1).await);
-        let top = hwm(&nodes[new]).unwrap();
-        until("every replica at the leader's watermark", || nodes.iter().all(|n| hwm(n) == Some(top))).await;
-        let all = committed_bytes(&nodes[new].group().unwrap());
-        for n in &nodes {
-            assert_eq!(committed_bytes(&n.group().unwrap()), all, "node {} differs after healing", n.id);
-            assert_eq!(n.group().unwrap().log().offsets().log_end, top, "node {} kept a divergent tail", n.id);
-        }
-        for (offset, payload) in &acked {
-            assert_eq!(value_at(&all, *offset).as_ref(), Some(payload), "acknowledged record at {offset}");
-        }
+        let all = agreed(&nodes, &acked).await;
         let text = String::from_utf8_lossy(&all);
         assert!(!text.contains("minority-"), "an unacknowledged minority write survived");
         for n in &mut nodes {
-            n.stop();
+            n.stop().await;
         }
     });
 }
@@ -297,7 +325,7 @@ fn acks_one_answers_after_the_leader_write_and_min_insync_counts_live_copies() {
         assert_eq!(g.log().offsets().high_watermark, a.base_offset + 1, "committed when answered");
         // One follower gone for longer than the lag bound: three copies cannot be had.
         let gone = (leader(&nodes).unwrap() + 1) % 3;
-        nodes[gone].stop();
+        nodes[gone].crash().await;
         glommio::timer::sleep(Duration::from_millis(500)).await;
         assert_eq!(g.in_sync(), 2);
         assert_eq!(send(three, b"refused").err(), Some(ErrorCode::NotEnoughReplicas));
@@ -307,14 +335,50 @@ fn acks_one_answers_after_the_leader_write_and_min_insync_counts_live_copies() {
         // The last follower gone too: acks=1 is answered from the leader's own write, which
         // nothing commits.
         let last = (leader(&nodes).unwrap() + 2) % 3;
-        nodes[last].stop();
+        nodes[last].stop().await;
         let end = g.log().offsets().log_end;
         let alone = send(Acks::Leader, b"alone").unwrap().await.unwrap().unwrap();
         assert_eq!(alone.base_offset, end);
         glommio::timer::sleep(Duration::from_millis(100)).await;
         assert!(g.log().offsets().high_watermark <= alone.base_offset, "written, never committed");
         for n in &mut nodes {
-            n.stop();
+            n.stop().await;
+        }
+    });
+}
+
+#[test]
+fn a_torn_leader_write_takes_that_replica_offline_and_loses_nothing_acknowledged() {
+    use crate::storage::faults::{self, Fault, Op};
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    run(async move {
+        let (mut nodes, peers) = cluster(&base, Duration::from_secs(10)).await;
+        until("a leader", || leader(&nodes).is_some()).await;
+        let mut acked = produce(&nodes, 0, 10).await;
+        let old = leader(&nodes).unwrap();
+        let g = nodes[old].group().unwrap();
+        // The leader's next log write stores 30 bytes and fails, as a full disk or a crash
+        // mid-write leaves it.
+        faults::inject(&nodes[old].dir, Op::Write, Fault::Torn { keep: 30 }, Some(1));
+        let doomed: Vec<_> = (100..103)
+            .map(|i| g.produce(&Bytes::from(batch::build(i, &[format!("doomed-{i}").as_bytes()])), ALL).unwrap())
+            .collect();
+        for rx in doomed {
+            assert_eq!(rx.await.unwrap().err(), Some(ErrorCode::NotLeaderOrFollower), "not acknowledged");
+        }
+        assert!(g.failed().is_some(), "the replica went offline");
+        until("a leader among the others", || leader(&nodes).is_some_and(|l| l != old)).await;
+        acked.extend(produce(&nodes, 10, 10).await);
+
+        // Restarted with the fault gone: recovery cuts the torn bytes, raft fills the rest.
+        nodes[old].crash().await;
+        faults::clear(&nodes[old].dir);
+        nodes[old].start(&peers).await;
+        acked.extend(produce(&nodes, 20, 1).await);
+        agreed(&nodes, &acked).await;
+        for n in &mut nodes {
+            n.stop().await;
         }
     });
 }
