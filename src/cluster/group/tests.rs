@@ -24,6 +24,8 @@ struct Node {
     slot: Rc<RefCell<Option<Rc<Group>>>>,
     /// The node cut off from its peers (0: none), shared by all nodes: both directions drop.
     cut: Rc<Cell<u64>>,
+    /// The node whose clock stands still too (0: none): a SIGSTOPped process.
+    frozen: Rc<Cell<u64>>,
     tasks: Vec<Task<()>>,
     transport: Option<Rc<Transport>>,
     lag: Duration,
@@ -65,9 +67,13 @@ impl Node {
         .unwrap();
         *self.slot.borrow_mut() = Some(g.clone());
         self.tasks.push(transport::listen(listener, deliver));
+        let (frozen, me) = (self.frozen.clone(), self.id);
         self.tasks.push(glommio::spawn_local(async move {
             loop {
                 glommio::timer::sleep(Duration::from_millis(10)).await;
+                if frozen.get() == me {
+                    continue; // SIGSTOP: no clock either
+                }
                 g.tick();
             }
         }));
@@ -107,8 +113,11 @@ async fn until(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// The serving leader of the highest term (a stopped old leader may still believe it leads).
 fn leader(nodes: &[Node]) -> Option<usize> {
-    nodes.iter().position(|n| n.group().is_some_and(|g| g.serving()))
+    (0..nodes.len())
+        .filter(|&i| nodes[i].group().is_some_and(|g| g.serving()))
+        .max_by_key(|&i| nodes[i].group().map(|g| g.term()))
 }
 
 /// Produces `n` batches at the serving leader; returns (base offset, payload) of each.
@@ -204,7 +213,7 @@ async fn cluster(base: &std::path::Path, lag: Duration) -> (Vec<Node>, HashMap<u
     let addrs: Vec<SocketAddr> =
         (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).collect();
     let peers: HashMap<u64, SocketAddr> = (1..=3).zip(addrs.iter().copied()).collect();
-    let cut = Rc::new(Cell::new(0));
+    let (cut, frozen) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
     let mut nodes: Vec<Node> = (0..3)
         .map(|i| Node {
             id: i as u64 + 1,
@@ -212,6 +221,7 @@ async fn cluster(base: &std::path::Path, lag: Duration) -> (Vec<Node>, HashMap<u
             addr: addrs[i],
             slot: Rc::default(),
             cut: cut.clone(),
+            frozen: frozen.clone(),
             tasks: Vec::new(),
             transport: None,
             lag,
@@ -375,6 +385,38 @@ fn a_torn_leader_write_takes_that_replica_offline_and_loses_nothing_acknowledged
         nodes[old].crash().await;
         faults::clear(&nodes[old].dir);
         nodes[old].start(&peers).await;
+        acked.extend(produce(&nodes, 20, 1).await);
+        agreed(&nodes, &acked).await;
+        for n in &mut nodes {
+            n.stop().await;
+        }
+    });
+}
+
+#[test]
+fn a_stopped_and_continued_leader_steps_down_and_rejoins_as_follower() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    run(async move {
+        let (mut nodes, _) = cluster(&base, Duration::from_secs(10)).await;
+        until("a leader", || leader(&nodes).is_some()).await;
+        let mut acked = produce(&nodes, 0, 10).await;
+        let old = leader(&nodes).unwrap();
+        let (id, g) = (nodes[old].id, nodes[old].group().unwrap());
+        // SIGSTOP for much longer than the election timeout: no clock, no messages.
+        nodes[0].cut.set(id);
+        nodes[0].frozen.set(id);
+        until("a leader among the others", || leader(&nodes).is_some_and(|l| l != old)).await;
+        acked.extend(produce(&nodes, 10, 10).await);
+        assert!(g.serving(), "frozen, it still believes it leads");
+        // SIGCONT: the first word from the new term makes it a follower.
+        nodes[0].cut.set(0);
+        nodes[0].frozen.set(0);
+        until("the old leader stepped down", || !g.serving()).await;
+        assert_eq!(
+            g.produce(&Bytes::from(batch::build(0, &[b"late"])), ALL).err(),
+            Some(ErrorCode::NotLeaderOrFollower)
+        );
         acked.extend(produce(&nodes, 20, 1).await);
         agreed(&nodes, &acked).await;
         for n in &mut nodes {
