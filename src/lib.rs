@@ -10,8 +10,9 @@
 //! - `api`: one module per Kafka API; a handler sees the broker only through `api::Broker`.
 //! - `shard`: what `api::Broker` runs on: routing to home shards over the mesh, this shard's
 //!   copy of the catalog, group calls to coordinators and requests to the controller.
-//! - `cluster`: replication with raft-rs (DESIGN §9): its logging bridged to tracing, and the
-//!   deterministic simulation replicas are tested in.
+//! - `cluster`: replication with raft-rs (DESIGN §9): raft entries as the partition log's
+//!   batches, one replica per group driven over its log, the broker-to-broker transport, and
+//!   the deterministic simulation replicas are tested in.
 //! - `controller`: the metadata state machine over its log.
 //! - `log`, `group`, `fetch_session`: partitions; consumer-group coordinators, which append
 //!   through `group::OffsetsLog` (`shard` implements it with partitions); a shard's cache of
