@@ -294,6 +294,14 @@ impl Replica {
         Ok(p)
     }
 
+    /// Asks the leader to hand leadership to `to` once that voter has caught up (controlled
+    /// shutdown, preferred-leader election). Proposals are dropped while it is under way.
+    pub fn transfer_leader(&mut self, to: u64) {
+        if self.is_leader() && self.failed.is_none() {
+            self.rn.transfer_leader(to);
+        }
+    }
+
     /// Proposals settled since the last call, in index order.
     pub fn take_settled(&mut self) -> Vec<Settled> {
         std::mem::take(&mut self.settled)

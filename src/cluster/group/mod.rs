@@ -216,6 +216,13 @@ impl Group {
         r.voters().into_iter().filter(|&id| id == r.id() || (recent(id) && r.replicating(id))).count()
     }
 
+    /// Hands leadership to voter `to` (see `Replica::transfer_leader`); does nothing unless
+    /// this replica leads.
+    pub fn transfer_leader(self: &Rc<Self>, to: u64) {
+        self.replica.borrow_mut().transfer_leader(to);
+        self.pump();
+    }
+
     /// A peer's raft message for this group.
     pub fn step(self: &Rc<Self>, m: Message) {
         self.heard.borrow_mut().insert(m.from, Instant::now());

@@ -424,3 +424,24 @@ fn a_stopped_and_continued_leader_steps_down_and_rejoins_as_follower() {
         }
     });
 }
+
+#[test]
+fn leadership_is_handed_to_the_voter_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    run(async move {
+        let (mut nodes, _) = cluster(&base, Duration::from_secs(10)).await;
+        until("a leader", || leader(&nodes).is_some()).await;
+        let mut acked = produce(&nodes, 0, 5).await;
+        let old = leader(&nodes).unwrap();
+        let to = (old + 1) % 3;
+        nodes[old].group().unwrap().transfer_leader(nodes[to].id);
+        until("the chosen voter leads", || leader(&nodes) == Some(to)).await;
+        assert!(!nodes[old].group().unwrap().serving());
+        acked.extend(produce(&nodes, 5, 5).await);
+        agreed(&nodes, &acked).await;
+        for n in &mut nodes {
+            n.stop().await;
+        }
+    });
+}
