@@ -7,6 +7,7 @@
 //!   write each Ready asks for, the high watermark, produce waits settled.
 //! - `frame`, `transport`: raft messages between brokers, one frame per peer per loop turn.
 //! - `group`: a replica driven on its home shard over its partition log and the transport.
+//! - `quorum`: a replicated state machine over one group (the metadata quorum's log).
 //! - `logging`: raft-rs's slog records forwarded to tracing.
 //! - `sim` (tests): the deterministic simulation replicas are tested in, with a seeded
 //!   network, fake disks that lose unsynced writes, crashes, and the safety invariants
@@ -17,6 +18,7 @@ pub mod frame;
 pub mod group;
 pub mod logging;
 pub mod meta;
+pub mod quorum;
 pub mod replica;
 #[cfg(test)]
 mod sim;

@@ -385,4 +385,4 @@ impl Group {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

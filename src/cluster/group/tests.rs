@@ -1,4 +1,5 @@
-//! Three replicas of one partition in one process, over real loopback sockets: produces are
+//! Three replicas of one partition in one process, over real loopback sockets (the harness
+//! the quorum's tests use too): produces are
 //! acknowledged only once committed, every replica ends with the same bytes, a stopped leader
 //! is replaced, and a restarted one catches up from its own log and its peers.
 
@@ -17,7 +18,7 @@ use crate::protocol::batch;
 
 const ALL: Acks = Acks::All { min_insync: 2 };
 
-struct Node {
+pub(crate) struct Node {
     id: u64,
     dir: PathBuf,
     addr: SocketAddr,
@@ -42,7 +43,7 @@ fn config(id: u64, replica_lag: Duration) -> GroupConfig {
 }
 
 impl Node {
-    async fn start(&mut self, peers: &HashMap<u64, SocketAddr>) {
+    pub(crate) async fn start(&mut self, peers: &HashMap<u64, SocketAddr>) {
         let cfg = LogConfig::from_config(&crate::config::Config::default());
         let log = Partition::open("t", 0, self.dir.clone(), cfg, Probe::detached()).await.unwrap();
         let (slot, cut, me) = (self.slot.clone(), self.cut.clone(), self.id);
@@ -81,7 +82,7 @@ impl Node {
     }
 
     /// As a crash of the process: the tasks stop, the files stay as written.
-    async fn crash(&mut self) {
+    pub(crate) async fn crash(&mut self) {
         self.tasks.clear();
         self.transport = None;
         let g = self.slot.borrow_mut().take();
@@ -91,7 +92,7 @@ impl Node {
     }
 
     /// A clean stop: the state and the log are closed.
-    async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         self.tasks.clear();
         self.transport = None;
         let g = self.slot.borrow_mut().take();
@@ -100,12 +101,12 @@ impl Node {
         }
     }
 
-    fn group(&self) -> Option<Rc<Group>> {
+    pub(crate) fn group(&self) -> Option<Rc<Group>> {
         self.slot.borrow().clone()
     }
 }
 
-async fn until(what: &str, mut f: impl FnMut() -> bool) {
+pub(crate) async fn until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -114,7 +115,7 @@ async fn until(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 /// The serving leader of the highest term (a stopped old leader may still believe it leads).
-fn leader(nodes: &[Node]) -> Option<usize> {
+pub(crate) fn leader(nodes: &[Node]) -> Option<usize> {
     (0..nodes.len())
         .filter(|&i| nodes[i].group().is_some_and(|g| g.serving()))
         .max_by_key(|&i| nodes[i].group().map(|g| g.term()))
@@ -209,7 +210,7 @@ fn value_at(bytes: &[u8], offset: i64) -> Option<Vec<u8>> {
 }
 
 /// Three started nodes with their data under `base`.
-async fn cluster(base: &std::path::Path, lag: Duration) -> (Vec<Node>, HashMap<u64, SocketAddr>) {
+pub(crate) async fn cluster(base: &std::path::Path, lag: Duration) -> (Vec<Node>, HashMap<u64, SocketAddr>) {
     let addrs: Vec<SocketAddr> =
         (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).collect();
     let peers: HashMap<u64, SocketAddr> = (1..=3).zip(addrs.iter().copied()).collect();
@@ -233,7 +234,7 @@ async fn cluster(base: &std::path::Path, lag: Duration) -> (Vec<Node>, HashMap<u
     (nodes, peers)
 }
 
-fn run(f: impl std::future::Future<Output = ()> + 'static) {
+pub(crate) fn run(f: impl std::future::Future<Output = ()> + 'static) {
     glommio::LocalExecutorBuilder::default().io_memory(1 << 20).make().unwrap().run(f);
 }
 

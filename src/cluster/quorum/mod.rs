@@ -1,0 +1,152 @@
+//! A replicated state machine over one raft group: the metadata quorum's log (DESIGN §9).
+//! Every replica applies the group's committed records, in offset order, exactly once per
+//! process: at start it replays what its log holds committed, then it follows each commit.
+//! The leader's `propose` resolves once its record is committed and applied here, so the
+//! caller answers a request only after the change it asked for took effect on this broker.
+//!
+//! A record's value is the state machine's own encoding (the controller's records); this
+//! module never reads it. Raft's own entries (control batches) are skipped.
+//!
+//! Replay reads the whole log at every start: the metadata log is small, and a snapshot of
+//! the applied state (with the raft snapshot that lets the log start move) will bound it.
+
+use std::cell::{Cell, RefCell};
+use std::os::unix::fs::FileExt;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+use glommio::Task;
+
+use super::group::{Acks, Group};
+use crate::protocol::batch;
+use crate::protocol::ErrorCode;
+
+/// What applying a committed record does: (its offset, its value).
+pub type Apply = Box<dyn FnMut(i64, &[u8])>;
+
+/// How much of the log one read takes while catching up.
+const READ_BYTES: u32 = 1 << 20;
+
+pub struct Quorum {
+    group: Rc<Group>,
+    /// The offset after the last record applied.
+    applied: Cell<i64>,
+    apply: RefCell<Apply>,
+    /// Proposals waiting for their record to be applied: (offset, wake).
+    waiting: RefCell<Vec<(i64, oneshot::Sender<()>)>>,
+    follow: RefCell<Option<Task<()>>>,
+}
+
+impl Quorum {
+    /// Applies what `group`'s log holds committed, then follows its commits on this shard.
+    pub fn start(group: Rc<Group>, apply: Apply) -> Rc<Quorum> {
+        let q = Rc::new(Quorum {
+            applied: Cell::new(group.log().offsets().log_start),
+            group,
+            apply: RefCell::new(apply),
+            waiting: RefCell::new(Vec::new()),
+            follow: RefCell::new(None),
+        });
+        q.catch_up();
+        let weak = Rc::downgrade(&q);
+        *q.follow.borrow_mut() = Some(glommio::spawn_local(async move {
+            loop {
+                let Some(q) = weak.upgrade() else { return };
+                let (tx, rx) = oneshot::channel();
+                q.group.log().watch(q.applied.get(), tx);
+                drop(q);
+                if rx.await.is_err() {
+                    glommio::timer::sleep(Duration::from_millis(10)).await;
+                }
+                let Some(q) = weak.upgrade() else { return };
+                q.catch_up();
+            }
+        }));
+        q
+    }
+
+    pub fn group(&self) -> &Rc<Group> {
+        &self.group
+    }
+
+    /// The offset after the last record applied here.
+    pub fn applied(&self) -> i64 {
+        self.applied.get()
+    }
+
+    /// Proposes one record (a leader's): resolves with its offset once it is committed and
+    /// applied on this replica, or with NOT_LEADER_OR_FOLLOWER (retry at the leader).
+    pub async fn propose(&self, value: &[u8]) -> Result<i64, ErrorCode> {
+        let records = Bytes::from(batch::build(crate::sys::unix_now_ms(), &[value]));
+        let appended = self
+            .group
+            .produce(&records, Acks::All { min_insync: 1 })?
+            .await
+            .map_err(|_| ErrorCode::NotLeaderOrFollower)??;
+        let offset = appended.base_offset;
+        if self.applied.get() <= offset {
+            let (tx, rx) = oneshot::channel();
+            self.waiting.borrow_mut().push((offset, tx));
+            self.catch_up();
+            rx.await.map_err(|_| ErrorCode::NotLeaderOrFollower)?;
+        }
+        Ok(offset)
+    }
+
+    /// Applies every committed record after `applied`, in order, and wakes the proposals
+    /// they cover. A failed read leaves the rest for the next commit (the log goes offline).
+    fn catch_up(&self) {
+        let log = self.group.log();
+        loop {
+            let from = self.applied.get();
+            if from >= log.offsets().high_watermark {
+                break;
+            }
+            let region = match log.read(from, READ_BYTES, true) {
+                Ok(r) => match r.records {
+                    Some(region) => region,
+                    None => break,
+                },
+                Err(e) => {
+                    tracing::error!(group = ?self.group.id(), "cannot read committed records: {e:?}");
+                    break;
+                }
+            };
+            let mut buf = vec![0; region.len as usize];
+            if let Err(e) = region.file.read_exact_at(&mut buf, region.pos) {
+                tracing::error!(group = ?self.group.id(), "cannot read committed records: {e}");
+                break;
+            }
+            let mut at = 0;
+            while let Some(Ok(size)) = batch::batch_size(&buf[at..]) {
+                let Some(whole) = buf.get(at..at + size) else { break };
+                let h = batch::read_header(whole).expect("a whole batch");
+                if h.last_offset() >= self.applied.get() && !h.is_control() {
+                    for r in batch::records(whole) {
+                        let offset = h.base_offset + i64::from(r.offset_delta);
+                        if offset >= self.applied.get() {
+                            (self.apply.borrow_mut())(offset, r.value.unwrap_or(&[]));
+                        }
+                    }
+                }
+                self.applied.set(self.applied.get().max(h.last_offset() + 1));
+                at += size;
+            }
+        }
+        let applied = self.applied.get();
+        self.waiting.borrow_mut().retain_mut(|(offset, tx)| {
+            if *offset < applied {
+                let (dummy, _) = oneshot::channel();
+                let _ = std::mem::replace(tx, dummy).send(());
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;
