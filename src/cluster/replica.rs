@@ -302,6 +302,28 @@ impl Replica {
         }
     }
 
+    /// Proposes a change of the voters and learners (a reassignment's steps: add learners,
+    /// then the joint change that makes them voters and drops others, left automatically).
+    /// It takes effect on each replica as the entry is applied (`voters`, `learners`).
+    pub fn propose_conf_change(&mut self, cc: ConfChangeV2) -> Result<(), ProposeError> {
+        if let Some(why) = &self.failed {
+            return Err(ProposeError::Failed(why.clone()));
+        }
+        if !self.serving() {
+            return Err(ProposeError::NotLeader { leader: self.leader(), term: self.term() });
+        }
+        self.rn.propose_conf_change(vec![], cc).map_err(|_| ProposeError::Dropped)
+    }
+
+    /// The learners of the applied configuration.
+    pub fn learners(&self) -> Vec<u64> {
+        let cs = self.rn.store().conf_state();
+        let mut ids: Vec<u64> = cs.learners.iter().chain(&cs.learners_next).copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     /// Proposals settled since the last call, in index order.
     pub fn take_settled(&mut self) -> Vec<Settled> {
         std::mem::take(&mut self.settled)

@@ -40,7 +40,9 @@ type Reply = oneshot::Sender<Result<Appended, ErrorCode>>;
 #[derive(Debug, Clone)]
 pub struct GroupConfig {
     pub node_id: u64,
-    /// The voters a new group starts with (an existing one reads its own from its state).
+    /// The voters the group was created with (an existing replica reads its own from its
+    /// state). The same on every replica, one added later included: that one starts outside
+    /// the configuration and replays the changes after it from the log.
     pub voters: Vec<u64>,
     pub replica: ReplicaConfig,
     /// Bytes of recent batches kept in memory for followers' appends and the commit path.
@@ -221,6 +223,27 @@ impl Group {
     pub fn transfer_leader(self: &Rc<Self>, to: u64) {
         self.replica.borrow_mut().transfer_leader(to);
         self.pump();
+    }
+
+    /// Proposes a membership change (see `Replica::propose_conf_change`); it applies when
+    /// committed, which `voters` and `learners` show. One change at a time: raft-rs drops a
+    /// second one while the first is pending.
+    pub fn change_membership(self: &Rc<Self>, cc: raft::prelude::ConfChangeV2) -> Result<(), ErrorCode> {
+        let r = self.replica.borrow_mut().propose_conf_change(cc);
+        self.pump();
+        r.map_err(|e| {
+            tracing::debug!(group = ?self.id, "membership change refused: {e}");
+            ErrorCode::NotLeaderOrFollower
+        })
+    }
+
+    /// The voters of the configuration this replica applied.
+    pub fn voters(&self) -> Vec<u64> {
+        self.replica.borrow().voters()
+    }
+
+    pub fn learners(&self) -> Vec<u64> {
+        self.replica.borrow().learners()
     }
 
     /// A peer's raft message for this group.

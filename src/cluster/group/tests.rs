@@ -35,6 +35,8 @@ pub(crate) struct Node {
 fn config(id: u64, replica_lag: Duration) -> GroupConfig {
     GroupConfig {
         node_id: id,
+        // What the group was created with, on every replica: a node added later replays the
+        // changes after it from the log.
         voters: vec![1, 2, 3],
         replica: ReplicaConfig { election_tick: 10, max_election_tick: 20, heartbeat_tick: 1, ..Default::default() },
         cache_bytes: 4096,
@@ -211,11 +213,17 @@ fn value_at(bytes: &[u8], offset: i64) -> Option<Vec<u8>> {
 
 /// Three started nodes with their data under `base`.
 pub(crate) async fn cluster(base: &std::path::Path, lag: Duration) -> (Vec<Node>, HashMap<u64, SocketAddr>) {
+    cluster_of(base, lag, 3).await
+}
+
+/// `count` started nodes: 1 to 3 the group's first voters, any others outside its
+/// configuration (to be added).
+async fn cluster_of(base: &std::path::Path, lag: Duration, count: usize) -> (Vec<Node>, HashMap<u64, SocketAddr>) {
     let addrs: Vec<SocketAddr> =
-        (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).collect();
-    let peers: HashMap<u64, SocketAddr> = (1..=3).zip(addrs.iter().copied()).collect();
+        (0..count).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()).collect();
+    let peers: HashMap<u64, SocketAddr> = (1..=count as u64).zip(addrs.iter().copied()).collect();
     let (cut, frozen) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
-    let mut nodes: Vec<Node> = (0..3)
+    let mut nodes: Vec<Node> = (0..count)
         .map(|i| Node {
             id: i as u64 + 1,
             dir: base.join(format!("node-{}", i + 1)).join("t-0"),
@@ -442,6 +450,56 @@ fn leadership_is_handed_to_the_voter_asked_for() {
         acked.extend(produce(&nodes, 5, 5).await);
         agreed(&nodes, &acked).await;
         for n in &mut nodes {
+            n.stop().await;
+        }
+    });
+}
+
+#[test]
+fn a_learner_catches_up_and_a_joint_change_swaps_it_in_for_a_voter() {
+    use raft::prelude::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
+    let change = |changes: &[(ConfChangeType, u64)]| {
+        let mut cc = ConfChangeV2::default();
+        for &(kind, node_id) in changes {
+            let mut one = ConfChangeSingle { node_id, ..Default::default() };
+            one.set_change_type(kind);
+            cc.mut_changes().push(one);
+        }
+        cc
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    run(async move {
+        let (mut nodes, _) = cluster_of(&base, Duration::from_secs(10), 4).await;
+        until("a leader", || leader(&nodes).is_some()).await;
+        let mut acked = produce(&nodes, 0, 20).await;
+        let l = leader(&nodes).unwrap();
+        nodes[l].group().unwrap().change_membership(change(&[(ConfChangeType::AddLearnerNode, 4)])).unwrap();
+        let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
+        until("the learner caught up", || {
+            nodes[3].group().unwrap().learners() == [4] && hwm(&nodes[3]) == hwm(&nodes[l])
+        })
+        .await;
+        assert_eq!(nodes[3].group().unwrap().voters(), [1, 2, 3], "a learner does not vote");
+        // A follower leaves and the learner becomes a voter in one joint change.
+        let out = (0..3).find(|&i| i != l).unwrap();
+        let out_id = nodes[out].id;
+        nodes[l]
+            .group()
+            .unwrap()
+            .change_membership(change(&[(ConfChangeType::AddNode, 4), (ConfChangeType::RemoveNode, out_id)]))
+            .unwrap();
+        let want: Vec<u64> = (1..=4).filter(|&id| id != out_id).collect();
+        until("the new voters everywhere", || {
+            nodes.iter().filter(|n| n.id != out_id).all(|n| n.group().unwrap().voters() == want)
+        })
+        .await;
+        // The removed node is gone for good: the other three commit without it.
+        nodes[out].stop().await;
+        acked.extend(produce(&nodes, 20, 10).await);
+        let rest: Vec<Node> = nodes.drain(..).filter(|n| n.id != out_id).collect();
+        agreed(&rest, &acked).await;
+        for mut n in rest {
             n.stop().await;
         }
     });
