@@ -343,7 +343,6 @@ impl Replica {
             return None;
         }
         let committed = rd.take_committed_entries();
-        self.apply(&committed);
         let appends = match self.rn.mut_store().append(rd.entries(), number) {
             Ok(a) => a,
             Err(e) => {
@@ -360,6 +359,12 @@ impl Replica {
             }
             self.rn.mut_store().set_hard_state(hs.clone());
         }
+        let after = rd.take_persisted_messages();
+        // raft-rs requires nothing appended between `ready` and this call; applying a
+        // configuration change may append (a joint configuration's automatic leave), so the
+        // committed entries are applied after it.
+        self.rn.advance_append_async(rd);
+        self.apply(&committed);
         if !self.is_leader() {
             self.lose_from(0);
         }
@@ -368,8 +373,6 @@ impl Replica {
             self.written_vote = (m.hard_state.term, m.hard_state.vote);
             self.meta_dirty = false;
         }
-        let after = rd.take_persisted_messages();
-        self.rn.advance_append_async(rd);
         if let Some(why) = self.rn.store().failed() {
             self.fail(why);
         }

@@ -1,10 +1,12 @@
 //! A deterministic simulation of raft-rs replicas: no reactor, sockets, threads or clock, only
 //! a seeded PRNG, so a failing seed replays exactly (`RINGBROKER_SIM_SEED=<seed>`).
 //!
-//! Each step may start or heal a partition, crash or restart a node and propose a payload on a
-//! leader; then every live node ticks, due messages are delivered and every Ready is handled by
+//! Each step may start or heal a partition, crash or restart a node, propose a payload on a
+//! leader and, in five-node runs, a membership change (learners added, joint changes that
+//! promote them and remove voters); then every live node ticks, due messages are delivered and every Ready is handled by
 //! the contract below, until nothing is left to do in the step. The invariants (`check`) run
-//! after every step; at the end the network heals and the logs must converge and agree.
+//! after every step; at the end the network heals and the logs of the final configuration's
+//! members must converge and agree.
 //!
 //! The nodes are the broker's own replicas (`Replica` over `RaftStore`, Kafka batches in a
 //! log file): each Ready is handled inside one step by the replica's contract, messages sent
@@ -39,15 +41,25 @@ use rng::Rng;
 #[derive(Clone, Copy)]
 struct Faults {
     propose: u64,
+    /// A membership change proposed by a leader (five-node runs only).
+    reconfigure: u64,
     crash: u64,
     torn_write: u64,
     partition: u64,
     heal: u64,
 }
 
-const CHAOS: Faults = Faults { propose: 300, crash: 3, torn_write: 3, partition: 5, heal: 20 };
+const CHAOS: Faults = Faults { propose: 300, reconfigure: 0, crash: 3, torn_write: 3, partition: 5, heal: 20 };
 
-const CALM: Faults = Faults { propose: 0, crash: 0, torn_write: 0, partition: 0, heal: 0 };
+/// CHAOS plus membership changes: learners added, joint changes promoting them and removing
+/// voters, removals.
+const CHURN: Faults = Faults { reconfigure: 15, ..CHAOS };
+
+const CALM: Faults = Faults { propose: 0, reconfigure: 0, crash: 0, torn_write: 0, partition: 0, heal: 0 };
+
+/// Every run starts with these voters; in five-node runs nodes 4 and 5 start outside the
+/// configuration, as brokers a reassignment adds.
+const FIRST_VOTERS: [u64; 3] = [1, 2, 3];
 
 /// Steps the healed cluster gets to converge before the run counts as stuck.
 const CONVERGE_STEPS: u64 = 3_000;
@@ -75,6 +87,8 @@ struct Proposal {
 
 struct Outcome {
     trace: u64,
+    /// Membership changes committed (joint leaves included).
+    reconfigured: usize,
     commit: u64,
     acked: usize,
     crashes: u64,
@@ -102,7 +116,7 @@ struct Sim {
 impl Sim {
     fn new(seed: u64, count: usize, faults: Faults) -> Sim {
         let mut rng = Rng::new(seed);
-        let voters: Vec<u64> = (1..=count as u64).collect();
+        let voters = FIRST_VOTERS.to_vec();
         // raft-rs draws the election timeout from [min, max) with thread_rng: a one-value range
         // makes it deterministic, distinct per node so elections do not tie forever.
         let mut offsets: Vec<u64> = (0..20).collect();
@@ -189,6 +203,9 @@ impl Sim {
         }
         if self.rng.chance(f.propose) {
             self.propose();
+        }
+        if self.rng.chance(f.reconfigure) {
+            self.reconfigure();
         }
         for node in &mut self.nodes {
             if let Some(r) = node.raft.as_mut() {
@@ -338,6 +355,57 @@ impl Sim {
         }
     }
 
+    /// A leader proposes one membership change toward a random node: a stranger becomes a
+    /// learner, a learner a voter (in a joint change that may also remove a voter), a voter is
+    /// removed; never the leader itself, never below three voters.
+    fn reconfigure(&mut self) {
+        use raft::prelude::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
+        let Some(l) = self.leader() else { return };
+        let r = self.nodes[l].raft.as_ref().expect("a leader is live");
+        let (voters, learners, me) = (r.voters(), r.learners(), r.id());
+        let n = self.rng.below(self.nodes.len() as u64) + 1;
+        let mut changes = Vec::new();
+        if learners.contains(&n) {
+            changes.push((ConfChangeType::AddNode, n));
+            let others: Vec<u64> = voters.iter().copied().filter(|&v| v != me).collect();
+            if voters.len() >= 3 && !others.is_empty() && self.rng.chance(500) {
+                changes.push((ConfChangeType::RemoveNode, others[self.rng.below(others.len() as u64) as usize]));
+            }
+        } else if voters.contains(&n) {
+            if voters.len() > 3 && n != me {
+                changes.push((ConfChangeType::RemoveNode, n));
+            }
+        } else {
+            changes.push((ConfChangeType::AddLearnerNode, n));
+        }
+        if changes.is_empty() {
+            return;
+        }
+        let mut cc = ConfChangeV2::default();
+        for (kind, node_id) in changes {
+            let mut one = ConfChangeSingle { node_id, ..Default::default() };
+            one.set_change_type(kind);
+            cc.mut_changes().push(one);
+        }
+        self.mix(0xc0f0_0000 | n);
+        // Refused while another change is pending: raft-rs allows one at a time.
+        let _ = self.nodes[l].raft.as_mut().expect("live").propose_conf_change(cc);
+    }
+
+    /// The serving leader of the highest term, if any.
+    fn leader(&self) -> Option<usize> {
+        self.serving().into_iter().max_by_key(|&i| self.nodes[i].raft.as_ref().map(Replica::term))
+    }
+
+    /// The nodes of the configuration the leader applied: what must converge at the end.
+    fn members(&self) -> Vec<usize> {
+        let Some(l) = self.leader() else { return Vec::new() };
+        let r = self.nodes[l].raft.as_ref().expect("live");
+        let mut ids = r.voters();
+        ids.extend(r.learners());
+        (0..self.nodes.len()).filter(|&i| ids.contains(&(i as u64 + 1))).collect()
+    }
+
     /// Per node: commit and high watermark never go back, the watermark is the end of a
     /// committed entry, and every newly committed entry agrees with what others committed.
     fn check_nodes(&mut self) {
@@ -391,30 +459,32 @@ impl Sim {
         if !converged {
             self.check.fail("the healed cluster did not converge".to_string());
         }
-        let first = self.nodes[0].raft.as_ref().expect("all live");
+        let members = self.members();
+        let m0 = &self.nodes[members[0]];
+        let first = m0.raft.as_ref().expect("all live");
         let (commit, hwm) = (first.commit_index(), first.high_watermark());
-        let logs: Vec<Vec<Entry>> = self
-            .nodes
+        let logs: Vec<Vec<Entry>> = members
             .iter()
-            .map(|n| {
-                let r = n.raft.as_ref().expect("all live");
+            .map(|&i| {
+                let r = self.nodes[i].raft.as_ref().expect("all live");
                 self.check.final_log(r.raw());
                 r.raw().raft.raft_log.slice(1, commit + 1, None, GetEntriesContext::empty(false)).expect("from 1")
             })
             .collect();
         if let Some(i) = logs.iter().position(|l| l != &logs[0]) {
-            self.check.fail(format!("node {} log differs from node 1 up to {commit}", i + 1));
+            self.check.fail(format!("node {} log differs from node {} up to {commit}", members[i] + 1, members[0] + 1));
         }
-        // The files themselves: the same bytes up to the high watermark on every node, and each
-        // acknowledged batch at the offset its producer was told.
-        let file = self.nodes[0].disk.bytes_before(hwm).to_vec();
-        for (i, n) in self.nodes.iter().enumerate() {
+        // The files themselves: the same bytes up to the high watermark on every member, and
+        // each acknowledged batch at the offset its producer was told.
+        let file = m0.disk.bytes_before(hwm).to_vec();
+        for &i in &members {
+            let n = &self.nodes[i];
             let r = n.raft.as_ref().expect("all live");
             if r.high_watermark() != hwm || n.disk.bytes_before(hwm) != file.as_slice() {
-                self.check.fail(format!("node {} log file differs from node 1 below {hwm}", i + 1));
+                self.check.fail(format!("node {} log file differs from node {} below {hwm}", i + 1, members[0] + 1));
             }
         }
-        let positions = self.nodes[0].disk.positions();
+        let positions = m0.disk.positions();
         for ack in &self.check.acked {
             let at = positions.get(&ack.base_offset).copied().unwrap_or(usize::MAX);
             if file.get(at..at.saturating_add(ack.data.len())) != Some(ack.data.as_slice()) {
@@ -424,24 +494,37 @@ impl Sim {
         for entry in &logs[0] {
             self.mix(entry.index ^ (entry.term << 32));
         }
-        Outcome { trace: self.trace, commit, acked: self.check.acked.len(), crashes: self.crashes, torn: self.torn }
+        let reconfigured =
+            logs[0].iter().filter(|e| e.get_entry_type() == raft::prelude::EntryType::EntryConfChangeV2).count();
+        Outcome {
+            trace: self.trace,
+            reconfigured,
+            commit,
+            acked: self.check.acked.len(),
+            crashes: self.crashes,
+            torn: self.torn,
+        }
     }
 
+    /// The members of the leader's configuration agree on commit, log end and watermark, and
+    /// all they hold is committed; nodes removed along the way are left behind.
     fn converged(&self) -> bool {
-        let mut marks = self
-            .nodes
-            .iter()
-            .map(|n| n.raft.as_ref().map(|r| (r.commit_index(), r.last_index(), r.high_watermark(), r.store().last())));
+        let members = self.members();
+        let mut marks = members.iter().map(|&i| {
+            let n = &self.nodes[i];
+            n.raft.as_ref().map(|r| (r.commit_index(), r.last_index(), r.high_watermark(), r.store().last()))
+        });
         let Some(Some(first)) = marks.next() else {
             return false;
         };
-        first.0 == first.1 && first.1 == first.3 && marks.all(|m| m == Some(first)) && self.serving().len() == 1
+        first.0 == first.1 && first.1 == first.3 && marks.all(|m| m == Some(first))
     }
 }
 
 /// One chaotic run of `steps` steps; odd seeds run five nodes, even seeds three.
 fn run(seed: u64, steps: u64) -> Outcome {
-    let mut sim = Sim::new(seed, if seed.is_multiple_of(2) { 3 } else { 5 }, CHAOS);
+    let (count, faults) = if seed.is_multiple_of(2) { (3, CHAOS) } else { (5, CHURN) };
+    let mut sim = Sim::new(seed, count, faults);
     for _ in 0..steps {
         sim.step();
     }
@@ -462,17 +545,24 @@ mod tests {
             Ok(seed) => vec![seed.parse().expect("RINGBROKER_SIM_SEED is a number")],
             Err(_) => (0..SEEDS).collect(),
         };
-        let (mut acked, mut crashes, mut torn) = (0, 0, 0);
+        let (mut acked, mut crashes, mut torn, mut reconfigured) = (0, 0, 0, 0);
         for &seed in &seeds {
             let outcome = run(seed, STEPS);
             acked += outcome.acked;
             crashes += outcome.crashes;
             torn += outcome.torn;
+            reconfigured += outcome.reconfigured;
         }
-        eprintln!("{} runs: {acked} acknowledged, {crashes} crashes ({torn} torn)", seeds.len());
+        eprintln!(
+            "{} runs: {acked} acknowledged, {crashes} crashes ({torn} torn), {reconfigured} membership changes",
+            seeds.len()
+        );
         // The runs must have made progress and hit the faults, or they proved nothing.
         assert!(acked > seeds.len() * 50, "only {acked} acknowledged");
         assert!(crashes > 0 && torn > 0, "crashes {crashes}, torn {torn}");
+        if seeds.len() > 1 {
+            assert!(reconfigured > seeds.len() / 2, "only {reconfigured} membership changes");
+        }
     }
 
     #[test]
