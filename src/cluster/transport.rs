@@ -3,7 +3,9 @@
 //! wakes the peer's sender task, which takes everything queued, connects if it must and writes
 //! one frame. A peer that is down or slow loses messages, which raft is built for: it resends
 //! appends and heartbeats on its own schedule. After a failed connect the sender waits
-//! `RECONNECT_BACKOFF` before trying again, dropping what is queued meanwhile.
+//! `RECONNECT_BACKOFF` before trying again, dropping what is queued meanwhile; a peer that
+//! takes no bytes for `WRITE_TIMEOUT` is disconnected; at most `MAX_QUEUED` messages wait
+//! for one peer.
 //!
 //! The receiving side reads frames from every connection and hands each message to
 //! `deliver`, which routes it to its group. Tasks are held, not detached: dropping the
@@ -25,6 +27,12 @@ use super::frame::{self, GroupId};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+/// A peer that takes no bytes for this long (stopped, or a black-holed link) is dropped and
+/// reconnected: raft resends what matters, and stale frames would only arrive late.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Messages queued for one peer at most while its sender is busy; beyond it new ones are
+/// dropped (counted), so a stuck peer cannot make this broker's memory grow.
+const MAX_QUEUED: usize = 16_384;
 
 /// Where a received message goes: (sender node, group, message).
 pub type Deliver = Rc<dyn Fn(u64, GroupId, Message)>;
@@ -79,7 +87,13 @@ impl Transport {
         for m in msgs {
             match self.peers.get(&m.to) {
                 Some(p) => {
-                    p.queue.borrow_mut().push((group.clone(), m));
+                    let mut q = p.queue.borrow_mut();
+                    if q.len() >= MAX_QUEUED {
+                        self.dropped.set(self.dropped.get() + 1);
+                        continue;
+                    }
+                    q.push((group.clone(), m));
+                    drop(q);
                     let _ = p.wake.try_send(()); // full: a wake-up is already pending
                 }
                 None => {
@@ -120,6 +134,7 @@ async fn send_loop(
             match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT).await {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
+                    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
                     tracing::info!(peer, %addr, "connected to peer broker");
                     conn = Some(s);
                 }
@@ -197,5 +212,44 @@ async fn read_loop(mut s: TcpStream, deliver: Deliver) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raft::prelude::MessageType;
+
+    fn heartbeat(to: u64, term: u64) -> Message {
+        let mut m = Message { to, from: 1, term, ..Default::default() };
+        m.set_msg_type(MessageType::MsgHeartbeat);
+        m
+    }
+
+    #[test]
+    fn messages_reach_a_listening_peer_and_are_dropped_for_a_dead_one() {
+        glommio::LocalExecutorBuilder::default().make().unwrap().run(async {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let live = listener.local_addr().unwrap();
+            let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+            let got: Rc<RefCell<Vec<(u64, GroupId, u64)>>> = Rc::default();
+            let g = got.clone();
+            let _listening =
+                listen(listener, Rc::new(move |from, group, m| g.borrow_mut().push((from, group, m.term))));
+            let t = Transport::new(1, &HashMap::from([(1, live), (2, live), (3, dead)]));
+            let group = GroupId::new("t", 7);
+            for term in 1..=3 {
+                t.send(&group, vec![heartbeat(2, term), heartbeat(3, term), heartbeat(9, term)]);
+                glommio::timer::sleep(Duration::from_millis(50)).await;
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while got.borrow().len() < 3 {
+                assert!(Instant::now() < deadline, "messages never arrived: {:?}", got.borrow());
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(*got.borrow(), (1..=3).map(|term| (1, group.clone(), term)).collect::<Vec<_>>());
+            // Node 3 refuses connections and node 9 is unknown: all six are counted lost.
+            assert_eq!(t.dropped(), 6);
+        });
     }
 }
