@@ -420,6 +420,15 @@ impl Replica {
                 .and_then(|cc| self.rn.apply_conf_change(&cc).map_err(|err| err.to_string()));
             match cs {
                 Ok(cs) => {
+                    let me = self.id();
+                    if self.is_leader() && !cs.voters.contains(&me) && !cs.voters_outgoing.contains(&me) {
+                        // raft-rs keeps a leader that removed itself leading, and panics at its
+                        // next commit (it has no progress of its own any more): step down; the
+                        // remaining voters elect one of themselves.
+                        tracing::info!(node = me, "removed from the voters while leading: stepping down");
+                        let term = self.rn.raft.term;
+                        self.rn.raft.become_follower(term, raft::INVALID_ID);
+                    }
                     self.rn.mut_store().set_conf_state(cs);
                     self.conf_index = e.index;
                     self.meta_dirty = true;

@@ -599,6 +599,49 @@ mod tests {
     }
 
     #[test]
+    fn a_leader_that_applies_its_own_removal_steps_down_and_the_rest_go_on() {
+        use raft::prelude::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
+        let change = |kind: ConfChangeType, node_id: u64| {
+            let mut cc = ConfChangeV2::default();
+            let mut one = ConfChangeSingle { node_id, ..Default::default() };
+            one.set_change_type(kind);
+            cc.mut_changes().push(one);
+            cc
+        };
+        let mut sim = Sim::new(11, 5, CALM);
+        sim.net.lossy = false;
+        let mut steps = 0;
+        let mut settle = |sim: &mut Sim, what: &str, done: &dyn Fn(&Sim) -> bool| {
+            while !done(sim) {
+                steps += 1;
+                assert!(steps < 2_000, "never: {what}");
+                sim.step();
+            }
+        };
+        settle(&mut sim, "a leader", &|s| s.leader().is_some());
+        let l = sim.leader().unwrap();
+        sim.nodes[l].raft.as_mut().unwrap().propose_conf_change(change(ConfChangeType::AddNode, 4)).unwrap();
+        settle(&mut sim, "four voters", &|s| {
+            s.leader().is_some_and(|l| s.nodes[l].raft.as_ref().unwrap().voters().len() == 4)
+        });
+        for _ in 0..5 {
+            sim.propose();
+        }
+        let l = sim.leader().unwrap();
+        let id = l as u64 + 1;
+        sim.nodes[l].raft.as_mut().unwrap().propose_conf_change(change(ConfChangeType::RemoveNode, id)).unwrap();
+        settle(&mut sim, "another leader", &|s| s.leader().is_some_and(|n| n != l));
+        let n = sim.leader().unwrap();
+        assert!(!sim.nodes[n].raft.as_ref().unwrap().voters().contains(&id));
+        assert!(!sim.nodes[l].raft.as_ref().unwrap().is_leader(), "the removed leader stepped down");
+        for _ in 0..5 {
+            sim.propose();
+        }
+        let outcome = sim.finish();
+        assert!(outcome.acked >= 5, "{} acknowledged", outcome.acked);
+    }
+
+    #[test]
     fn the_same_seed_replays_the_same_run() {
         let first = run(42, 600);
         let again = run(42, 600);
