@@ -139,16 +139,27 @@ impl RaftStore {
         s.loc.map(|l| Loc { segment: l.segment, pos: l.pos + u64::from(s.len) })
     }
 
-    /// OffsetForLeaderEpoch (KIP-320): the largest term up to `epoch` that the log holds and
-    /// the offset where it ends (the next term's first offset, or the log end). None when the
-    /// log holds no entry of `epoch` or earlier.
-    pub fn epoch_end(&self, epoch: u64) -> Option<(u64, i64)> {
-        let after = self.slots.partition_point(|s| s.term <= epoch);
+    /// OffsetForLeaderEpoch (KIP-320) as Kafka's leader answers it: `(epoch, end offset)`
+    /// where `epoch` is the largest the log holds up to the one asked for and the end is where
+    /// the next one starts (the log end for the latest); an epoch older than every one held
+    /// answers itself with the log's first offset; one newer than the latest, or a negative
+    /// one, is unknown: (-1, -1).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        const UNKNOWN: (i32, i64) = (-1, -1);
+        let Ok(wanted) = u64::try_from(epoch) else { return UNKNOWN };
+        let latest = self.slots.back().map_or(self.start.term, |s| s.term);
+        let as_epoch = |term: u64| i32::try_from(term).unwrap_or(i32::MAX);
+        if wanted == latest {
+            return (epoch, self.end_offset(self.last()).expect("the last entry"));
+        }
+        if wanted > latest {
+            return UNKNOWN;
+        }
+        let after = self.slots.partition_point(|s| s.term <= wanted);
         match after.checked_sub(1) {
             // The entry before the next term's first is the end of this one.
-            Some(last) => Some((self.slots[last].term, self.slots[last].end)),
-            None if self.start.index > 0 && self.start.term <= epoch => Some((self.start.term, self.start.offset)),
-            None => None,
+            Some(last) => (as_epoch(self.slots[last].term), self.slots[last].end),
+            None => (epoch, self.start.offset),
         }
     }
 
@@ -452,12 +463,13 @@ mod tests {
         let ents = [no_op(1, 2), data(2, 2, 1, 3), no_op(3, 5), data(4, 5, 5, 2), no_op(5, 6)];
         let a = store.append(&ents, 1).unwrap();
         write(&file, &mut store, 1, a);
-        assert_eq!(store.epoch_end(1), None, "nothing of epoch 1 or before");
-        assert_eq!(store.epoch_end(2), Some((2, 4)));
-        assert_eq!(store.epoch_end(4), Some((2, 4)), "epochs 3 and 4 never led: epoch 2's end");
-        assert_eq!(store.epoch_end(5), Some((5, 7)));
-        assert_eq!(store.epoch_end(6), Some((6, 8)), "the current epoch ends at the log end");
-        assert_eq!(store.epoch_end(9), Some((6, 8)));
+        assert_eq!(store.end_offset_for_epoch(1), (1, 0), "older than all: itself, at the log start");
+        assert_eq!(store.end_offset_for_epoch(2), (2, 4));
+        assert_eq!(store.end_offset_for_epoch(4), (2, 4), "epochs 3 and 4 never led: epoch 2's end");
+        assert_eq!(store.end_offset_for_epoch(5), (5, 7));
+        assert_eq!(store.end_offset_for_epoch(6), (6, 8), "the latest ends at the log end");
+        assert_eq!(store.end_offset_for_epoch(9), (-1, -1), "newer than the latest: unknown");
+        assert_eq!(store.end_offset_for_epoch(-1), (-1, -1));
     }
 
     #[test]

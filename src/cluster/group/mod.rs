@@ -163,9 +163,27 @@ impl Group {
         self.replica.borrow().term()
     }
 
-    /// OffsetForLeaderEpoch: the largest epoch up to `epoch` in this log and where it ends.
-    pub fn epoch_end(&self, epoch: u64) -> Option<(u64, i64)> {
-        self.replica.borrow().store().epoch_end(epoch)
+    /// The check Fetch, ListOffsets and OffsetForLeaderEpoch make of a client's
+    /// `current_leader_epoch` (KIP-320), -1 meaning none: only the serving leader answers, and
+    /// only clients that know its epoch: an older one is FENCED_LEADER_EPOCH (refresh
+    /// metadata), a newer one UNKNOWN_LEADER_EPOCH (this broker has not caught up yet).
+    pub fn check_leader_epoch(&self, current: i32) -> Result<(), ErrorCode> {
+        if !self.serving() {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        let epoch = i64::try_from(self.term()).unwrap_or(i64::MAX);
+        match i64::from(current) {
+            -1 => Ok(()),
+            c if c < epoch => Err(ErrorCode::FencedLeaderEpoch),
+            c if c > epoch => Err(ErrorCode::UnknownLeaderEpoch),
+            _ => Ok(()),
+        }
+    }
+
+    /// OffsetForLeaderEpoch at the leader (see `RaftStore::end_offset_for_epoch`).
+    pub fn end_offset_for_epoch(&self, current: i32, epoch: i32) -> Result<(i32, i64), ErrorCode> {
+        self.check_leader_epoch(current)?;
+        Ok(self.replica.borrow().store().end_offset_for_epoch(epoch))
     }
 
     /// Leading, with an entry of its own term committed: produces and fetches go here.

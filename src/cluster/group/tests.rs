@@ -267,15 +267,28 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
             assert_eq!(committed_bytes(&n.group().unwrap()), first, "node {} differs", n.id);
         }
 
+        // KIP-320 checks at the leader and at a follower.
+        let g = nodes[leader(&nodes).unwrap()].group().unwrap();
+        let epoch = g.term() as i32;
+        assert_eq!(g.check_leader_epoch(-1), Ok(()));
+        assert_eq!(g.check_leader_epoch(epoch), Ok(()));
+        assert_eq!(g.check_leader_epoch(epoch - 1), Err(ErrorCode::FencedLeaderEpoch));
+        assert_eq!(g.check_leader_epoch(epoch + 1), Err(ErrorCode::UnknownLeaderEpoch));
+        assert_eq!(nodes[follower].group().unwrap().check_leader_epoch(-1), Err(ErrorCode::NotLeaderOrFollower));
+        assert_eq!(g.end_offset_for_epoch(epoch, epoch), Ok((epoch, g.log().offsets().log_end)));
         // The leader dies; the other two elect one of themselves and go on.
         let old = leader(&nodes).unwrap();
         let old_term = nodes[old].group().unwrap().term();
+        let old_end = nodes[old].group().unwrap().log().offsets().log_end;
         nodes[old].crash().await;
         until("a new leader", || leader(&nodes).is_some_and(|l| l != old)).await;
         let new = leader(&nodes).unwrap();
         assert!(nodes[new].group().unwrap().term() > old_term);
         acked.extend(produce(&nodes, 30, 20).await);
 
+        // The new leader tells where the old epoch ended: what a consumer that read it checks.
+        let g = nodes[new].group().unwrap();
+        assert_eq!(g.end_offset_for_epoch(-1, old_term as i32), Ok((old_term as i32, old_end)));
         // The old leader comes back from its files and catches up.
         nodes[old].start(&peers).await;
         agreed(&nodes, &acked).await;
