@@ -1,7 +1,7 @@
 //! Broker faults (not Kafka error codes, which are data inside responses). Each variant says
 //! what failed and, where it can, what to change.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn no_space_advice(e: &std::io::Error) -> &'static str {
     if crate::storage::is_no_space(e) {
@@ -62,6 +62,11 @@ pub enum MetadataFault {
     Unreadable(#[from] serde_json::Error),
     #[error("has no `{0}`; restore it from a backup or move the data directory aside")]
     Missing(&'static str),
+}
+
+/// A failed file operation on `path`, as the broker reports it.
+pub fn storage(path: &Path, source: std::io::Error) -> BrokerError {
+    BrokerError::Storage { path: path.to_path_buf(), source }
 }
 
 impl BrokerError {

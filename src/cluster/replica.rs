@@ -206,10 +206,7 @@ impl Replica {
     /// The voters of the applied configuration (both sides of a joint one).
     pub fn voters(&self) -> Vec<u64> {
         let cs = self.rn.store().conf_state();
-        let mut ids: Vec<u64> = cs.voters.iter().chain(&cs.voters_outgoing).copied().collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids
+        union(&cs.voters, &cs.voters_outgoing)
     }
 
     /// Whether a leader is replicating to `id` (its log matched, appends flowing), not
@@ -274,12 +271,7 @@ impl Replica {
     /// Stamps `batch` (one validated batch) with the next offset and the leader epoch and
     /// proposes it.
     pub fn propose(&mut self, mut batch: Vec<u8>) -> Result<Proposal, ProposeError> {
-        if let Some(why) = &self.failed {
-            return Err(ProposeError::Failed(why.clone()));
-        }
-        if !self.serving() {
-            return Err(ProposeError::NotLeader { leader: self.leader(), term: self.term() });
-        }
+        self.check_serving()?;
         let term = self.term();
         let base_offset = self.log_end_offset();
         let epoch = entry::epoch(term).map_err(|e| ProposeError::Failed(e.to_string()))?;
@@ -306,22 +298,25 @@ impl Replica {
     /// then the joint change that makes them voters and drops others, left automatically).
     /// It takes effect on each replica as the entry is applied (`voters`, `learners`).
     pub fn propose_conf_change(&mut self, cc: ConfChangeV2) -> Result<(), ProposeError> {
+        self.check_serving()?;
+        self.rn.propose_conf_change(vec![], cc).map_err(|_| ProposeError::Dropped)
+    }
+
+    /// The learners of the applied configuration (with those a joint one turns into learners).
+    pub fn learners(&self) -> Vec<u64> {
+        let cs = self.rn.store().conf_state();
+        union(&cs.learners, &cs.learners_next)
+    }
+
+    /// What a proposal is refused with unless this replica is the serving leader.
+    fn check_serving(&self) -> Result<(), ProposeError> {
         if let Some(why) = &self.failed {
             return Err(ProposeError::Failed(why.clone()));
         }
         if !self.serving() {
             return Err(ProposeError::NotLeader { leader: self.leader(), term: self.term() });
         }
-        self.rn.propose_conf_change(vec![], cc).map_err(|_| ProposeError::Dropped)
-    }
-
-    /// The learners of the applied configuration.
-    pub fn learners(&self) -> Vec<u64> {
-        let cs = self.rn.store().conf_state();
-        let mut ids: Vec<u64> = cs.learners.iter().chain(&cs.learners_next).copied().collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids
+        Ok(())
     }
 
     /// Proposals settled since the last call, in index order.
@@ -463,6 +458,14 @@ impl Replica {
             Settled::Committed(p) | Settled::Lost(p) => p.index,
         });
     }
+}
+
+/// The ids in `a` or `b`, sorted, each once.
+fn union(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut ids: Vec<u64> = a.iter().chain(b).copied().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// The offset after entry `e`, which follows an entry ending at `prev`.

@@ -61,7 +61,7 @@ pub(super) fn reserve_port(addr: SocketAddr) -> Result<Reservation, BrokerError>
 }
 
 pub(super) fn lock_data_dir(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, BrokerError> {
-    let err = |source: std::io::Error| BrokerError::Storage { path: dir.to_path_buf(), source };
+    let err = |source: std::io::Error| crate::error::storage(dir, source);
     crate::storage::create_dir_all(dir).map_err(err)?;
     let f = crate::storage::open_rw(&dir.join(".lock")).map_err(err)?;
     nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {

@@ -85,7 +85,7 @@ impl Shard {
             self.logs.borrow().iter().filter(|(tp, _)| tp.topic == topic).map(|(_, p)| p.clone()).collect();
         let mut records = Vec::new();
         for p in logs {
-            if let Err(e) = p.scan_batches(|b| records.extend(offsets::from_batch(b))) {
+            if let Err(e) = p.scan_batches(0, |b| records.extend(offsets::from_batch(b))) {
                 tracing::error!(partition = p.index, "cannot replay {}: {e}", offsets::TOPIC);
             }
         }

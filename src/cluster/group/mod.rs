@@ -27,7 +27,7 @@ use super::meta::RaftMeta;
 use super::replica::{Replica, ReplicaConfig, Settled, Work};
 use super::store::{BatchReader, Loc, RaftStore};
 use super::transport::Transport;
-use crate::error::BrokerError;
+use crate::error::{storage, BrokerError};
 use crate::log::{Appended, Partition};
 use crate::protocol::ErrorCode;
 
@@ -95,8 +95,9 @@ pub struct Group {
     stopped: Cell<bool>,
 }
 
-fn storage(path: &std::path::Path, source: std::io::Error) -> BrokerError {
-    BrokerError::Storage { path: path.to_path_buf(), source }
+/// Replaces the replica state file with `meta`, durably.
+fn write_state(path: &std::path::Path, meta: &RaftMeta) -> Result<(), BrokerError> {
+    crate::storage::write_atomic(path, &meta.encode(), 0o644).map_err(|e| storage(path, e))
 }
 
 impl Group {
@@ -115,8 +116,7 @@ impl Group {
                 .map_err(|e| storage(&state_path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?,
             None => {
                 let meta = RaftMeta::initial(cfg.voters.clone());
-                crate::storage::write_atomic(&state_path, &meta.encode(), 0o644)
-                    .map_err(|e| storage(&state_path, e))?;
+                write_state(&state_path, &meta)?;
                 meta
             }
         };
@@ -284,9 +284,7 @@ impl Group {
         if self.replica.borrow().failed().is_some() {
             return Ok(()); // leave it to recovery
         }
-        let meta = self.replica.borrow().meta();
-        crate::storage::write_atomic(&self.state_path, &meta.encode(), 0o644)
-            .map_err(|e| storage(&self.state_path, e))?;
+        write_state(&self.state_path, &self.replica.borrow().meta())?;
         self.log.close().await
     }
 
@@ -331,8 +329,8 @@ impl Group {
     async fn write(&self, work: Work) {
         let Work { write, after, .. } = work;
         if let Some(meta) = &write.meta {
-            if let Err(e) = crate::storage::write_atomic(&self.state_path, &meta.encode(), 0o644) {
-                self.fail(format!("cannot write the replica state {}: {e}", self.state_path.display()));
+            if let Err(e) = write_state(&self.state_path, meta) {
+                self.fail(e.to_string());
                 return;
             }
         }
@@ -398,28 +396,20 @@ impl Group {
         // Committed; acks=all also waits for `min_insync` copies (more than a majority, when
         // the topic asks for it). Anything else committed is answered now.
         let r = self.replica.borrow();
-        short.retain_mut(|(index, w)| {
-            let enough = match w.acks {
-                Acks::All { min_insync } => r.voters_holding(*index) >= min_insync,
-                Acks::Leader => true,
-            };
-            if enough {
-                let (reply, _) = oneshot::channel();
-                let reply = std::mem::replace(&mut w.reply, reply);
-                let _ = reply.send(Ok(self.log.appended(w.base_offset, w.log_append_time)));
-            }
-            !enough
-        });
+        let enough = |(index, w): &mut (u64, Waiter)| match w.acks {
+            Acks::All { min_insync } => r.voters_holding(*index) >= min_insync,
+            Acks::Leader => true,
+        };
+        for (_, w) in short.extract_if(.., enough) {
+            let _ = w.reply.send(Ok(self.log.appended(w.base_offset, w.log_append_time)));
+        }
     }
 
     /// acks=1 produces whose entry the leader has written durably are answered.
     fn answer_written(&self) {
         let written = self.replica.borrow().persisted_index();
         let mut waiting = self.waiting.borrow_mut();
-        let done: Vec<u64> =
-            waiting.iter().filter(|(&i, w)| i <= written && w.acks == Acks::Leader).map(|(&i, _)| i).collect();
-        for i in done {
-            let w = waiting.remove(&i).expect("listed above");
+        for (_, w) in waiting.extract_if(|&i, w| i <= written && w.acks == Acks::Leader) {
             let _ = w.reply.send(Ok(self.log.appended(w.base_offset, w.log_append_time)));
         }
     }

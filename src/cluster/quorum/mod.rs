@@ -11,7 +11,6 @@
 //! the applied state (with the raft snapshot that lets the log start move) will bound it.
 
 use std::cell::{Cell, RefCell};
-use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -25,9 +24,6 @@ use crate::protocol::ErrorCode;
 
 /// What applying a committed record does: (its offset, its value).
 pub type Apply = Box<dyn FnMut(i64, &[u8])>;
-
-/// How much of the log one read takes while catching up.
-const READ_BYTES: u32 = 1 << 20;
 
 pub struct Quorum {
     group: Rc<Group>,
@@ -96,55 +92,27 @@ impl Quorum {
     }
 
     /// Applies every committed record after `applied`, in order, and wakes the proposals
-    /// they cover. A failed read leaves the rest for the next commit (the log goes offline).
+    /// they cover. A failed read leaves the rest for the next commit.
     fn catch_up(&self) {
-        let log = self.group.log();
-        loop {
-            let from = self.applied.get();
-            if from >= log.offsets().high_watermark {
-                break;
-            }
-            let region = match log.read(from, READ_BYTES, true) {
-                Ok(r) => match r.records {
-                    Some(region) => region,
-                    None => break,
-                },
-                Err(e) => {
-                    tracing::error!(group = ?self.group.id(), "cannot read committed records: {e:?}");
-                    break;
-                }
-            };
-            let mut buf = vec![0; region.len as usize];
-            if let Err(e) = region.file.read_exact_at(&mut buf, region.pos) {
-                tracing::error!(group = ?self.group.id(), "cannot read committed records: {e}");
-                break;
-            }
-            let mut at = 0;
-            while let Some(Ok(size)) = batch::batch_size(&buf[at..]) {
-                let Some(whole) = buf.get(at..at + size) else { break };
-                let h = batch::read_header(whole).expect("a whole batch");
-                if h.last_offset() >= self.applied.get() && !h.is_control() {
-                    for r in batch::records(whole) {
-                        let offset = h.base_offset + i64::from(r.offset_delta);
-                        if offset >= self.applied.get() {
-                            (self.apply.borrow_mut())(offset, r.value.unwrap_or(&[]));
-                        }
+        let scanned = self.group.log().scan_batches(self.applied.get(), |whole| {
+            let Ok(h) = batch::read_header(whole) else { return };
+            if !h.is_control() {
+                for r in batch::records(whole) {
+                    let offset = h.base_offset + i64::from(r.offset_delta);
+                    if offset >= self.applied.get() {
+                        (self.apply.borrow_mut())(offset, r.value.unwrap_or(&[]));
                     }
                 }
-                self.applied.set(self.applied.get().max(h.last_offset() + 1));
-                at += size;
             }
+            self.applied.set(self.applied.get().max(h.last_offset() + 1));
+        });
+        if let Err(e) = scanned {
+            tracing::error!(group = ?self.group.id(), "cannot read committed records: {e}");
         }
         let applied = self.applied.get();
-        self.waiting.borrow_mut().retain_mut(|(offset, tx)| {
-            if *offset < applied {
-                let (dummy, _) = oneshot::channel();
-                let _ = std::mem::replace(tx, dummy).send(());
-                false
-            } else {
-                true
-            }
-        });
+        for (_, tx) in self.waiting.borrow_mut().extract_if(.., |(offset, _)| *offset < applied) {
+            let _ = tx.send(());
+        }
     }
 }
 

@@ -42,7 +42,7 @@ mod retention;
 use super::config::LogConfig;
 use super::segment::{self, Segment};
 use super::snapshot;
-use crate::error::BrokerError;
+use crate::error::{storage, BrokerError};
 use crate::metrics::Probe;
 use crate::producer::ProducerState;
 use crate::protocol::batch::BatchHeader;
@@ -181,10 +181,6 @@ pub struct Partition {
 
 fn now_ms() -> i64 {
     crate::sys::unix_now_ms()
-}
-
-fn storage(path: &Path, source: std::io::Error) -> BrokerError {
-    BrokerError::Storage { path: path.to_path_buf(), source }
 }
 
 impl Partition {

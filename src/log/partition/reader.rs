@@ -90,13 +90,15 @@ impl Partition {
         Some((offset.max(st.log_start).min(st.hwm - 1), ts))
     }
 
-    /// Calls `f` with every committed batch, oldest first (replay of internal logs).
-    pub fn scan_batches(&self, mut f: impl FnMut(&[u8])) -> std::io::Result<()> {
+    /// Calls `f` with every committed batch from the one holding offset `from` on, oldest
+    /// first (replay of internal logs and of the metadata quorum's records).
+    pub fn scan_batches(&self, from: i64, mut f: impl FnMut(&[u8])) -> std::io::Result<()> {
         let st = self.st.borrow();
         let mut buf = Vec::new();
-        for seg in &st.segments {
+        let first = st.segments.partition_point(|s| s.base_offset <= from).saturating_sub(1);
+        for seg in &st.segments[first..] {
             let end = seg.committed.get();
-            let mut pos = 0;
+            let Some((mut pos, _)) = seg.find(from.max(seg.base_offset))? else { continue };
             while let Some(h) = seg.header_at(pos, end)? {
                 buf.resize(h.size, 0);
                 seg.read_at(&mut buf, pos)?;

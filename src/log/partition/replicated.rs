@@ -157,7 +157,9 @@ impl Partition {
                 seg.remove_files().map_err(|e| storage(&seg.path, e))?;
             }
             let seg = st.segments.last().expect("one segment");
-            let pos = position_of(seg, offset).map_err(|e| storage(&seg.path, e))?;
+            // The batch holding `offset` (one starts there: raft cuts between entries) and all after it go.
+            let found = seg.find_before(offset, seg.size.get()).map_err(|e| storage(&seg.path, e))?;
+            let pos = found.map_or(seg.size.get(), |(pos, _)| pos);
             removed += seg.size.get() - pos;
             seg.truncate(pos).map_err(|e| storage(&seg.path, e))?;
             crate::storage::sync(&seg.file, &seg.path).map_err(|e| storage(&seg.path, e))?;
@@ -250,7 +252,7 @@ impl Partition {
     }
 
     fn offline(&self) -> BrokerError {
-        BrokerError::Storage { path: self.dir.clone(), source: std::io::Error::other("the replica is offline") }
+        storage(&self.dir, std::io::Error::other("the replica is offline"))
     }
 
     /// What raft handed over does not fit this log: a bug or a corrupt peer, never a reason
@@ -258,18 +260,6 @@ impl Partition {
     fn corrupt(&self, why: String) -> BrokerError {
         self.st.borrow_mut().failed = true;
         tracing::error!(topic = %self.topic, partition = self.index, "replicated log is inconsistent, the replica is offline: {why}");
-        BrokerError::Storage { path: self.dir.clone(), source: std::io::Error::other(why) }
+        storage(&self.dir, std::io::Error::other(why))
     }
-}
-
-/// Where the batch at `offset` starts in `seg` (its end if none does).
-fn position_of(seg: &Segment, offset: i64) -> std::io::Result<u64> {
-    let mut pos = seg.index.lookup(offset - seg.base_offset);
-    while let Some(h) = seg.header_at(pos, seg.size.get())? {
-        if h.base_offset >= offset {
-            return Ok(pos);
-        }
-        pos += h.size as u64;
-    }
-    Ok(seg.size.get())
 }
