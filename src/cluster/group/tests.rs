@@ -211,11 +211,6 @@ fn value_at(bytes: &[u8], offset: i64) -> Option<Vec<u8>> {
     None
 }
 
-/// Three started nodes with their data under `base`.
-pub(crate) async fn cluster(base: &std::path::Path, lag: Duration) -> (Vec<Node>, HashMap<u64, SocketAddr>) {
-    cluster_of(base, lag, 3).await
-}
-
 /// `count` started nodes: 1 to 3 the group's first voters, any others outside its
 /// configuration (to be added).
 async fn cluster_of(base: &std::path::Path, lag: Duration, count: usize) -> (Vec<Node>, HashMap<u64, SocketAddr>) {
@@ -242,25 +237,40 @@ async fn cluster_of(base: &std::path::Path, lag: Duration, count: usize) -> (Vec
     (nodes, peers)
 }
 
-pub(crate) fn run(f: impl std::future::Future<Output = ()> + 'static) {
+fn run(f: impl std::future::Future<Output = ()> + 'static) {
     glommio::LocalExecutorBuilder::default().io_memory(1 << 20).make().unwrap().run(f);
+}
+
+/// Runs `test` on `count` started nodes (see `cluster_of`) once one of them leads, then stops
+/// every node still running; the nodes' data lives in a temporary directory.
+pub(crate) fn with_cluster(
+    count: usize,
+    lag: Duration,
+    test: impl AsyncFnOnce(&mut Vec<Node>, &HashMap<u64, SocketAddr>) + 'static,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let (mut nodes, peers) = cluster_of(dir.path(), lag, count).await;
+        until("a leader", || leader(&nodes).is_some()).await;
+        test(&mut nodes, &peers).await;
+        for n in &mut nodes {
+            n.stop().await;
+        }
+        drop(dir);
+    });
 }
 
 #[test]
 fn three_replicas_commit_agree_and_survive_their_leader() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    run(async move {
-        let (mut nodes, peers) = cluster(&base, Duration::from_secs(10)).await;
-        until("a leader", || leader(&nodes).is_some()).await;
-        let follower = (leader(&nodes).unwrap() + 1) % 3;
+    with_cluster(3, Duration::from_secs(10), async |nodes, peers| {
+        let follower = (leader(nodes).unwrap() + 1) % 3;
         assert_eq!(
             nodes[follower].group().unwrap().produce(&Bytes::from(batch::build(0, &[b"x"])), ALL).err(),
             Some(ErrorCode::NotLeaderOrFollower)
         );
-        let mut acked = produce(&nodes, 0, 30).await;
+        let mut acked = produce(nodes, 0, 30).await;
         let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
-        let top = hwm(&nodes[leader(&nodes).unwrap()]).unwrap();
+        let top = hwm(&nodes[leader(nodes).unwrap()]).unwrap();
         until("every replica at the leader's watermark", || nodes.iter().all(|n| hwm(n) == Some(top))).await;
         let first = committed_bytes(&nodes[0].group().unwrap());
         for n in &nodes[1..] {
@@ -268,7 +278,7 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
         }
 
         // KIP-320 checks at the leader and at a follower.
-        let g = nodes[leader(&nodes).unwrap()].group().unwrap();
+        let g = nodes[leader(nodes).unwrap()].group().unwrap();
         let epoch = g.term() as i32;
         assert_eq!(g.check_leader_epoch(-1), Ok(()));
         assert_eq!(g.check_leader_epoch(epoch), Ok(()));
@@ -277,37 +287,30 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
         assert_eq!(nodes[follower].group().unwrap().check_leader_epoch(-1), Err(ErrorCode::NotLeaderOrFollower));
         assert_eq!(g.end_offset_for_epoch(epoch, epoch), Ok((epoch, g.log().offsets().log_end)));
         // The leader dies; the other two elect one of themselves and go on.
-        let old = leader(&nodes).unwrap();
+        let old = leader(nodes).unwrap();
         let old_term = nodes[old].group().unwrap().term();
         let old_end = nodes[old].group().unwrap().log().offsets().log_end;
         nodes[old].crash().await;
-        until("a new leader", || leader(&nodes).is_some_and(|l| l != old)).await;
-        let new = leader(&nodes).unwrap();
+        until("a new leader", || leader(nodes).is_some_and(|l| l != old)).await;
+        let new = leader(nodes).unwrap();
         assert!(nodes[new].group().unwrap().term() > old_term);
-        acked.extend(produce(&nodes, 30, 20).await);
+        acked.extend(produce(nodes, 30, 20).await);
 
         // The new leader tells where the old epoch ended: what a consumer that read it checks.
         let g = nodes[new].group().unwrap();
         assert_eq!(g.end_offset_for_epoch(-1, old_term as i32), Ok((old_term as i32, old_end)));
         // The old leader comes back from its files and catches up.
-        nodes[old].start(&peers).await;
-        agreed(&nodes, &acked).await;
+        nodes[old].start(peers).await;
+        agreed(nodes, &acked).await;
         assert_eq!(acked.len(), 50);
-        for n in &mut nodes {
-            n.stop().await;
-        }
     });
 }
 
 #[test]
 fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_gives_its_tail_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    run(async move {
-        let (mut nodes, _) = cluster(&base, Duration::from_secs(10)).await;
-        until("a leader", || leader(&nodes).is_some()).await;
-        let mut acked = produce(&nodes, 0, 10).await;
-        let old = leader(&nodes).unwrap();
+    with_cluster(3, Duration::from_secs(10), async |nodes, _| {
+        let mut acked = produce(nodes, 0, 10).await;
+        let old = leader(nodes).unwrap();
         let g = nodes[old].group().unwrap();
         nodes[0].cut.set(nodes[old].id);
         // Clients still reach the old leader: it takes the batches but can never commit them.
@@ -317,8 +320,8 @@ fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_gives_its_tail_up() 
                 (g.produce(&Bytes::from(batch::build(i, &[&payload])), ALL).expect("still leading"), payload)
             })
             .collect();
-        until("a leader on the majority side", || leader(&nodes).is_some_and(|l| l != old)).await;
-        acked.extend(produce(&nodes, 10, 10).await);
+        until("a leader on the majority side", || leader(nodes).is_some_and(|l| l != old)).await;
+        acked.extend(produce(nodes, 10, 10).await);
         let mut refused = 0;
         for (rx, _) in minority {
             assert_eq!(rx.await.unwrap().err(), Some(ErrorCode::NotLeaderOrFollower), "never acknowledged");
@@ -333,30 +336,23 @@ fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_gives_its_tail_up() 
 
         // Healed: the old leader takes the new leader's log over its uncommitted tail.
         nodes[0].cut.set(0);
-        acked.extend(produce(&nodes, 20, 1).await);
-        let all = agreed(&nodes, &acked).await;
+        acked.extend(produce(nodes, 20, 1).await);
+        let all = agreed(nodes, &acked).await;
         let text = String::from_utf8_lossy(&all);
         assert!(!text.contains("minority-"), "an unacknowledged minority write survived");
-        for n in &mut nodes {
-            n.stop().await;
-        }
     });
 }
 
 #[test]
 fn acks_one_answers_after_the_leader_write_and_min_insync_counts_live_copies() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    run(async move {
-        let (mut nodes, _) = cluster(&base, Duration::from_millis(300)).await;
-        until("a leader", || leader(&nodes).is_some()).await;
-        let g = nodes[leader(&nodes).unwrap()].group().unwrap();
+    with_cluster(3, Duration::from_millis(300), async |nodes, _| {
+        let g = nodes[leader(nodes).unwrap()].group().unwrap();
         let send = |acks, v: &[u8]| g.produce(&Bytes::from(batch::build(0, &[v])), acks);
         let three = Acks::All { min_insync: 3 };
         let a = send(three, b"all three").unwrap().await.unwrap().unwrap();
         assert_eq!(g.log().offsets().high_watermark, a.base_offset + 1, "committed when answered");
         // One follower gone for longer than the lag bound: three copies cannot be had.
-        let gone = (leader(&nodes).unwrap() + 1) % 3;
+        let gone = (leader(nodes).unwrap() + 1) % 3;
         nodes[gone].crash().await;
         glommio::timer::sleep(Duration::from_millis(500)).await;
         assert_eq!(g.in_sync(), 2);
@@ -366,29 +362,22 @@ fn acks_one_answers_after_the_leader_write_and_min_insync_counts_live_copies() {
         assert_eq!(one.base_offset, two.base_offset + 1);
         // The last follower gone too: acks=1 is answered from the leader's own write, which
         // nothing commits.
-        let last = (leader(&nodes).unwrap() + 2) % 3;
+        let last = (leader(nodes).unwrap() + 2) % 3;
         nodes[last].stop().await;
         let end = g.log().offsets().log_end;
         let alone = send(Acks::Leader, b"alone").unwrap().await.unwrap().unwrap();
         assert_eq!(alone.base_offset, end);
         glommio::timer::sleep(Duration::from_millis(100)).await;
         assert!(g.log().offsets().high_watermark <= alone.base_offset, "written, never committed");
-        for n in &mut nodes {
-            n.stop().await;
-        }
     });
 }
 
 #[test]
 fn a_torn_leader_write_takes_that_replica_offline_and_loses_nothing_acknowledged() {
     use crate::storage::faults::{self, Fault, Op};
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    run(async move {
-        let (mut nodes, peers) = cluster(&base, Duration::from_secs(10)).await;
-        until("a leader", || leader(&nodes).is_some()).await;
-        let mut acked = produce(&nodes, 0, 10).await;
-        let old = leader(&nodes).unwrap();
+    with_cluster(3, Duration::from_secs(10), async |nodes, peers| {
+        let mut acked = produce(nodes, 0, 10).await;
+        let old = leader(nodes).unwrap();
         let g = nodes[old].group().unwrap();
         // The leader's next log write stores 30 bytes and fails, as a full disk or a crash
         // mid-write leaves it.
@@ -400,36 +389,29 @@ fn a_torn_leader_write_takes_that_replica_offline_and_loses_nothing_acknowledged
             assert_eq!(rx.await.unwrap().err(), Some(ErrorCode::NotLeaderOrFollower), "not acknowledged");
         }
         assert!(g.failed().is_some(), "the replica went offline");
-        until("a leader among the others", || leader(&nodes).is_some_and(|l| l != old)).await;
-        acked.extend(produce(&nodes, 10, 10).await);
+        until("a leader among the others", || leader(nodes).is_some_and(|l| l != old)).await;
+        acked.extend(produce(nodes, 10, 10).await);
 
         // Restarted with the fault gone: recovery cuts the torn bytes, raft fills the rest.
         nodes[old].crash().await;
         faults::clear(&nodes[old].dir);
-        nodes[old].start(&peers).await;
-        acked.extend(produce(&nodes, 20, 1).await);
-        agreed(&nodes, &acked).await;
-        for n in &mut nodes {
-            n.stop().await;
-        }
+        nodes[old].start(peers).await;
+        acked.extend(produce(nodes, 20, 1).await);
+        agreed(nodes, &acked).await;
     });
 }
 
 #[test]
 fn a_stopped_and_continued_leader_steps_down_and_rejoins_as_follower() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    run(async move {
-        let (mut nodes, _) = cluster(&base, Duration::from_secs(10)).await;
-        until("a leader", || leader(&nodes).is_some()).await;
-        let mut acked = produce(&nodes, 0, 10).await;
-        let old = leader(&nodes).unwrap();
+    with_cluster(3, Duration::from_secs(10), async |nodes, _| {
+        let mut acked = produce(nodes, 0, 10).await;
+        let old = leader(nodes).unwrap();
         let (id, g) = (nodes[old].id, nodes[old].group().unwrap());
         // SIGSTOP for much longer than the election timeout: no clock, no messages.
         nodes[0].cut.set(id);
         nodes[0].frozen.set(id);
-        until("a leader among the others", || leader(&nodes).is_some_and(|l| l != old)).await;
-        acked.extend(produce(&nodes, 10, 10).await);
+        until("a leader among the others", || leader(nodes).is_some_and(|l| l != old)).await;
+        acked.extend(produce(nodes, 10, 10).await);
         assert!(g.serving(), "frozen, it still believes it leads");
         // SIGCONT: the first word from the new term makes it a follower.
         nodes[0].cut.set(0);
@@ -439,32 +421,22 @@ fn a_stopped_and_continued_leader_steps_down_and_rejoins_as_follower() {
             g.produce(&Bytes::from(batch::build(0, &[b"late"])), ALL).err(),
             Some(ErrorCode::NotLeaderOrFollower)
         );
-        acked.extend(produce(&nodes, 20, 1).await);
-        agreed(&nodes, &acked).await;
-        for n in &mut nodes {
-            n.stop().await;
-        }
+        acked.extend(produce(nodes, 20, 1).await);
+        agreed(nodes, &acked).await;
     });
 }
 
 #[test]
 fn leadership_is_handed_to_the_voter_asked_for() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    run(async move {
-        let (mut nodes, _) = cluster(&base, Duration::from_secs(10)).await;
-        until("a leader", || leader(&nodes).is_some()).await;
-        let mut acked = produce(&nodes, 0, 5).await;
-        let old = leader(&nodes).unwrap();
+    with_cluster(3, Duration::from_secs(10), async |nodes, _| {
+        let mut acked = produce(nodes, 0, 5).await;
+        let old = leader(nodes).unwrap();
         let to = (old + 1) % 3;
         nodes[old].group().unwrap().transfer_leader(nodes[to].id);
-        until("the chosen voter leads", || leader(&nodes) == Some(to)).await;
+        until("the chosen voter leads", || leader(nodes) == Some(to)).await;
         assert!(!nodes[old].group().unwrap().serving());
-        acked.extend(produce(&nodes, 5, 5).await);
-        agreed(&nodes, &acked).await;
-        for n in &mut nodes {
-            n.stop().await;
-        }
+        acked.extend(produce(nodes, 5, 5).await);
+        agreed(nodes, &acked).await;
     });
 }
 
@@ -480,13 +452,9 @@ fn a_learner_catches_up_and_a_joint_change_swaps_it_in_for_a_voter() {
         }
         cc
     };
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    run(async move {
-        let (mut nodes, _) = cluster_of(&base, Duration::from_secs(10), 4).await;
-        until("a leader", || leader(&nodes).is_some()).await;
-        let mut acked = produce(&nodes, 0, 20).await;
-        let l = leader(&nodes).unwrap();
+    with_cluster(4, Duration::from_secs(10), async move |nodes, _| {
+        let mut acked = produce(nodes, 0, 20).await;
+        let l = leader(nodes).unwrap();
         nodes[l].group().unwrap().change_membership(change(&[(ConfChangeType::AddLearnerNode, 4)])).unwrap();
         let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
         until("the learner caught up", || {
@@ -509,7 +477,7 @@ fn a_learner_catches_up_and_a_joint_change_swaps_it_in_for_a_voter() {
         .await;
         // The removed node is gone for good: the other three commit without it.
         nodes[out].stop().await;
-        acked.extend(produce(&nodes, 20, 10).await);
+        acked.extend(produce(nodes, 20, 10).await);
         let rest: Vec<Node> = nodes.drain(..).filter(|n| n.id != out_id).collect();
         agreed(&rest, &acked).await;
         for mut n in rest {

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::*;
-use crate::cluster::group::tests::{cluster, leader, run, until, Node};
+use crate::cluster::group::tests::{leader, until, with_cluster, Node};
 
 type Applied = Rc<RefCell<Vec<(i64, Vec<u8>)>>>;
 
@@ -21,13 +21,10 @@ fn follow(n: &Node) -> (Rc<Quorum>, Applied) {
 
 #[test]
 fn every_replica_applies_the_same_records_once_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    run(async move {
-        let (mut nodes, peers) = cluster(&base, Duration::from_secs(10)).await;
+    with_cluster(3, Duration::from_secs(10), async |nodes, peers| {
         let mut qs: Vec<(Rc<Quorum>, Applied)> = nodes.iter().map(follow).collect();
-        until("a leader", || leader(&nodes).is_some()).await;
-        let l = leader(&nodes).unwrap();
+        until("a leader", || leader(nodes).is_some()).await;
+        let l = leader(nodes).unwrap();
         let follower = (l + 1) % 3;
         assert_eq!(qs[follower].0.propose(b"nope").await, Err(ErrorCode::NotLeaderOrFollower));
         for i in 0..10 {
@@ -39,13 +36,13 @@ fn every_replica_applies_the_same_records_once_in_order() {
 
         // Failover: the new leader's changes follow the old ones everywhere.
         nodes[l].crash().await;
-        until("a new leader", || leader(&nodes).is_some_and(|n| n != l)).await;
-        let n = leader(&nodes).unwrap();
+        until("a new leader", || leader(nodes).is_some_and(|n| n != l)).await;
+        let n = leader(nodes).unwrap();
         for i in 10..15 {
             qs[n].0.propose(format!("change-{i}").as_bytes()).await.unwrap();
         }
         // The old leader restarts and replays its log, then follows.
-        nodes[l].start(&peers).await;
+        nodes[l].start(peers).await;
         qs[l] = follow(&nodes[l]);
         until("all applied", || qs.iter().all(|(_, s)| s.borrow().len() == 15)).await;
         let expected: Vec<Vec<u8>> = (0..15).map(|i| format!("change-{i}").into_bytes()).collect();
@@ -54,9 +51,6 @@ fn every_replica_applies_the_same_records_once_in_order() {
             assert_eq!(seen.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(), expected);
             assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "offsets increase");
             assert_eq!(q.applied(), q.group().log().offsets().high_watermark);
-        }
-        for n in &mut nodes {
-            n.stop().await;
         }
     });
 }
