@@ -19,6 +19,8 @@
 use protobuf::Message as _;
 use raft::prelude::Message;
 
+use super::cursor::Cursor;
+
 const VERSION: u8 = 1;
 /// The largest frame accepted: raft-rs's message size limit bounds what a peer sends.
 pub const MAX_FRAME: usize = 64 << 20;
@@ -36,7 +38,7 @@ impl GroupId {
     }
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
     #[error("frame of {0} bytes is over the {MAX_FRAME}-byte limit")]
     TooLarge(usize),
@@ -80,7 +82,7 @@ pub fn body_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
 
 /// The sender and messages of a frame body (the bytes after the length prefix).
 pub fn decode(body: &[u8]) -> Result<(u64, Vec<(GroupId, Message)>), FrameError> {
-    let mut r = Reader(body);
+    let mut r = Cursor::new(body, FrameError::Truncated);
     let version = r.take(1)?[0];
     if version != VERSION {
         return Err(FrameError::Version(version));
@@ -98,19 +100,6 @@ pub fn decode(body: &[u8]) -> Result<(u64, Vec<(GroupId, Message)>), FrameError>
         msgs.push((GroupId { topic, partition }, m));
     }
     Ok((from, msgs))
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], FrameError> {
-        let (head, rest) = self.0.split_at_checked(n).ok_or(FrameError::Truncated)?;
-        self.0 = rest;
-        Ok(head)
-    }
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], FrameError> {
-        Ok(self.take(N)?.try_into().expect("N bytes"))
-    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 
 use raft::prelude::{ConfState, HardState};
 
+use super::cursor::Cursor;
+
 const MAGIC: &[u8; 4] = b"RBRM";
 const VERSION: u8 = 1;
 
@@ -36,7 +38,7 @@ pub struct RaftMeta {
     pub log_start: LogStart,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum MetaError {
     #[error("raft state file is {0} bytes, too short to be one")]
     Short(usize),
@@ -91,38 +93,21 @@ impl RaftMeta {
         if crc32c::crc32c(body) != u32::from_be_bytes(crc.try_into().expect("4 bytes")) {
             return Err(MetaError::Crc);
         }
-        let mut r = Reader(&body[5..]);
-        let hs = HardState {
-            term: r.u64().ok_or_else(short)?,
-            vote: r.u64().ok_or_else(short)?,
-            commit: r.u64().ok_or_else(short)?,
-            ..Default::default()
-        };
-        let conf_index = r.u64().ok_or_else(short)?;
-        let index = r.u64().ok_or_else(short)?;
-        let term = r.u64().ok_or_else(short)?;
-        let offset = r.u64().ok_or_else(short)? as i64;
-        let mut cs = ConfState { auto_leave: r.take(1).ok_or_else(short)?[0] != 0, ..Default::default() };
+        let mut r = Cursor::new(&body[5..], short());
+        let mut word = || r.array().map(u64::from_be_bytes);
+        let hs = HardState { term: word()?, vote: word()?, commit: word()?, ..Default::default() };
+        let conf_index = word()?;
+        let index = word()?;
+        let term = word()?;
+        let offset = word()? as i64;
+        let mut cs = ConfState { auto_leave: r.take(1)?[0] != 0, ..Default::default() };
         for ids in [&mut cs.voters, &mut cs.learners, &mut cs.voters_outgoing, &mut cs.learners_next] {
-            let n = u32::from_be_bytes(r.take(4).ok_or_else(short)?.try_into().expect("4 bytes"));
+            let n = u32::from_be_bytes(r.array()?);
             for _ in 0..n {
-                ids.push(r.u64().ok_or_else(short)?);
+                ids.push(u64::from_be_bytes(r.array()?));
             }
         }
         Ok(RaftMeta { hard_state: hs, conf_state: cs, conf_index, log_start: LogStart { index, term, offset } })
-    }
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
-        Some(head)
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 }
 

@@ -5,6 +5,7 @@
 //! - `store`: raft-rs's `Storage` over the batches, with the recent ones in memory.
 //! - `replica`: one replica, sans-IO: offsets and epochs stamped before proposing, the
 //!   write each Ready asks for, the high watermark, produce waits settled.
+//! - `cursor`: big-endian reads off a byte slice for the cluster's own formats.
 //! - `frame`, `transport`: raft messages between brokers, one frame per peer per loop turn.
 //! - `group`: a replica driven on its home shard over its partition log and the transport.
 //! - `quorum`: a replicated state machine over one group (the metadata quorum's log).
@@ -13,6 +14,7 @@
 //!   network, fake disks that lose unsynced writes, crashes, and the safety invariants
 //!   checked after every step.
 
+mod cursor;
 pub mod entry;
 pub mod frame;
 pub mod group;
