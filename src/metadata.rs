@@ -23,11 +23,49 @@ pub struct TopicMeta {
     pub homes: Vec<usize>,
     #[serde(default)]
     pub configs: BTreeMap<String, String>,
+    /// In a cluster, each partition's replicas (node ids, the preferred leader first), by
+    /// partition index; empty for a broker that runs alone, which holds every partition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<Vec<i32>>,
 }
 
 impl TopicMeta {
     pub fn partitions(&self) -> i32 {
         self.homes.len() as i32
+    }
+
+    /// Whether the topic's partitions are replicated with raft (cluster mode).
+    pub fn replicated(&self) -> bool {
+        !self.replicas.is_empty()
+    }
+
+    /// Partition `p`'s replicas; empty if unreplicated or out of range.
+    pub fn replicas_of(&self, p: i32) -> &[i32] {
+        usize::try_from(p).ok().and_then(|p| self.replicas.get(p)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// One address a broker serves clients on: a listener's name and what it advertises.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub listener: String,
+    pub host: String,
+    pub port: u16,
+}
+
+/// A cluster member as it registered with the metadata quorum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    pub node_id: i32,
+    pub endpoints: Vec<Endpoint>,
+    #[serde(default)]
+    pub rack: Option<String>,
+}
+
+impl BrokerRegistration {
+    /// The address this broker gives clients of the listener named `listener`.
+    pub fn endpoint(&self, listener: &str) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|e| e.listener == listener)
     }
 }
 
@@ -73,6 +111,9 @@ pub struct Catalog {
     /// tell a missing user from a wrong password); made at first start, kept across restarts.
     #[serde(default)]
     pub auth_secret: String,
+    /// In a cluster, its brokers as they registered, by node id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub brokers: BTreeMap<i32, BrokerRegistration>,
     #[serde(skip)]
     by_id: HashMap<Uuid, String>,
 }
@@ -175,7 +216,7 @@ impl Catalog {
         configs: BTreeMap<String, String>,
     ) -> TopicMeta {
         let homes = self.balanced_homes(partitions, shards);
-        TopicMeta { name: name.to_string(), id: self.new_topic_id(), homes, configs }
+        TopicMeta { name: name.to_string(), id: self.new_topic_id(), homes, configs, replicas: Vec::new() }
     }
 
     /// An internal topic to add, partition `i` homed on shard `i % shards` so every shard
@@ -188,7 +229,7 @@ impl Catalog {
         configs: BTreeMap<String, String>,
     ) -> TopicMeta {
         let homes = (0..partitions as usize).map(|i| i % shards.max(1)).collect();
-        TopicMeta { name: name.to_string(), id: self.new_topic_id(), homes, configs }
+        TopicMeta { name: name.to_string(), id: self.new_topic_id(), homes, configs, replicas: Vec::new() }
     }
 
     /// The topic grown to `total` partitions, the new ones on the least loaded shards (not

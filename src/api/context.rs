@@ -28,8 +28,9 @@ use crate::metrics::Probe;
 use crate::producer::ProducerSummary;
 use crate::protocol::ErrorCode;
 use crate::quota::ShardQuotas;
+use crate::shard::cluster::View;
 use crate::shard::controller::ControllerOp;
-use crate::shard::{FetchAsk, OffsetQuery, PartResult, Shard, Share, Tp};
+use crate::shard::{EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Shard, Share, Tp};
 
 #[allow(async_fn_in_trait)] // handlers' futures stay on their shard: no Send bound wanted
 pub trait Broker: Clone + 'static {
@@ -59,9 +60,15 @@ pub trait Broker: Clone + 'static {
     fn detach(&self, work: impl Future<Output = ()> + 'static);
     /// This shard's fetch sessions (KIP-227).
     fn fetch_sessions(&self) -> &FetchSessions;
+    /// In a cluster, a partition's leadership as this broker knows it (None: alone, or
+    /// nothing known yet).
+    fn leadership(&self, tp: &Tp) -> Option<View>;
+    /// In a cluster, the metadata quorum's leader (None alone; Some(-1) while it has none).
+    fn controller_id(&self) -> Option<i32>;
 
-    /// Appends batches on their partitions' home shards; each result once acknowledged.
-    async fn produce(&self, batches: Share<Bytes>) -> Vec<PartResult<Appended>>;
+    /// Appends batches on their partitions' home shards; each result once acknowledged as
+    /// `acks` asks.
+    async fn produce(&self, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<PartResult<Appended>>;
     /// Reads partitions: offsets and a file region each.
     async fn fetch(&self, asks: Share<FetchAsk>) -> Vec<PartResult<ReadOut>>;
     /// Completes when any partition's high watermark passes its offset, or after about `wait`.
@@ -71,8 +78,11 @@ pub trait Broker: Clone + 'static {
     async fn delete_records(&self, asks: Share<i64>) -> Vec<PartResult<i64>>;
     /// Each partition's idempotent producers.
     async fn producers(&self, partitions: Vec<Tp>) -> Vec<PartResult<Vec<ProducerSummary>>>;
-    /// The (offset, timestamp) each query finds, (-1, -1) for none.
-    async fn list_offsets(&self, asks: Share<OffsetQuery>) -> Vec<PartResult<(i64, i64)>>;
+    /// The (offset, timestamp, leader epoch) each query finds, (-1, -1, -1) for none, asked by
+    /// clients believing the leader epochs given (KIP-320).
+    async fn list_offsets(&self, asks: Share<(OffsetQuery, i32)>) -> Vec<PartResult<(i64, i64, i32)>>;
+    /// OffsetForLeaderEpoch: (epoch, end offset) of each ask's epoch at the leader.
+    async fn epoch_end_offsets(&self, asks: Share<EpochAsk>) -> Vec<PartResult<(i32, i64)>>;
 
     /// Runs the group operation `make(reply)` on the group's coordinator and waits for its
     /// reply; an unreachable coordinator is COORDINATOR_NOT_AVAILABLE.
@@ -199,8 +209,16 @@ impl Broker for Rc<Shard> {
         &self.fetch_sessions
     }
 
-    async fn produce(&self, batches: Share<Bytes>) -> Vec<PartResult<Appended>> {
-        Shard::produce(self, batches).await
+    fn leadership(&self, tp: &Tp) -> Option<View> {
+        self.cluster()?.view(tp)
+    }
+
+    fn controller_id(&self) -> Option<i32> {
+        Some(self.cluster()?.controller_id())
+    }
+
+    async fn produce(&self, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<PartResult<Appended>> {
+        Shard::produce(self, batches, acks).await
     }
 
     async fn fetch(&self, asks: Share<FetchAsk>) -> Vec<PartResult<ReadOut>> {
@@ -223,8 +241,12 @@ impl Broker for Rc<Shard> {
         Shard::producers(self, partitions).await
     }
 
-    async fn list_offsets(&self, asks: Share<OffsetQuery>) -> Vec<PartResult<(i64, i64)>> {
+    async fn list_offsets(&self, asks: Share<(OffsetQuery, i32)>) -> Vec<PartResult<(i64, i64, i32)>> {
         Shard::list_offsets(self, asks).await
+    }
+
+    async fn epoch_end_offsets(&self, asks: Share<EpochAsk>) -> Vec<PartResult<(i32, i64)>> {
+        Shard::epoch_end_offsets(self, asks).await
     }
 
     async fn group_op<T: Send + 'static>(

@@ -26,9 +26,6 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let mut early: Vec<Option<(ErrorCode, String)>> = Vec::with_capacity(r.topics.len());
     let cluster_create = authz::cluster(broker, &req, Operation::Create);
     for t in &r.topics {
-        let node = broker.config().node_id;
-        let mut partitions = t.num_partitions;
-        let mut rf = t.replication_factor;
         let mut err = None;
         if r.topics.iter().filter(|o| o.name == t.name).count() > 1 {
             // Kafka's answer: none of a name's entries is created.
@@ -38,17 +35,20 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 ErrorCode::TopicAuthorizationFailed,
                 "creating a topic needs CREATE on the cluster or on the topic".into(),
             ));
-        } else if !t.assignments.is_empty() {
-            // Manual assignment: accepted when every replica list names exactly this broker.
-            if t.assignments.iter().any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != node) {
-                err = Some((ErrorCode::InvalidReplicaAssignment, format!("this cluster has one broker, id {node}")));
-            }
-            partitions = t.assignments.len() as i32;
-            rf = 1;
         }
+        // Manual assignment: the controller checks the replicas named (a broker alone
+        // accepts only itself) and takes the partition count from them.
+        let assignments = (!t.assignments.is_empty())
+            .then(|| t.assignments.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect());
         let configs =
             t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
-        asks.push(NewTopic { name: t.name.to_string(), partitions, replication_factor: rf, configs });
+        asks.push(NewTopic {
+            name: t.name.to_string(),
+            partitions: t.num_partitions,
+            replication_factor: t.replication_factor,
+            assignments,
+            configs,
+        });
         early.push(err);
     }
     let (to_create, idx): (Vec<NewTopic>, Vec<usize>) =
@@ -73,7 +73,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             Ok(meta) => {
                 tr.topic_id = meta.id;
                 tr.num_partitions = meta.partitions();
-                tr.replication_factor = 1;
+                tr.replication_factor = meta.replicas.first().map_or(1, |r| r.len() as i16);
                 let layers = describe_configs::Layers::of(broker, &broker.catalog());
                 tr.configs = Some(
                     describe_configs::topic_configs(&layers, &meta.configs, false)

@@ -1,4 +1,4 @@
-//! DescribeCluster: one broker, which is also the controller. As in Kafka, nobody is refused:
+//! DescribeCluster: the brokers Metadata lists, and the controller it names. As in Kafka, nobody is refused:
 //! the cluster's authorized operations, when asked for, are 0 for a principal that may not
 //! DESCRIBE the cluster. From v1 the client says which endpoints it wants: this broker's
 //! (1); the controllers' (2) are MISMATCHED_ENDPOINT_TYPE, any other type
@@ -8,7 +8,7 @@ use proto_kafka::messages::describe_cluster_response::DescribeClusterBroker;
 use proto_kafka::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
 use super::metadata::AUTH_OPS_OMITTED;
-use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
+use super::{authz, metadata, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::protocol::ErrorCode;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeCluster, 0, 2);
@@ -36,17 +36,23 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     }
     resp.endpoint_type = BROKER;
     resp.cluster_id = str_bytes(broker.catalog().cluster_id.clone());
-    resp.controller_id = BrokerId(broker.config().node_id);
+    resp.controller_id = BrokerId(metadata::controller_id(broker));
     resp.cluster_authorized_operations = if r.include_cluster_authorized_operations {
         authz::cluster_operations(broker, &req)
     } else {
         AUTH_OPS_OMITTED
     };
-    let mut b = DescribeClusterBroker::default();
-    b.broker_id = BrokerId(broker.config().node_id);
-    b.host = str_bytes(req.conn.listener.advertised.host.clone());
-    b.port = req.conn.listener.advertised.port as i32;
-    resp.brokers = vec![b];
+    resp.brokers = metadata::broker_entries(broker, &req)
+        .into_iter()
+        .map(|m| {
+            let mut b = DescribeClusterBroker::default();
+            b.broker_id = m.node_id;
+            b.host = m.host;
+            b.port = m.port;
+            b.rack = m.rack;
+            b
+        })
+        .collect();
     req.respond(resp)
 }
 

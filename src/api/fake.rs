@@ -44,7 +44,7 @@ use crate::protocol::response::{Chunk, FileRegion, Response};
 use crate::protocol::{batch, ErrorCode};
 use crate::quota::{QuotaTable, Quotas, ShardQuotas};
 use crate::shard::controller::{self, ControllerOp};
-use crate::shard::{FetchAsk, OffsetQuery, PartResult, Share, Tp};
+use crate::shard::{alone_epoch, alone_epoch_end, EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Share, Tp};
 
 #[derive(Clone)]
 pub(crate) struct Fake(Rc<Inner>);
@@ -126,6 +126,8 @@ impl Fake {
             default_partitions: config.default_partitions,
             static_log: log_config,
             data_dir: dir.path().to_path_buf(),
+            members: Vec::new(),
+            default_replication_factor: 1,
         })
         .expect("controller in a temporary directory");
         controller.ensure_internal_topic(crate::group::offsets::TOPIC, 1, Default::default()).expect("offsets topic");
@@ -197,6 +199,7 @@ impl Fake {
             name: name.into(),
             partitions,
             replication_factor: 1,
+            assignments: None,
             configs: Default::default(),
         };
         let created = self.0.controller.borrow_mut().create_topics(&[topic], false).remove(0).expect("topic created");
@@ -417,7 +420,15 @@ impl Broker for Fake {
         &self.0.fetch_sessions
     }
 
-    async fn produce(&self, batches: Share<Bytes>) -> Vec<PartResult<Appended>> {
+    fn leadership(&self, _tp: &Tp) -> Option<crate::shard::cluster::View> {
+        None
+    }
+
+    fn controller_id(&self) -> Option<i32> {
+        None
+    }
+
+    async fn produce(&self, batches: Share<Bytes>, _acks: ProduceAcks) -> Vec<PartResult<Appended>> {
         batches
             .into_iter()
             .map(|(tp, bytes)| {
@@ -432,6 +443,7 @@ impl Broker for Fake {
         let logs = self.0.logs.borrow();
         let read = |tp: Tp, ask: FetchAsk| -> PartResult<ReadOut> {
             let log = logs.get(&tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+            alone_epoch(ask.current_leader_epoch)?;
             if ask.offset < log.log_start || ask.offset > log.end {
                 return Err(ErrorCode::OffsetOutOfRange);
             }
@@ -501,20 +513,32 @@ impl Broker for Fake {
         partitions.into_iter().map(of).collect()
     }
 
-    async fn list_offsets(&self, asks: Share<OffsetQuery>) -> Vec<PartResult<(i64, i64)>> {
+    async fn list_offsets(&self, asks: Share<(OffsetQuery, i32)>) -> Vec<PartResult<(i64, i64, i32)>> {
         let logs = self.0.logs.borrow();
-        let find = |tp: Tp, query: OffsetQuery| -> PartResult<(i64, i64)> {
+        let find = |tp: Tp, (query, current): (OffsetQuery, i32)| -> PartResult<(i64, i64, i32)> {
             let log = logs.get(&tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+            let epoch = alone_epoch(current)?;
             let live = log.batches.iter().filter(|b| b.0 >= log.log_start);
-            Ok(match query {
+            let (offset, ts) = match query {
                 OffsetQuery::Latest => (log.end, -1),
                 OffsetQuery::Earliest => (log.log_start, -1),
                 OffsetQuery::LatestTiered => (-1, -1),
                 OffsetQuery::MaxTimestamp => live.max_by_key(|b| b.3).map_or((-1, -1), |b| (b.0, b.3)),
                 OffsetQuery::AtTime(ts) => live.into_iter().find(|b| b.3 >= ts).map_or((-1, -1), |b| (b.0, b.3)),
-            })
+            };
+            Ok((offset, ts, if offset >= 0 { epoch } else { -1 }))
         };
-        asks.into_iter().map(|(tp, query)| find(tp, query)).collect()
+        asks.into_iter().map(|(tp, ask)| find(tp, ask)).collect()
+    }
+
+    async fn epoch_end_offsets(&self, asks: Share<EpochAsk>) -> Vec<PartResult<(i32, i64)>> {
+        let logs = self.0.logs.borrow();
+        let end = |tp: Tp, a: EpochAsk| -> PartResult<(i32, i64)> {
+            let log = logs.get(&tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+            alone_epoch(a.current)?;
+            Ok(alone_epoch_end(a.epoch, log.end))
+        };
+        asks.into_iter().map(|(tp, a)| end(tp, a)).collect()
     }
 
     async fn group_op<T: Send + 'static>(
@@ -539,7 +563,7 @@ impl Broker for Fake {
         let (tx, rx) = oneshot::channel();
         let answer = controller::decide(&mut self.0.controller.borrow_mut(), make(tx));
         self.publish();
-        answer();
+        answer(None);
         rx.await.map_err(|_| ErrorCode::NotController)
     }
 }

@@ -63,6 +63,7 @@ struct Wanted {
     index: i32,
     offset: i64,
     max_bytes: u32,
+    current_leader_epoch: i32,
     error: Option<ErrorCode>,
 }
 
@@ -260,6 +261,7 @@ fn resolve(
                     index: p.partition,
                     offset: p.fetch_offset,
                     max_bytes: p.max_bytes,
+                    current_leader_epoch: p.current_leader_epoch,
                     error: None,
                 };
                 match meta {
@@ -268,9 +270,6 @@ fn resolve(
                     Some(m) if p.partition < 0 || p.partition >= m.partitions() => {
                         w.error = Some(ErrorCode::UnknownTopicOrPartition)
                     }
-                    // Our leader epoch is always 0: a client that believes in a later one
-                    // has metadata from elsewhere.
-                    Some(_) if p.current_leader_epoch > 0 => w.error = Some(ErrorCode::UnknownLeaderEpoch),
                     Some(m) => w.tp = Some(Tp { topic: m.id, partition: p.partition }),
                 }
                 w
@@ -287,7 +286,10 @@ fn resolve(
 async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wanted>)], max_bytes: u32) -> Vec<TopicOut> {
     let checked = topics.iter().flat_map(|t| &t.2).map(|w| match (w.error, w.tp) {
         (Some(e), _) => Err(e),
-        (None, Some(tp)) => Ok((tp, FetchAsk { offset: w.offset, max_bytes: w.max_bytes })),
+        (None, Some(tp)) => Ok((
+            tp,
+            FetchAsk { offset: w.offset, max_bytes: w.max_bytes, current_leader_epoch: w.current_leader_epoch },
+        )),
         (None, None) => Err(ErrorCode::UnknownTopicOrPartition),
     });
     let mut reads = checked::run(checked.collect(), |asks| broker.fetch(asks)).await.into_iter();

@@ -1,14 +1,30 @@
-//! FindCoordinator, single key (v0–3) and batched (v4+): every group is coordinated by this
-//! broker (the group's home shard inside it is `hash(group) % shards`, chosen when group
-//! requests arrive). Transaction and share-group coordinators do not exist yet and are
+//! FindCoordinator, single key (v0–3) and batched (v4+): a broker alone coordinates every
+//! group (the group's home shard inside it is `hash(group) % shards`, chosen when group
+//! requests arrive); in a cluster the leader of the group's `__consumer_offsets` partition
+//! does, and while that has no leader the answer is COORDINATOR_NOT_AVAILABLE (retriable). Transaction and share-group coordinators do not exist yet and are
 //! refused with INVALID_REQUEST and a message saying so.
 
 use proto_kafka::messages::find_coordinator_response::Coordinator;
 use proto_kafka::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 
-use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
+use super::{authz, metadata, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
+use crate::shard::Tp;
+
+/// The broker that coordinates `group`, as Metadata lists it.
+fn group_coordinator(
+    broker: &impl Broker,
+    req: &Request,
+    group: &str,
+) -> Option<proto_kafka::messages::metadata_response::MetadataResponseBroker> {
+    let catalog = broker.catalog();
+    let offsets = catalog.topic(crate::group::offsets::TOPIC);
+    let Some(t) = offsets.filter(|t| t.replicated()) else { return Some(metadata::broker_entry(broker, req)) };
+    let partition = crate::group::offsets::partition_for(group, t.partitions() as u32);
+    let leader = broker.leadership(&Tp { topic: t.id, partition })?.leader;
+    metadata::broker_entries(broker, req).into_iter().find(|b| b.node_id.0 == leader)
+}
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::FindCoordinator, 0, 6);
 
@@ -33,9 +49,18 @@ fn coordinator(broker: &impl Broker, req: &Request, key: proto_kafka::protocol::
         c.port = -1;
         c.error_code = code.code();
     } else if key_type == KEY_GROUP {
-        c.node_id = BrokerId(broker.config().node_id);
-        c.host = str_bytes(req.conn.listener.advertised.host.clone());
-        c.port = req.conn.listener.advertised.port as i32;
+        match group_coordinator(broker, req, &c.key) {
+            Some(b) => {
+                c.node_id = b.node_id;
+                c.host = b.host;
+                c.port = b.port;
+            }
+            None => {
+                c.node_id = BrokerId(-1);
+                c.port = -1;
+                c.error_code = ErrorCode::CoordinatorNotAvailable.code();
+            }
+        }
     } else {
         c.node_id = BrokerId(-1);
         c.port = -1;

@@ -64,8 +64,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 (Some(m), _) if p.partition_index < 0 || p.partition_index >= m.partitions() => {
                     Err(ErrorCode::UnknownTopicOrPartition)
                 }
-                (Some(_), _) if p.current_leader_epoch > 0 => Err(ErrorCode::UnknownLeaderEpoch),
-                (Some(m), Ok(q)) => Ok((Tp { topic: m.id, partition: p.partition_index }, q)),
+                (Some(m), Ok(q)) => Ok((Tp { topic: m.id, partition: p.partition_index }, (q, p.current_leader_epoch))),
             });
         }
     }
@@ -77,10 +76,10 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             let mut pr = ListOffsetsPartitionResponse::default();
             pr.partition_index = p.partition_index;
             match results.next().expect("one result per partition") {
-                Ok((offset, ts)) => {
+                Ok((offset, ts, epoch)) => {
                     pr.offset = offset;
                     pr.timestamp = ts;
-                    pr.leader_epoch = if offset >= 0 { 0 } else { -1 };
+                    pr.leader_epoch = epoch;
                 }
                 Err(e) => {
                     pr.error_code = e.code();

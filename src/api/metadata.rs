@@ -17,6 +17,7 @@ use crate::auth::acl::{Operation, ResourceType};
 use crate::controller::NewTopic;
 use crate::metadata::{check_topic_name, TopicMeta};
 use crate::protocol::ErrorCode;
+use crate::shard::Tp;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::Metadata, 0, 13);
 
@@ -29,7 +30,41 @@ pub fn broker_entry(broker: &impl Broker, req: &Request) -> MetadataResponseBrok
     b.node_id = BrokerId(broker.config().node_id);
     b.host = str_bytes(req.conn.listener.advertised.host.clone());
     b.port = req.conn.listener.advertised.port as i32;
+    b.rack = broker.config().broker_rack.clone().map(str_bytes);
     b
+}
+
+/// Every broker a client may talk to: this one alone, or the cluster's members as they
+/// registered, at their address for the listener the request came in on.
+pub fn broker_entries(broker: &impl Broker, req: &Request) -> Vec<MetadataResponseBroker> {
+    let catalog = broker.catalog();
+    if broker.controller_id().is_none() || catalog.brokers.is_empty() {
+        return vec![broker_entry(broker, req)];
+    }
+    let listener = &req.conn.listener.name;
+    catalog
+        .brokers
+        .values()
+        .filter_map(|reg| {
+            let e = reg.endpoint(listener)?;
+            let mut b = MetadataResponseBroker::default();
+            b.node_id = BrokerId(reg.node_id);
+            b.host = str_bytes(e.host.clone());
+            b.port = i32::from(e.port);
+            b.rack = reg.rack.clone().map(str_bytes);
+            Some(b)
+        })
+        .collect()
+}
+
+/// Who to tell clients the controller is: this broker alone, or the metadata quorum's
+/// leader (this broker while it has none: admin requests then get NOT_CONTROLLER, and the
+/// client asks again).
+pub fn controller_id(broker: &impl Broker) -> i32 {
+    match broker.controller_id() {
+        Some(id) if id >= 0 => id,
+        _ => broker.config().node_id,
+    }
 }
 
 fn topic_entry(broker: &impl Broker, t: &TopicMeta) -> MetadataResponseTopic {
@@ -43,10 +78,41 @@ fn topic_entry(broker: &impl Broker, t: &TopicMeta) -> MetadataResponseTopic {
         .map(|i| {
             let mut p = MetadataResponsePartition::default();
             p.partition_index = i;
-            p.leader_id = node;
-            p.leader_epoch = 0;
-            p.replica_nodes = vec![node];
-            p.isr_nodes = vec![node];
+            if !t.replicated() {
+                p.leader_id = node;
+                p.leader_epoch = 0;
+                p.replica_nodes = vec![node];
+                p.isr_nodes = vec![node];
+                return p;
+            }
+            let replicas = t.replicas_of(i);
+            p.replica_nodes = replicas.iter().map(|r| BrokerId(*r)).collect();
+            match broker.leadership(&Tp { topic: t.id, partition: i }) {
+                Some(v) if v.leader >= 0 => {
+                    p.leader_id = BrokerId(v.leader);
+                    p.leader_epoch = v.epoch;
+                    p.isr_nodes = v.isr.iter().map(|r| BrokerId(*r)).collect();
+                }
+                Some(v) => {
+                    p.error_code = ErrorCode::LeaderNotAvailable.code();
+                    p.leader_id = BrokerId(-1);
+                    p.leader_epoch = v.epoch;
+                    p.isr_nodes = v.isr.iter().map(|r| BrokerId(*r)).collect();
+                }
+                // A replica here that has not told of itself yet (just created).
+                None if replicas.contains(&node.0) => {
+                    p.error_code = ErrorCode::LeaderNotAvailable.code();
+                    p.leader_id = BrokerId(-1);
+                    p.leader_epoch = -1;
+                    p.isr_nodes = p.replica_nodes.clone();
+                }
+                // Held elsewhere: the preferred replica, which redirects if it does not lead.
+                None => {
+                    p.leader_id = BrokerId(replicas.first().copied().unwrap_or(-1));
+                    p.leader_epoch = -1;
+                    p.isr_nodes = p.replica_nodes.clone();
+                }
+            }
             p
         })
         .collect();
@@ -78,8 +144,8 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     };
     let auto_create = broker.config().auto_create_topics && (req.version < 4 || r.allow_auto_topic_creation);
     let mut resp = MetadataResponse::default();
-    resp.brokers = vec![broker_entry(broker, &req)];
-    resp.controller_id = BrokerId(broker.config().node_id);
+    resp.brokers = broker_entries(broker, &req);
+    resp.controller_id = BrokerId(controller_id(broker));
     // Both flags decode as false outside the versions that carry them (8-10 and 8+).
     resp.cluster_authorized_operations = if r.include_cluster_authorized_operations {
         authz::cluster_operations(broker, &req)
@@ -131,6 +197,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                         name: name.to_string(),
                         partitions: -1,
                         replication_factor: -1,
+                        assignments: None,
                         configs: Default::default(),
                     });
                 }

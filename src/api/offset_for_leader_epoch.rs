@@ -12,7 +12,7 @@ use proto_kafka::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeader
 use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::ErrorCode;
-use crate::shard::Tp;
+use crate::shard::{EpochAsk, Tp};
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::OffsetForLeaderEpoch, 2, 4);
 
@@ -29,12 +29,14 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 _ if !allowed => Err(ErrorCode::TopicAuthorizationFailed),
                 None => Err(ErrorCode::UnknownTopicOrPartition),
                 Some(m) if p.partition < 0 || p.partition >= m.partitions() => Err(ErrorCode::UnknownTopicOrPartition),
-                Some(_) if p.current_leader_epoch > 0 => Err(ErrorCode::UnknownLeaderEpoch),
-                Some(m) => Ok((Tp { topic: m.id, partition: p.partition }, ())),
+                Some(m) => Ok((
+                    Tp { topic: m.id, partition: p.partition },
+                    EpochAsk { current: p.current_leader_epoch, epoch: p.leader_epoch },
+                )),
             });
         }
     }
-    let routed = checked::run(checked, |asks| broker.offsets(asks.into_iter().map(|(tp, ())| tp).collect()));
+    let routed = checked::run(checked, |asks| broker.epoch_end_offsets(asks));
     let mut results = routed.await.into_iter();
     let mut resp = OffsetForLeaderEpochResponse::default();
     for t in r.topics {
@@ -45,11 +47,10 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             e.leader_epoch = -1;
             e.end_offset = -1;
             match results.next().expect("one result per partition") {
-                Ok(o) if p.leader_epoch == 0 => {
-                    e.leader_epoch = 0;
-                    e.end_offset = o.log_end;
+                Ok((epoch, end)) => {
+                    e.leader_epoch = epoch;
+                    e.end_offset = end;
                 }
-                Ok(_) => {} // a later epoch than ours, or none: undefined (-1, -1)
                 Err(err) => e.error_code = err.code(),
             }
             tr.partitions.push(e);

@@ -20,7 +20,7 @@ use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::{batch, ErrorCode};
 use crate::quota::Kind;
-use crate::shard::Tp;
+use crate::shard::{ProduceAcks, Tp};
 
 /// Served from v3 (record batch v2); advertised from v0 as Kafka 4 does (see `ApiSpec`).
 /// Requests below v3 are refused: they would carry the pre-v2 message format.
@@ -70,15 +70,19 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         }
         layout.push((t.name, t.topic_id, indexes));
     }
+    let acks = ProduceAcks {
+        all_replicas: r.acks == -1,
+        timeout: std::time::Duration::from_millis(r.timeout_ms.max(0) as u64),
+    };
     if r.acks == 0 {
         let b = broker.clone();
         broker.detach(async move {
-            checked::run(checked, |batches| b.produce(batches)).await;
+            checked::run(checked, |batches| b.produce(batches, acks)).await;
         });
         charge_quota(broker, &req, record_bytes);
         return Ok(None);
     }
-    let mut results = checked::run(checked, |batches| broker.produce(batches)).await.into_iter();
+    let mut results = checked::run(checked, |batches| broker.produce(batches, acks)).await.into_iter();
     let mut resp = ProduceResponse::default();
     let mut any_error = false;
     for (name, id, indexes) in layout {

@@ -7,6 +7,7 @@ pub mod acl;
 mod common;
 pub mod consume;
 pub mod consumer_protocol;
+pub mod dev_cluster;
 mod fetcher;
 pub mod group;
 pub mod member;
@@ -52,6 +53,8 @@ pub enum Command {
     Acl(acl::AclArgs),
     /// Check, fix (as root) or script the OS settings the broker runs best with
     Tune(crate::tune::TuneArgs),
+    /// Start a cluster of brokers on this machine (consecutive ports, own data directories)
+    DevCluster(dev_cluster::DevClusterArgs),
 }
 
 /// Runs a subcommand and returns the process exit code.
@@ -64,6 +67,7 @@ pub fn run(command: Command) -> i32 {
         Command::User(a) => exit_code(user::run(a)),
         Command::Acl(a) => exit_code(acl::run(a)),
         Command::Tune(a) => crate::tune::run(a),
+        Command::DevCluster(a) => exit_code(dev_cluster::run(a)),
     }
 }
 

@@ -1,14 +1,16 @@
-//! The broker-to-broker frame: every raft message one broker has for another in one loop turn,
-//! whatever their groups, in one length-prefixed frame (heartbeats of many partitions ride
-//! together, as Redpanda's heartbeat manager batches them).
+//! The broker-to-broker frame: everything one broker has for another in one loop turn, in
+//! one length-prefixed frame: raft messages whatever their groups (heartbeats of many
+//! partitions ride together, as Redpanda's heartbeat manager batches them), and calls to a
+//! peer's controller with their replies (`Item`).
 //!
 //! ```text
 //! u32  length of what follows
 //! u8   version = 1
 //! u64  sender's node id
-//! u32  message count, then per message:
-//!      u16 topic length, topic (UTF-8), i32 partition,
-//!      u32 message length, the raft message (raft-rs's protobuf encoding)
+//! u32  item count, then per item a kind byte:
+//!      0 raft message: u16 topic length, topic (UTF-8), i32 partition,
+//!                      u32 message length, the raft message (raft-rs's protobuf encoding)
+//!      1 call, 2 reply: u64 call id, u32 body length, body
 //! ```
 //!
 //! Only peers listed in the cluster's configuration connect here, never clients: raft-rs's
@@ -38,6 +40,20 @@ impl GroupId {
     }
 }
 
+/// One thing a frame carries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    Raft(GroupId, Message),
+    /// A call to the receiver's controller (`cluster::calls`), answered by a `Reply` with
+    /// the same id.
+    Call(u64, bytes::Bytes),
+    Reply(u64, bytes::Bytes),
+}
+
+const RAFT: u8 = 0;
+const CALL: u8 = 1;
+const REPLY: u8 = 2;
+
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
     #[error("frame of {0} bytes is over the {MAX_FRAME}-byte limit")]
@@ -50,21 +66,34 @@ pub enum FrameError {
     Topic,
     #[error("raft message does not decode: {0}")]
     Message(String),
+    #[error("unknown item kind {0} (upgrade the older broker)")]
+    Kind(u8),
 }
 
-/// One frame from `from` holding `msgs`.
-pub fn encode(from: u64, msgs: &[(GroupId, Message)]) -> Vec<u8> {
+/// One frame from `from` holding `items`.
+pub fn encode(from: u64, items: &[Item]) -> Vec<u8> {
     let mut b = vec![0u8; 4];
     b.push(VERSION);
     b.extend_from_slice(&from.to_be_bytes());
-    b.extend_from_slice(&(msgs.len() as u32).to_be_bytes());
-    for (group, m) in msgs {
-        b.extend_from_slice(&(group.topic.len() as u16).to_be_bytes());
-        b.extend_from_slice(group.topic.as_bytes());
-        b.extend_from_slice(&group.partition.to_be_bytes());
-        let bytes = m.write_to_bytes().expect("raft-rs messages always encode");
-        b.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-        b.extend_from_slice(&bytes);
+    b.extend_from_slice(&(items.len() as u32).to_be_bytes());
+    for item in items {
+        match item {
+            Item::Raft(group, m) => {
+                b.push(RAFT);
+                b.extend_from_slice(&(group.topic.len() as u16).to_be_bytes());
+                b.extend_from_slice(group.topic.as_bytes());
+                b.extend_from_slice(&group.partition.to_be_bytes());
+                let bytes = m.write_to_bytes().expect("raft-rs messages always encode");
+                b.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+                b.extend_from_slice(&bytes);
+            }
+            Item::Call(id, body) | Item::Reply(id, body) => {
+                b.push(if matches!(item, Item::Call(..)) { CALL } else { REPLY });
+                b.extend_from_slice(&id.to_be_bytes());
+                b.extend_from_slice(&(body.len() as u32).to_be_bytes());
+                b.extend_from_slice(body);
+            }
+        }
     }
     let len = (b.len() - 4) as u32;
     b[..4].copy_from_slice(&len.to_be_bytes());
@@ -80,8 +109,8 @@ pub fn body_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
     Ok(len)
 }
 
-/// The sender and messages of a frame body (the bytes after the length prefix).
-pub fn decode(body: &[u8]) -> Result<(u64, Vec<(GroupId, Message)>), FrameError> {
+/// The sender and items of a frame body (the bytes after the length prefix).
+pub fn decode(body: &[u8]) -> Result<(u64, Vec<Item>), FrameError> {
     let mut r = Cursor::new(body, FrameError::Truncated);
     let version = r.take(1)?[0];
     if version != VERSION {
@@ -89,17 +118,33 @@ pub fn decode(body: &[u8]) -> Result<(u64, Vec<(GroupId, Message)>), FrameError>
     }
     let from = u64::from_be_bytes(r.array()?);
     let count = u32::from_be_bytes(r.array()?) as usize;
-    // Each message takes at least 10 bytes: a count larger than that cannot be honest.
-    let mut msgs = Vec::with_capacity(count.min(body.len() / 10));
+    // Each item takes at least 11 bytes: a count larger than that cannot be honest.
+    let mut items = Vec::with_capacity(count.min(body.len() / 11));
     for _ in 0..count {
-        let topic_len = u16::from_be_bytes(r.array()?) as usize;
-        let topic = std::str::from_utf8(r.take(topic_len)?).map_err(|_| FrameError::Topic)?.to_string();
-        let partition = i32::from_be_bytes(r.array()?);
-        let len = u32::from_be_bytes(r.array()?) as usize;
-        let m = Message::parse_from_bytes(r.take(len)?).map_err(|e| FrameError::Message(e.to_string()))?;
-        msgs.push((GroupId { topic, partition }, m));
+        let item = match r.take(1)?[0] {
+            RAFT => {
+                let topic_len = u16::from_be_bytes(r.array()?) as usize;
+                let topic = std::str::from_utf8(r.take(topic_len)?).map_err(|_| FrameError::Topic)?.to_string();
+                let partition = i32::from_be_bytes(r.array()?);
+                let len = u32::from_be_bytes(r.array()?) as usize;
+                let m = Message::parse_from_bytes(r.take(len)?).map_err(|e| FrameError::Message(e.to_string()))?;
+                Item::Raft(GroupId { topic, partition }, m)
+            }
+            kind @ (CALL | REPLY) => {
+                let id = u64::from_be_bytes(r.array()?);
+                let len = u32::from_be_bytes(r.array()?) as usize;
+                let body = bytes::Bytes::copy_from_slice(r.take(len)?);
+                if kind == CALL {
+                    Item::Call(id, body)
+                } else {
+                    Item::Reply(id, body)
+                }
+            }
+            kind => return Err(FrameError::Kind(kind)),
+        };
+        items.push(item);
     }
-    Ok((from, msgs))
+    Ok((from, items))
 }
 
 #[cfg(test)]
@@ -108,14 +153,19 @@ mod tests {
     use bytes::Bytes;
     use raft::prelude::{Entry, MessageType};
 
-    fn sample() -> Vec<(GroupId, Message)> {
+    fn sample() -> Vec<Item> {
         let mut append = Message { to: 2, from: 1, term: 3, index: 9, commit: 8, ..Default::default() };
         append.set_msg_type(MessageType::MsgAppend);
         append.entries =
             vec![Entry { index: 10, term: 3, data: Bytes::from_static(b"batch"), ..Default::default() }].into();
         let mut beat = Message { to: 2, from: 1, term: 3, ..Default::default() };
         beat.set_msg_type(MessageType::MsgHeartbeat);
-        vec![(GroupId::new("orders", 4), append), (GroupId::new("__cluster_metadata", 0), beat)]
+        vec![
+            Item::Raft(GroupId::new("orders", 4), append),
+            Item::Call(7, Bytes::from_static(b"{}")),
+            Item::Raft(GroupId::new("__cluster_metadata", 0), beat),
+            Item::Reply(7, Bytes::new()),
+        ]
     }
 
     #[test]
@@ -142,5 +192,8 @@ mod tests {
         let mut lying = encode(1, &[]);
         lying[13..17].copy_from_slice(&u32::MAX.to_be_bytes());
         assert_eq!(decode(&lying[4..]), Err(FrameError::Truncated));
+        let mut unknown = encode(1, &sample());
+        unknown[17] = 9;
+        assert_eq!(decode(&unknown[4..]), Err(FrameError::Kind(9)));
     }
 }

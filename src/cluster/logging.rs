@@ -32,7 +32,9 @@ impl Drain for TracingDrain {
         match record.level() {
             slog::Level::Critical | slog::Level::Error => forward!(tracing::Level::ERROR),
             slog::Level::Warning => forward!(tracing::Level::WARN),
-            slog::Level::Info => forward!(tracing::Level::INFO),
+            // raft-rs tells every election step of every group at Info: per partition that
+            // drowns a broker's log. The group's own "leadership changed" line is at info.
+            slog::Level::Info => forward!(tracing::Level::DEBUG),
             slog::Level::Debug => forward!(tracing::Level::DEBUG),
             slog::Level::Trace => forward!(tracing::Level::TRACE),
         }

@@ -7,9 +7,14 @@
 //! takes no bytes for `WRITE_TIMEOUT` is disconnected; at most `MAX_QUEUED` messages wait
 //! for one peer.
 //!
-//! The receiving side reads frames from every connection and hands each message to
-//! `deliver`, which routes it to its group. Tasks are held, not detached: dropping the
-//! `Transport` (or the listener's task) stops them, which is how a test stops a node.
+//! The receiving side reads frames from every connection and hands each item to `deliver`,
+//! which routes a raft message to its group, a call to the controller and a reply to
+//! `Transport::complete`. Tasks are held, not detached: dropping the `Transport` (or the
+//! listener's task) stops them, which is how a test stops a node.
+//!
+//! A call (`Transport::call`) is a request to a peer's controller with a deadline; its reply
+//! comes back over the peer's own connection to this broker. A lost call or reply is the
+//! caller's timeout, as a lost raft message is raft's.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -17,13 +22,15 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use futures_channel::oneshot;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::Task;
 use raft::prelude::Message;
 
-use super::frame::{self, GroupId};
+use super::frame::{self, GroupId, Item};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
@@ -34,11 +41,20 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// dropped (counted), so a stuck peer cannot make this broker's memory grow.
 const MAX_QUEUED: usize = 16_384;
 
-/// Where a received message goes: (sender node, group, message).
-pub type Deliver = Rc<dyn Fn(u64, GroupId, Message)>;
+/// Where a received item goes: (sender node, item).
+pub type Deliver = Rc<dyn Fn(u64, Item)>;
+
+/// Why a call got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error("node {0} is not a member of this cluster")]
+    UnknownPeer(u64),
+    #[error("no reply from node {0} in time")]
+    TimedOut(u64),
+}
 
 struct Peer {
-    queue: RefCell<Vec<(GroupId, Message)>>,
+    queue: RefCell<Vec<Item>>,
     wake: LocalSender<()>,
     _task: Task<()>,
 }
@@ -47,6 +63,9 @@ pub struct Transport {
     node_id: u64,
     peers: HashMap<u64, Peer>,
     dropped: Rc<Cell<u64>>,
+    /// Calls waiting for their reply, by call id.
+    calls: RefCell<HashMap<u64, oneshot::Sender<Bytes>>>,
+    next_call: Cell<u64>,
 }
 
 impl Transport {
@@ -69,7 +88,7 @@ impl Transport {
                     (id, Peer { queue: RefCell::new(Vec::new()), wake, _task: task })
                 })
                 .collect();
-            Transport { node_id, peers, dropped }
+            Transport { node_id, peers, dropped, calls: RefCell::default(), next_call: Cell::new(1) }
         })
     }
 
@@ -85,26 +104,61 @@ impl Transport {
     /// Queues `msgs` of `group` for their destinations (each message's `to`).
     pub fn send(&self, group: &GroupId, msgs: Vec<Message>) {
         for m in msgs {
-            match self.peers.get(&m.to) {
-                Some(p) => {
-                    let mut q = p.queue.borrow_mut();
-                    if q.len() >= MAX_QUEUED {
-                        self.dropped.set(self.dropped.get() + 1);
-                        continue;
-                    }
-                    q.push((group.clone(), m));
-                    drop(q);
-                    let _ = p.wake.try_send(()); // full: a wake-up is already pending
-                }
-                None => {
-                    tracing::debug!(to = m.to, "raft message for an unknown node dropped");
-                    self.dropped.set(self.dropped.get() + 1);
-                }
-            }
+            let to = m.to;
+            self.queue(to, Item::Raft(group.clone(), m));
         }
     }
 
-    fn take(&self, peer: u64) -> Vec<(GroupId, Message)> {
+    /// Queues one item for `to`; false if it was dropped.
+    fn queue(&self, to: u64, item: Item) -> bool {
+        let Some(p) = self.peers.get(&to) else {
+            tracing::debug!(to, "cluster message for an unknown node dropped");
+            self.dropped.set(self.dropped.get() + 1);
+            return false;
+        };
+        let mut q = p.queue.borrow_mut();
+        if q.len() >= MAX_QUEUED {
+            self.dropped.set(self.dropped.get() + 1);
+            return false;
+        }
+        q.push(item);
+        drop(q);
+        let _ = p.wake.try_send(()); // full: a wake-up is already pending
+        true
+    }
+
+    /// Sends `body` to `to`'s controller and waits at most `wait` for its reply.
+    pub async fn call(&self, to: u64, body: Bytes, wait: Duration) -> Result<Bytes, CallError> {
+        if !self.peers.contains_key(&to) {
+            return Err(CallError::UnknownPeer(to));
+        }
+        let id = self.next_call.get();
+        self.next_call.set(id + 1);
+        let (tx, rx) = oneshot::channel();
+        self.calls.borrow_mut().insert(id, tx);
+        self.queue(to, Item::Call(id, body));
+        let reply = futures_lite::future::or(async { rx.await.ok() }, async {
+            glommio::timer::sleep(wait).await;
+            None
+        })
+        .await;
+        self.calls.borrow_mut().remove(&id);
+        reply.ok_or(CallError::TimedOut(to))
+    }
+
+    /// Answers call `id` of node `to`.
+    pub fn reply(&self, to: u64, id: u64, body: Bytes) {
+        self.queue(to, Item::Reply(id, body));
+    }
+
+    /// Hands a reply that arrived to the call waiting for it (none: it timed out).
+    pub fn complete(&self, id: u64, body: Bytes) {
+        if let Some(tx) = self.calls.borrow_mut().remove(&id) {
+            let _ = tx.send(body);
+        }
+    }
+
+    fn take(&self, peer: u64) -> Vec<Item> {
         self.peers.get(&peer).map(|p| std::mem::take(&mut *p.queue.borrow_mut())).unwrap_or_default()
     }
 }
@@ -202,9 +256,9 @@ async fn read_loop(mut s: TcpStream, deliver: Deliver) {
             return;
         }
         match frame::decode(&body) {
-            Ok((from, msgs)) => {
-                for (group, m) in msgs {
-                    deliver(from, group, m);
+            Ok((from, items)) => {
+                for item in items {
+                    deliver(from, item);
                 }
             }
             Err(e) => {
@@ -234,8 +288,14 @@ mod tests {
             let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
             let got: Rc<RefCell<Vec<(u64, GroupId, u64)>>> = Rc::default();
             let g = got.clone();
-            let _listening =
-                listen(listener, Rc::new(move |from, group, m| g.borrow_mut().push((from, group, m.term))));
+            let _listening = listen(
+                listener,
+                Rc::new(move |from, item| {
+                    if let Item::Raft(group, m) = item {
+                        g.borrow_mut().push((from, group, m.term))
+                    }
+                }),
+            );
             let t = Transport::new(1, &HashMap::from([(1, live), (2, live), (3, dead)]));
             let group = GroupId::new("t", 7);
             for term in 1..=3 {
@@ -250,6 +310,43 @@ mod tests {
             assert_eq!(*got.borrow(), (1..=3).map(|term| (1, group.clone(), term)).collect::<Vec<_>>());
             // Node 3 refuses connections and node 9 is unknown: all six are counted lost.
             assert_eq!(t.dropped(), 6);
+        });
+    }
+
+    /// A call is answered over the callee's own connection back; a callee that never answers
+    /// is the caller's timeout, and a late reply finds nobody waiting.
+    #[test]
+    fn calls_get_their_reply_or_time_out() {
+        glommio::LocalExecutorBuilder::default().make().unwrap().run(async {
+            let (la, lb) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
+            let peers = HashMap::from([(1, la.local_addr().unwrap()), (2, lb.local_addr().unwrap())]);
+            let (a, b) = (Transport::new(1, &peers), Transport::new(2, &peers));
+            let (a2, b2) = (Rc::downgrade(&a), Rc::downgrade(&b));
+            let _la = listen(
+                la,
+                Rc::new(move |_, item| {
+                    if let (Item::Reply(id, body), Some(a)) = (item, a2.upgrade()) {
+                        a.complete(id, body);
+                    }
+                }),
+            );
+            // Node 2 echoes calls in upper case, and ignores those saying "mute".
+            let _lb = listen(
+                lb,
+                Rc::new(move |from, item| {
+                    if let (Item::Call(id, body), Some(b)) = (item, b2.upgrade()) {
+                        if &body[..] != b"mute" {
+                            b.reply(from, id, Bytes::from(body.to_ascii_uppercase()));
+                        }
+                    }
+                }),
+            );
+            let wait = Duration::from_secs(10);
+            assert_eq!(&a.call(2, Bytes::from_static(b"hello"), wait).await.unwrap()[..], b"HELLO");
+            let muted = a.call(2, Bytes::from_static(b"mute"), Duration::from_millis(200)).await;
+            assert_eq!(muted, Err(CallError::TimedOut(2)));
+            assert_eq!(a.call(5, Bytes::new(), wait).await, Err(CallError::UnknownPeer(5)));
+            assert!(a.calls.borrow().is_empty(), "finished calls leave nothing behind");
         });
     }
 }

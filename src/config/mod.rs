@@ -7,11 +7,13 @@
 //! - `validate`: refuses a bad setting with its name and the fix;
 //! - `parse`: the structured values written inside string settings (addresses, listeners,
 //!   per-IP caps, quotas, SASL mechanisms, super users);
-//! - `cpu_list`: the kernel's CPU list notation (`0-3,6`).
+//! - `cpu_list`: the kernel's CPU list notation (`0-3,6`);
+//! - `cluster`: the cluster settings parsed and checked together (`Config::cluster`).
 //!
 //! This module does no I/O except reading the config file; which CPUs the shards get is
 //! `placement`'s.
 
+mod cluster;
 mod cpu_list;
 mod parse;
 mod validate;
@@ -20,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use cluster::ClusterSettings;
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError};
 
 /// How appended data is made durable before it counts toward the high watermark.
@@ -188,6 +191,26 @@ settings! {
     /// may run on any of the shards' CPUs, for machines whose cores other processes share.
     pin: bool = true, "RINGBROKER_PIN", "Pin each shard's thread to its CPU (false: threads float over the shards' CPUs, for cores shared with other processes) [default: true]";
     node_id: i32 = 0, "RINGBROKER_NODE_ID", "This broker's node id [default: 0]";
+    /// Broker-to-broker listener (raft messages and controller calls), HOST:PORT. Set with
+    /// `controller_quorum_voters` to run as a member of a cluster; unset, the broker runs alone.
+    cluster_listen: Option<String> = None, "RINGBROKER_CLUSTER_LISTEN", "Broker-to-broker listener, HOST:PORT (cluster mode, with --controller-quorum-voters) [default: none: the broker runs alone]";
+    /// `controller.quorum.voters`: the metadata quorum, `ID@HOST:PORT,...`, each HOST:PORT a
+    /// voter's `cluster_listen` address. Every broker of the cluster is listed here.
+    controller_quorum_voters: String = String::new(), "RINGBROKER_CONTROLLER_QUORUM_VOTERS", "The metadata quorum's voters, ID@HOST:PORT,... (their cluster listeners) [default: none: the broker runs alone]";
+    /// `default.replication.factor`: replicas of a topic created without a count (and of
+    /// auto-created topics), at most the number of brokers.
+    default_replication_factor: u32 = 1, "RINGBROKER_DEFAULT_REPLICATION_FACTOR", "Replicas of a topic created without a count, cluster mode [default: 1]";
+    /// `min.insync.replicas`: copies an acks=all produce needs, a topic's own config over it.
+    min_insync_replicas: u32 = 1, "RINGBROKER_MIN_INSYNC_REPLICAS", "Copies an acks=all produce needs, cluster mode (min.insync.replicas) [default: 1]";
+    /// The raft clock of every replicated partition and of the metadata quorum: one tick.
+    raft_tick_ms: u64 = 100, "RINGBROKER_RAFT_TICK_MS", "Raft's clock tick, cluster mode, ms [default: 100]";
+    /// Ticks without a leader's heartbeat before a follower stands for election (randomised
+    /// up to twice this); a leader heartbeats every tick.
+    raft_election_ticks: u32 = 10, "RINGBROKER_RAFT_ELECTION_TICKS", "Ticks without a leader before an election, cluster mode (election timeout = ticks × raft_tick_ms, randomised up to twice) [default: 10]";
+    /// `replica.lag.time.max.ms`: a follower not heard from for this long leaves the ISR.
+    replica_lag_time_max_ms: u64 = 30_000, "RINGBROKER_REPLICA_LAG_TIME_MAX_MS", "A follower silent this long is out of sync, cluster mode (replica.lag.time.max.ms) [default: 30000]";
+    /// `broker.rack`: this broker's rack, told to clients and used to spread replicas.
+    broker_rack: Option<String> = None, "RINGBROKER_BROKER_RACK", "This broker's rack, told to clients in Metadata and used to spread replicas [default: none]";
     flush: FlushPolicy = FlushPolicy::Always, "RINGBROKER_FLUSH", "Durability: always (fdatasync before ack), interval, os (never fsync) [default: always]";
     flush_interval_ms: u64 = 1000, "RINGBROKER_FLUSH_INTERVAL_MS", "With --flush interval: longest time between two fdatasyncs, ms [default: 1000]";
     flush_interval_bytes: u64 = 64 * 1024 * 1024, "RINGBROKER_FLUSH_INTERVAL_BYTES", "With --flush interval: most bytes written before an fdatasync [default: 64 MiB]";

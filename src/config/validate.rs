@@ -110,6 +110,7 @@ impl Config {
         self.user_quotas()?;
         self.admin_addr()?;
         self.validate_security()?;
+        self.validate_cluster()?;
         tracing_subscriber::EnvFilter::try_new(&self.log_level).map_err(|e| {
             let problem = format!("`{}` is not a filter such as `info,ringbroker::net=debug`: {e}", self.log_level);
             bad_because("log_level", problem, e)

@@ -39,6 +39,15 @@ impl Controller {
     fn changed_configs(&self, cat: &Catalog, change: &ConfigChange) -> Result<BTreeMap<String, String>, Failure> {
         let invalid = |m: String| (ErrorCode::InvalidConfig, m);
         let static_log = &self.ctx.static_log;
+        if change.target == ConfigTarget::Broker && !self.ctx.members.is_empty() {
+            // The catalog keeps one set of per-broker configs, which every member would apply.
+            return Err((
+                ErrorCode::InvalidRequest,
+                "one broker's dynamic configs are not supported in a cluster yet: set the cluster-wide \
+                 default (the BROKER resource named \"\") or the broker's own settings"
+                    .into(),
+            ));
+        }
         let (form, under) = match &change.target {
             ConfigTarget::Topic(name) => {
                 if name == offsets::TOPIC {

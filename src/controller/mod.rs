@@ -8,10 +8,16 @@
 //! was never answered.
 //!
 //! The controller knows nothing of shards or the network: it runs on shard 0, which hands
-//! every new catalog to the other shards (`shard::controller`). It is also the one piece a
-//! replicated metadata quorum will drive: replicate the entry instead of appending it, apply
-//! it on commit.
+//! every new catalog to the other shards (`shard::controller`).
+//!
+//! In a cluster the same controller runs on every member over the metadata quorum instead of
+//! the local log (`Backend::Quorum`): a request's records are held as pending, which
+//! `shard::controller` proposes to the quorum, and every member applies them when they
+//! commit (`apply_committed`). The catalog then starts empty at each start and is rebuilt by
+//! replaying the quorum's log; the cluster id and the fake-salt secret are records of that
+//! log, written once by its first leader.
 
+mod assign;
 mod configs;
 pub mod log;
 pub mod records;
@@ -26,6 +32,7 @@ use crate::log::config::Form;
 use crate::log::LogConfig;
 use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
+pub use assign::Member;
 use log::MetadataLog;
 use records::Record;
 pub use requests::{
@@ -47,6 +54,10 @@ pub struct Context {
     /// The log settings of the config file, environment and flags.
     pub static_log: LogConfig,
     pub data_dir: PathBuf,
+    /// In a cluster, its members' node ids (the metadata quorum's voters); empty alone.
+    pub members: Vec<i32>,
+    /// Replicas of a topic created without a count (cluster mode).
+    pub default_replication_factor: u32,
 }
 
 /// The broker-wide log defaults under a catalog: static settings, then the dynamic
@@ -55,13 +66,24 @@ pub fn broker_log_config(static_log: &LogConfig, cat: &Catalog) -> LogConfig {
     static_log.with_stored(Form::Broker, &cat.broker_defaults).with_stored(Form::Broker, &cat.broker_configs)
 }
 
+/// Where the controller's records go.
+enum Backend {
+    /// A broker alone: the local metadata log, appended and applied at once.
+    File(MetadataLog),
+    /// A cluster member: records wait here until `shard::controller` proposes them to the
+    /// metadata quorum; they are applied when committed.
+    Quorum { pending: Vec<Record> },
+}
+
 pub struct Controller {
     state: Catalog,
-    log: MetadataLog,
+    backend: Backend,
     ctx: Context,
-    /// The next producer id to hand out (below `state.producer_ids_reserved`, or a new block
-    /// is reserved first).
+    /// The next producer id to hand out, below `block_end`, or a new block is reserved
+    /// first. A block is reserved by one record and belongs to the controller that
+    /// reserved it, so ids stay unique when another member leads for a while.
     next_producer_id: i64,
+    block_end: i64,
 }
 
 impl Controller {
@@ -84,11 +106,86 @@ impl Controller {
             tracing::info!(entries = replayed, applied = state.applied, "replayed the metadata log");
         }
         let next_producer_id = state.producer_ids_reserved;
-        let mut c = Controller { state, log, ctx, next_producer_id };
-        if c.log.wants_snapshot() {
-            c.snapshot();
-        }
+        let mut c =
+            Controller { state, backend: Backend::File(log), ctx, next_producer_id, block_end: next_producer_id };
+        c.snapshot_if_due();
         Ok(c)
+    }
+
+    /// A cluster member's controller: an empty catalog that the metadata quorum's committed
+    /// records build (`apply_committed`).
+    pub fn replicated(ctx: Context) -> Controller {
+        let backend = Backend::Quorum { pending: Vec::new() };
+        Controller { state: Catalog::default(), backend, ctx, next_producer_id: 0, block_end: 0 }
+    }
+
+    /// Entries in the local metadata log (none in cluster mode).
+    #[cfg(test)]
+    fn logged(&self) -> usize {
+        match &self.backend {
+            Backend::File(log) => log.len(),
+            Backend::Quorum { .. } => 0,
+        }
+    }
+
+    /// Whether the records go to the metadata quorum (cluster mode).
+    pub fn is_replicated(&self) -> bool {
+        matches!(self.backend, Backend::Quorum { .. })
+    }
+
+    /// The records decided since the last call, to propose to the quorum (cluster mode).
+    pub fn take_pending(&mut self) -> Vec<Record> {
+        match &mut self.backend {
+            Backend::Quorum { pending } => std::mem::take(pending),
+            Backend::File(_) => Vec::new(),
+        }
+    }
+
+    /// The pending records were not committed: a producer-id block they reserved is not
+    /// this controller's to hand out.
+    pub fn abandon(&mut self) {
+        self.block_end = 0;
+    }
+
+    /// Applies one committed quorum entry (cluster mode), on every member.
+    pub fn apply_committed(&mut self, records: &[Record]) {
+        for r in records {
+            records::apply(&mut self.state, r);
+        }
+        self.state.fit_homes(self.ctx.shards);
+    }
+
+    /// The records that make a new cluster's identity, if the catalog has none yet.
+    pub fn found_cluster(&mut self) -> bool {
+        if !self.state.cluster_id.is_empty() {
+            return false;
+        }
+        let new = Catalog::new_cluster();
+        let records = vec![Record::Cluster { cluster_id: new.cluster_id, auth_secret: new.auth_secret }];
+        self.append(records).is_ok()
+    }
+
+    /// Registers (or re-registers) a member, unless the catalog already has it so.
+    pub fn register(&mut self, broker: crate::metadata::BrokerRegistration) -> Result<(), Failure> {
+        if self.state.brokers.get(&broker.node_id) == Some(&broker) {
+            return Ok(());
+        }
+        if !self.ctx.members.contains(&broker.node_id) {
+            return Err((ErrorCode::InvalidRequest, format!("node {} is not a voter of this cluster", broker.node_id)));
+        }
+        self.commit(vec![Record::Broker { broker }])
+    }
+
+    /// The members replicas can go to, with the racks they registered.
+    fn members(&self) -> Vec<Member> {
+        let rack = |id: i32| self.state.brokers.get(&id).and_then(|b| b.rack.clone());
+        self.ctx.members.iter().map(|&node_id| Member { node_id, rack: rack(node_id) }).collect()
+    }
+
+    fn snapshot_if_due(&mut self) {
+        if matches!(&self.backend, Backend::File(log) if log.wants_snapshot()) {
+            self.snapshot();
+        }
     }
 
     pub fn catalog(&self) -> &Catalog {
@@ -114,14 +211,19 @@ impl Controller {
         if records.is_empty() {
             return Ok(());
         }
-        let index = self.log.append(&records)?;
+        let log = match &mut self.backend {
+            Backend::File(log) => log,
+            Backend::Quorum { pending } => {
+                pending.extend(records);
+                return Ok(());
+            }
+        };
+        let index = log.append(&records)?;
         for r in &records {
             records::apply(&mut self.state, r);
         }
         self.state.applied = index;
-        if self.log.wants_snapshot() {
-            self.snapshot();
-        }
+        self.snapshot_if_due();
         Ok(())
     }
 
@@ -132,7 +234,8 @@ impl Controller {
             tracing::warn!("cannot write a metadata snapshot, keeping the log: {e}");
             return;
         }
-        if let Err(e) = self.log.truncate() {
+        let Backend::File(log) = &mut self.backend else { return };
+        if let Err(e) = log.truncate() {
             // The snapshot covers every entry: a replay skips them.
             tracing::warn!("cannot empty the metadata log after a snapshot: {e}");
         }
@@ -149,18 +252,50 @@ impl Controller {
         if self.state.topic(name).is_some() {
             return Ok(());
         }
-        let topic = self.state.plan_internal_topic(name, partitions, self.ctx.shards, configs);
+        let mut topic = self.state.plan_internal_topic(name, partitions, self.ctx.shards, configs);
+        if !self.ctx.members.is_empty() {
+            // Kafka's offsets.topic.replication.factor is 3, capped by the cluster's size.
+            let rf = self.ctx.members.len().min(3);
+            topic.replicas = assign::assign(&self.members(), partitions, rf, 0).expect("rf within the members");
+        }
         self.append(vec![Record::Topic { topic }]).map_err(|e| metadata_error(&self.ctx.data_dir, e))
     }
 
-    /// A producer id never handed out before, on this broker or before a restart.
+    /// A producer id never handed out before, by any member or before a restart.
     pub fn allocate_producer_id(&mut self) -> Result<i64, Failure> {
-        let id = self.next_producer_id;
-        if id >= self.state.producer_ids_reserved {
-            self.commit(vec![Record::ProducerIds { reserved_until: id + PRODUCER_ID_BLOCK }])?;
+        if self.next_producer_id >= self.block_end {
+            let (from, until) = self.reserve_producer_ids()?;
+            self.next_producer_id = from;
+            self.block_end = until;
         }
-        self.next_producer_id = id + 1;
+        let id = self.next_producer_id;
+        self.next_producer_id += 1;
         Ok(id)
+    }
+
+    /// The next id of the block this member was given, if any is left (cluster mode).
+    pub fn next_from_block(&mut self) -> Option<i64> {
+        let id = self.next_producer_id;
+        (id < self.block_end).then(|| {
+            self.next_producer_id += 1;
+            id
+        })
+    }
+
+    /// Hands out ids from [from, until), a block the metadata quorum's leader reserved for
+    /// this member.
+    pub fn use_block(&mut self, from: i64, until: i64) {
+        self.next_producer_id = from;
+        self.block_end = until;
+    }
+
+    /// Reserves the next block of producer ids, [from, until), for whoever asked: this
+    /// controller, or a member that hands them out itself.
+    pub fn reserve_producer_ids(&mut self) -> Result<(i64, i64), Failure> {
+        let from = self.state.producer_ids_reserved.max(self.next_producer_id).max(self.block_end);
+        let until = from + PRODUCER_ID_BLOCK;
+        self.commit(vec![Record::ProducerIds { reserved_until: until }])?;
+        Ok((from, until))
     }
 }
 

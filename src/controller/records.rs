@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::acl::AclBinding;
 use crate::auth::scram::{Mechanism, ScramCredential};
-use crate::metadata::{Catalog, QuotaSetting, TopicMeta};
+use crate::metadata::{BrokerRegistration, Catalog, QuotaSetting, TopicMeta};
 use crate::quota::QuotaEntity;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +56,16 @@ pub enum Record {
     /// Producer ids below this may be handed out.
     ProducerIds {
         reserved_until: i64,
+    },
+    /// A cluster's identity, written once by the metadata quorum's first leader: every
+    /// member tells clients the same cluster id and fakes the same salts.
+    Cluster {
+        cluster_id: String,
+        auth_secret: String,
+    },
+    /// A cluster member's addresses and rack, as it registered.
+    Broker {
+        broker: BrokerRegistration,
     },
 }
 
@@ -112,6 +122,19 @@ pub fn apply(cat: &mut Catalog, record: &Record) {
         }
         Record::ProducerIds { reserved_until } => {
             cat.producer_ids_reserved = cat.producer_ids_reserved.max(*reserved_until)
+        }
+        Record::Cluster { cluster_id, auth_secret } => {
+            // The first one wins: a second could only come from a leader that had not yet
+            // applied the first.
+            if cat.cluster_id.is_empty() {
+                cat.cluster_id = cluster_id.clone();
+                cat.auth_secret = auth_secret.clone();
+                cat.bump();
+            }
+        }
+        Record::Broker { broker } => {
+            cat.brokers.insert(broker.node_id, broker.clone());
+            cat.bump();
         }
     }
 }

@@ -10,12 +10,15 @@ use crate::protocol::ErrorCode;
 pub type Failure = (ErrorCode, String);
 
 /// A topic to create, as CreateTopics or auto-creation asks for it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NewTopic {
     pub name: String,
     /// -1: the broker default.
     pub partitions: i32,
     pub replication_factor: i16,
+    /// Replicas asked for explicitly, by partition (CreateTopics' `assignments`); they set
+    /// the partition count and replication factor.
+    pub assignments: Option<Vec<Vec<i32>>>,
     pub configs: BTreeMap<String, String>,
 }
 

@@ -15,11 +15,13 @@ fn context(dir: &Path, shards: usize) -> Context {
         default_partitions: 3,
         static_log: LogConfig::from_config(&crate::config::Config::default()),
         data_dir: dir.to_path_buf(),
+        members: Vec::new(),
+        default_replication_factor: 1,
     }
 }
 
 fn topic(name: &str, partitions: i32) -> NewTopic {
-    NewTopic { name: name.into(), partitions, replication_factor: -1, configs: BTreeMap::new() }
+    NewTopic { name: name.into(), partitions, replication_factor: -1, assignments: None, configs: BTreeMap::new() }
 }
 
 fn set(target: ConfigTarget, name: &str, value: &str) -> ConfigChange {
@@ -112,7 +114,7 @@ fn a_snapshot_replaces_the_log_without_changing_the_state() {
         };
         c.create_acls(&[acl]).unwrap();
     }
-    assert_eq!(c.log.len(), 5, "the log restarted at the snapshot");
+    assert_eq!(c.logged(), 5, "the log restarted at the snapshot");
     let before = c.catalog().clone();
     drop(c);
     let c = Controller::open(context(dir.path(), 2)).unwrap();
@@ -147,4 +149,87 @@ fn a_failed_append_changes_nothing_and_says_storage() {
     drop(c);
     let c = Controller::open(context(dir.path(), 1)).unwrap();
     assert!(c.catalog().topic("a").is_some());
+}
+
+/// A cluster member's controller: decided records wait to be proposed, and only what is
+/// committed (applied) changes the catalog.
+fn member(dir: &Path) -> Controller {
+    let ctx = Context { node_id: 1, members: vec![1, 2, 3], default_replication_factor: 3, ..context(dir, 1) };
+    Controller::replicated(ctx)
+}
+
+#[test]
+fn a_members_decisions_change_nothing_until_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = member(dir.path());
+    assert!(c.found_cluster(), "a new cluster gets its identity from its first leader");
+    let made = c.create_topics(&[topic("orders", 3)], false);
+    assert_eq!(made[0].as_ref().unwrap().replicas, vec![vec![1, 2, 3], vec![2, 3, 1], vec![3, 1, 2]]);
+    assert!(c.catalog().topic("orders").is_none(), "decided, not committed");
+    let records = c.take_pending();
+    assert_eq!(records.len(), 2);
+    assert!(c.take_pending().is_empty());
+    c.apply_committed(&records);
+    let t = c.catalog().topic("orders").expect("applied on commit");
+    assert_eq!(t.replicas_of(1), &[2, 3, 1]);
+    assert!(!c.catalog().cluster_id.is_empty());
+    let id = c.catalog().cluster_id.clone();
+    // A second identity (a leader that had not applied the first) changes nothing.
+    assert!(!c.found_cluster());
+    let other = Catalog::new_cluster();
+    c.apply_committed(&[Record::Cluster { cluster_id: other.cluster_id, auth_secret: other.auth_secret }]);
+    assert_eq!(c.catalog().cluster_id, id);
+}
+
+#[test]
+fn replicas_are_checked_against_the_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = member(dir.path());
+    let too_many = NewTopic { replication_factor: 4, ..topic("a", 1) };
+    let stranger = NewTopic { assignments: Some(vec![vec![1, 9]]), ..topic("b", -1) };
+    let chosen = NewTopic { assignments: Some(vec![vec![3, 1], vec![2, 3]]), ..topic("c", -1) };
+    let made = c.create_topics(&[too_many, stranger, chosen], false);
+    assert_eq!(made[0].as_ref().unwrap_err().0, ErrorCode::InvalidReplicationFactor);
+    assert_eq!(made[1].as_ref().unwrap_err().0, ErrorCode::InvalidReplicaAssignment);
+    assert_eq!(made[2].as_ref().unwrap().replicas, vec![vec![3, 1], vec![2, 3]]);
+    let pending = c.take_pending();
+    c.apply_committed(&pending);
+    let grown = c.create_partitions(&[NewPartitions { topic: "c".into(), count: 3, assignments: None }], false);
+    assert!(grown[0].is_ok());
+    let pending = c.take_pending();
+    c.apply_committed(&pending);
+    assert_eq!(c.catalog().topic("c").unwrap().replicas.len(), 3, "new partitions get replicas too");
+    let broker = crate::metadata::BrokerRegistration { node_id: 7, endpoints: vec![], rack: None };
+    assert_eq!(c.register(broker).unwrap_err().0, ErrorCode::InvalidRequest, "only voters are members");
+    let per_broker = c.alter_configs(&[set(ConfigTarget::Broker, "log.retention.ms", "1000")], false);
+    assert_eq!(per_broker[0].as_ref().unwrap_err().0, ErrorCode::InvalidRequest, "refused, not applied everywhere");
+}
+
+#[test]
+fn producer_id_blocks_belong_to_who_reserved_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut leader = member(dir.path());
+    assert_eq!(leader.allocate_producer_id().unwrap(), 0);
+    assert_eq!(leader.allocate_producer_id().unwrap(), 1, "from the block reserved with the first");
+    let reserved = leader.take_pending();
+    assert_eq!(reserved, vec![Record::ProducerIds { reserved_until: PRODUCER_ID_BLOCK }]);
+    leader.apply_committed(&reserved);
+    // A member asks the leader for a block and hands its ids out itself.
+    let (from, until) = leader.reserve_producer_ids().unwrap();
+    assert_eq!((from, until), (PRODUCER_ID_BLOCK, 2 * PRODUCER_ID_BLOCK));
+    let pending = leader.take_pending();
+    leader.apply_committed(&pending);
+    let mut other = member(dir.path());
+    assert_eq!(other.next_from_block(), None, "no block yet");
+    other.use_block(from, until);
+    assert_eq!(other.next_from_block(), Some(from));
+    // The leader's own block is not the member's: it goes on from its own.
+    assert_eq!(leader.allocate_producer_id().unwrap(), 2);
+    // A block whose record did not commit is not handed out from.
+    let mut lost = member(dir.path());
+    lost.allocate_producer_id().unwrap();
+    lost.abandon();
+    lost.take_pending();
+    lost.allocate_producer_id().unwrap();
+    assert_eq!(lost.take_pending().len(), 1, "a new block is reserved");
 }

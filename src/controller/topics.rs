@@ -2,7 +2,7 @@
 
 use super::records::Record;
 use super::requests::{Failure, NewPartitions, NewTopic, TopicResult};
-use super::{plan, Controller};
+use super::{assign, plan, Controller};
 use crate::group::offsets;
 use crate::log::config::Form;
 use crate::metadata::{check_topic_name, Catalog};
@@ -16,11 +16,12 @@ impl Controller {
     /// would happen.
     pub fn create_topics(&mut self, topics: &[NewTopic], validate_only: bool) -> Vec<TopicResult> {
         let planned = plan(&self.state, topics, |cat, t| {
-            let partitions = self.check_new_topic(cat, t)?;
+            let (partitions, replicas) = self.check_new_topic(cat, t)?;
             if cat.topic(&t.name).is_some() {
                 return Err((ErrorCode::TopicAlreadyExists, format!("topic {:?} already exists", t.name)));
             }
-            let topic = cat.plan_topic(&t.name, partitions, self.ctx.shards, t.configs.clone());
+            let mut topic = cat.plan_topic(&t.name, partitions, self.ctx.shards, t.configs.clone());
+            topic.replicas = replicas;
             Ok((topic.clone(), vec![Record::Topic { topic }]))
         });
         let results = self.finish(planned, validate_only);
@@ -33,32 +34,97 @@ impl Controller {
     }
 
     /// The partition count a new topic gets, or why it cannot be created.
-    fn check_new_topic(&self, cat: &Catalog, t: &NewTopic) -> Result<u32, Failure> {
+    /// The new topic's partition count and (in a cluster) replicas, or why it cannot be.
+    fn check_new_topic(&self, cat: &Catalog, t: &NewTopic) -> Result<(u32, Vec<Vec<i32>>), Failure> {
         check_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m.to_string()))?;
-        let partitions = match t.partitions {
-            -1 => self.ctx.default_partitions,
-            n if (1..=MAX_PARTITIONS).contains(&n) => n as u32,
-            n => {
+        let partitions = match (&t.assignments, t.partitions) {
+            (Some(a), _) if (1..=MAX_PARTITIONS as usize).contains(&a.len()) => a.len() as u32,
+            (Some(a), _) => {
+                return Err((ErrorCode::InvalidReplicaAssignment, format!("{} partitions assigned", a.len())))
+            }
+            (None, -1) => self.ctx.default_partitions,
+            (None, n) if (1..=MAX_PARTITIONS).contains(&n) => n as u32,
+            (None, n) => {
                 return Err((ErrorCode::InvalidPartitions, format!("number of partitions must be at least 1, got {n}")))
             }
         };
-        if !(t.replication_factor == -1 || t.replication_factor == 1) {
+        if t.assignments.is_some() && t.replication_factor != -1 {
             return Err((
-                ErrorCode::InvalidReplicationFactor,
-                format!("replication factor {} is larger than the 1 available broker", t.replication_factor),
+                ErrorCode::InvalidRequest,
+                "give either a replication factor or replica assignments, not both".into(),
             ));
         }
+        let replicas = self.place(cat, t.assignments.as_deref(), partitions, t.replication_factor)?;
         self.broker_log_config(cat)
             .with(Form::Topic, &t.configs)
             .map_err(|m| (ErrorCode::InvalidConfig, m.to_string()))?;
-        Ok(partitions)
+        Ok((partitions, replicas))
     }
 
-    /// Grows topics (all new partitions of a topic or none).
+    /// Replicas for `partitions` new partitions: those asked for, checked, or dealt over the
+    /// members (`assign`). A broker alone has no replicas to place: it accepts replication
+    /// factor 1 and assignments naming only itself.
+    fn place(
+        &self,
+        cat: &Catalog,
+        asked: Option<&[Vec<i32>]>,
+        partitions: u32,
+        rf: i16,
+    ) -> Result<Vec<Vec<i32>>, Failure> {
+        if self.ctx.members.is_empty() {
+            let me = self.ctx.node_id;
+            if let Some(bad) = asked.and_then(|a| a.iter().find(|a| a.as_slice() != [me])) {
+                return Err((
+                    ErrorCode::InvalidReplicaAssignment,
+                    format!(
+                        "replicas {bad:?}: this cluster has one broker, id {me}, so each partition has replicas [{me}]"
+                    ),
+                ));
+            }
+            if !(rf == -1 || rf == 1) {
+                return Err((
+                    ErrorCode::InvalidReplicationFactor,
+                    format!("replication factor {rf} is larger than the 1 available broker"),
+                ));
+            }
+            return Ok(Vec::new());
+        }
+        let members = self.members();
+        if let Some(asked) = asked {
+            assign::check(&members, asked)?;
+            return Ok(asked.to_vec());
+        }
+        let rf = match rf {
+            -1 => self.ctx.default_replication_factor as usize,
+            n if n > 0 => n as usize,
+            n => {
+                return Err((
+                    ErrorCode::InvalidReplicationFactor,
+                    format!("replication factor must be positive, got {n}"),
+                ))
+            }
+        };
+        // Start where the partitions so far leave off, so leaders spread over topics too.
+        let start: usize = cat.topics.values().map(|t| t.replicas.len()).sum();
+        assign::assign(&members, partitions, rf, start)
+    }
+
     pub fn create_partitions(&mut self, asks: &[NewPartitions], validate_only: bool) -> Vec<Result<(), Failure>> {
         let planned = plan(&self.state, asks, |cat, ask| {
             let total = self.check_new_partitions(cat, ask)?;
-            let topic = cat.plan_partitions(&ask.topic, total, self.ctx.shards).expect("checked: the topic grows");
+            let mut topic = cat.plan_partitions(&ask.topic, total, self.ctx.shards).expect("checked: the topic grows");
+            if topic.replicated() {
+                let have = topic.replicas.len() as u32;
+                let rf = topic.replicas[0].len() as i16;
+                let asked = ask.assignments.as_deref();
+                if asked.is_some_and(|a| a.iter().any(|r| r.len() != rf as usize)) {
+                    return Err((
+                        ErrorCode::InvalidReplicaAssignment,
+                        format!("the topic's partitions have {rf} replicas each"),
+                    ));
+                }
+                topic.replicas.extend(self.place(cat, asked, total - have, rf)?);
+            }
             Ok(((), vec![Record::Topic { topic }]))
         });
         let results = self.finish(planned, validate_only);
@@ -107,14 +173,8 @@ impl Controller {
                     format!("{} replica assignments for {new} new partitions", assignments.len()),
                 ));
             }
-            let me = self.ctx.node_id;
-            if let Some(bad) = assignments.iter().find(|a| a.as_slice() != [me]) {
-                return Err((
-                    ErrorCode::InvalidReplicaAssignment,
-                    format!(
-                        "replicas {bad:?}: this cluster has one broker, id {me}, so each partition has replicas [{me}]"
-                    ),
-                ));
+            if !topic.replicated() {
+                self.place(cat, Some(assignments), new as u32, -1)?;
             }
         }
         Ok(ask.count as u32)

@@ -96,6 +96,24 @@ impl Coordinator {
         }
     }
 
+    /// Drops the groups `which` picks, their offsets and the requests waiting on them (which
+    /// then fail, and their clients look for the coordinator again): in a cluster, this
+    /// broker no longer leads their `__consumer_offsets` partition.
+    pub fn forget(&self, which: impl Fn(&str) -> bool) {
+        let gone: Vec<Group> = self.groups.borrow_mut().extract_if(|id, _| which(id)).map(|(_, g)| g).collect();
+        let mut waiting = self.waiting.borrow_mut();
+        for g in &gone {
+            for t in g.waiting_tokens() {
+                waiting.remove(&t);
+            }
+        }
+        drop(waiting);
+        self.offsets.borrow_mut().forget(&which);
+        if !gone.is_empty() {
+            tracing::info!(groups = gone.len(), "no longer coordinating groups (their offsets partition moved)");
+        }
+    }
+
     /// Runs one group operation. `log` is this shard's `__consumer_offsets` partition for
     /// the group.
     pub async fn handle(&self, group: String, op: GroupOp, log: Option<Rc<dyn OffsetsLog>>) {

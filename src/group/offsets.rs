@@ -20,6 +20,12 @@ use crate::protocol::batch;
 
 pub const TOPIC: &str = "__consumer_offsets";
 
+/// The offsets topic's configs: committed offsets are never deleted by retention.
+pub fn topic_configs() -> std::collections::BTreeMap<String, String> {
+    let internal = [("retention.ms", "-1"), ("retention.bytes", "-1"), ("cleanup.policy", "compact")];
+    internal.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Committed {
     pub offset: i64,
@@ -179,6 +185,11 @@ impl OffsetStore {
 
     pub fn groups(&self) -> impl Iterator<Item = &String> {
         self.groups.keys()
+    }
+
+    /// Drops the offsets of the groups `which` picks.
+    pub fn forget(&mut self, which: impl Fn(&str) -> bool) {
+        self.groups.retain(|g, _| !which(g));
     }
 
     /// Offsets of `group` older than `retention_ms` at `now_ms`, counted from the later of

@@ -122,7 +122,7 @@ impl LogConfig {
             compression: TopicCompression::Producer,
             compact: false,
             delete: true,
-            min_insync_replicas: 1,
+            min_insync_replicas: c.min_insync_replicas.min(i32::MAX as u32) as i32,
         }
     }
 

@@ -91,18 +91,28 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
         tracing::info!(?cpus, "{n} shards, not pinned: each thread may run on any of these CPUs (pin = false)");
     }
     let _lock = startup::lock_data_dir(&cfg.data_dir)?;
-    let mut controller = Controller::open(crate::controller::Context {
+    let cluster = cfg.cluster()?;
+    let ctx = crate::controller::Context {
         shards: n,
         node_id: cfg.node_id,
         default_partitions: cfg.default_partitions,
         static_log: LogConfig::from_config(&cfg),
         data_dir: cfg.data_dir.clone(),
-    })?;
-    // Committed offsets live in an internal topic with one partition per shard (at first
-    // start), never deleted by retention.
-    let internal = [("retention.ms", "-1"), ("retention.bytes", "-1"), ("cleanup.policy", "compact")];
-    let configs = internal.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    controller.ensure_internal_topic(crate::group::offsets::TOPIC, n as u32, configs)?;
+        members: cluster.as_ref().map(|c| c.members()).unwrap_or_default(),
+        default_replication_factor: cfg.default_replication_factor,
+    };
+    let controller = match &cluster {
+        // A member's catalog is what the metadata quorum's log makes: shard 0 replays it.
+        Some(_) => Controller::replicated(ctx),
+        None => {
+            let mut controller = Controller::open(ctx)?;
+            // Committed offsets live in an internal topic with one partition per shard (at
+            // first start), never deleted by retention.
+            let configs = crate::group::offsets::topic_configs();
+            controller.ensure_internal_topic(crate::group::offsets::TOPIC, n as u32, configs)?;
+            controller
+        }
+    };
     let catalog = controller.catalog().clone();
     // The controller lives on shard 0.
     let mut controller = Some(controller);
@@ -185,6 +195,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     let rows = senders.into_iter().zip(receivers).zip(handoff_senders.into_iter().zip(handoff_receivers));
     for (i, ((cpu, node), (mesh, handoffs))) in placement.iter().copied().zip(rows).enumerate() {
         let cfg = cfg.clone();
+        let cluster = cluster.clone();
         let registry = registry.clone();
         let catalog = catalog.clone();
         let controller = if i == 0 { controller.take() } else { None };
@@ -213,7 +224,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
                 let outcome = serve::shard_main(
                     ShardId(i),
                     cfg,
-                    (catalog, controller),
+                    (catalog, controller, cluster),
                     listeners,
                     tls,
                     probe,

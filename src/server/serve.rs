@@ -15,11 +15,11 @@ use super::accept::{accept_loop, receive_handoffs, Gate, Place};
 use super::handoff::{Handoff, Loads};
 use super::queues::{self, Queues};
 use super::timers;
-use crate::config::Config;
+use crate::config::{ClusterSettings, Config};
 use crate::controller::Controller;
 use crate::error::BrokerError;
 use crate::listener::Listener;
-use crate::metadata::Catalog;
+use crate::metadata::{BrokerRegistration, Catalog, Endpoint};
 use crate::metrics;
 use crate::net::admission::{Admission, RefusalLog};
 use crate::net::connection::Limits;
@@ -57,11 +57,33 @@ async fn connected<T: Send + 'static>(
     senders
 }
 
+/// Makes the shard a cluster member's: its transport and tick timer; on shard 0 also the
+/// cluster listener and the metadata quorum, replayed, and this broker's registration, which
+/// it waits for (the catalog is then published to every shard).
+async fn join_cluster(shard: &Rc<Shard>, settings: ClusterSettings, listeners: &[Listener]) -> Result<(), BrokerError> {
+    let cluster = crate::shard::cluster::ShardCluster::new(shard.config.node_id, settings.clone());
+    if shard.id.0 != 0 {
+        shard.join_cluster(cluster, None);
+        return Ok(());
+    }
+    let listener = glommio::net::TcpListener::bind(settings.listen)
+        .map_err(|e| BrokerError::Bind { addr: format!("{} (cluster_listen)", settings.listen), source: e.into() })?;
+    shard.join_cluster(cluster, Some(listener));
+    shard.start_metadata_quorum().await?;
+    let endpoints = listeners
+        .iter()
+        .map(|l| Endpoint { listener: l.name.clone(), host: l.advertised.host.clone(), port: l.advertised.port })
+        .collect();
+    let me = BrokerRegistration { node_id: shard.config.node_id, endpoints, rack: shard.config.broker_rack.clone() };
+    shard.register(me).await;
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn shard_main(
     id: ShardId,
     cfg: Arc<Config>,
-    (catalog, controller): (Catalog, Option<Controller>),
+    (catalog, controller, cluster): (Catalog, Option<Controller>, Option<ClusterSettings>),
     listeners: Vec<Listener>,
     tls: Option<Arc<rustls::ServerConfig>>,
     probe: metrics::Probe,
@@ -96,6 +118,10 @@ pub(super) async fn shard_main(
     for t in rx_tasks {
         let rx = t.await;
         queues::spawn_into(queues.replies, shard.clone().serve_peer(rx));
+    }
+    // A member joins first: the catalog it opens partitions by is the metadata quorum's.
+    if let Some(settings) = cluster {
+        join_cluster(&shard, settings, &listeners).await?;
     }
     // Open (and if needed recover) the partitions homed here before taking connections.
     shard.apply_catalog(Arc::new(catalog)).await;

@@ -39,10 +39,13 @@ impl Shard {
             return;
         }
         let mut wanted = Vec::new();
+        let node = self.config.node_id;
         for t in catalog.topics.values() {
             for (p, &home) in t.homes.iter().enumerate() {
                 let tp = Tp { topic: t.id, partition: p as i32 };
-                if home == self.id.0 && !self.logs.borrow().contains_key(&tp) {
+                // In a cluster a broker holds only the partitions it has a replica of.
+                let mine = !t.replicated() || t.replicas_of(tp.partition).contains(&node);
+                if home == self.id.0 && mine && !self.logs.borrow().contains_key(&tp) {
                     wanted.push((t.name.clone(), tp));
                 }
             }
@@ -56,7 +59,11 @@ impl Shard {
             .collect();
         for (tp, p) in gone {
             self.logs.borrow_mut().remove(&tp);
-            if let Err(e) = p.close().await {
+            let closed = match self.cluster().and_then(|c| c.remove_group(&tp)) {
+                Some(g) => g.stop().await, // closes the log too
+                None => p.close().await,
+            };
+            if let Err(e) = closed {
                 tracing::warn!(topic = %p.topic, partition = p.index, "closing deleted partition: {e}");
             }
             if let Err(e) = p.delete_files() {
@@ -75,6 +82,20 @@ impl Shard {
             let dir = self.config.data_dir.join(Partition::dir_name(&name, tp.partition));
             let cfg = self.topic_log_config(&catalog, &topic.configs);
             match Partition::open(&name, tp.partition, dir, cfg, self.probe.clone()).await {
+                Ok(p) if topic.replicated() => {
+                    let Some(cluster) = self.cluster() else {
+                        tracing::error!(topic = %name, "a replicated topic on a broker that is not a cluster member");
+                        continue;
+                    };
+                    match cluster.open_group(topic, tp, p.clone()) {
+                        Ok(_) => {
+                            self.logs.borrow_mut().insert(tp, p);
+                        }
+                        Err(e) => {
+                            tracing::error!(topic = %name, partition = tp.partition, "cannot start the replica: {e}")
+                        }
+                    }
+                }
                 Ok(p) => {
                     self.logs.borrow_mut().insert(tp, p);
                 }

@@ -64,16 +64,53 @@ pub enum ControllerOp {
     },
 }
 
-/// Sends `value` on `reply` when called: an answer held back until the catalog is out.
-fn answer<T: 'static>(reply: oneshot::Sender<T>, value: T) -> Box<dyn FnOnce()> {
-    Box::new(move || {
-        let _ = reply.send(value);
+/// An answer that a failed commit turns into that failure for every ask that had passed.
+trait Fails {
+    fn failed(self, f: &Failure) -> Self;
+}
+
+impl<T> Fails for Vec<Result<T, Failure>> {
+    fn failed(self, f: &Failure) -> Self {
+        self.into_iter().map(|r| r.and(Err(f.clone()))).collect()
+    }
+}
+
+impl<T> Fails for Vec<Result<T, ErrorCode>> {
+    fn failed(self, f: &Failure) -> Self {
+        self.into_iter().map(|r| r.and(Err(f.0))).collect()
+    }
+}
+
+impl<T> Fails for Result<T, Failure> {
+    fn failed(self, f: &Failure) -> Self {
+        self.and(Err(f.clone()))
+    }
+}
+
+impl<T> Fails for Result<T, ErrorCode> {
+    fn failed(self, f: &Failure) -> Self {
+        self.and(Err(f.0))
+    }
+}
+
+/// How a decided request's records fared: `None` committed (or there were none), or the
+/// failure every ask that had passed gets instead.
+pub type Committed = Option<Failure>;
+
+/// Sends `value` on `reply` when called, or the failure of the commit it waited for.
+fn answer<T: Fails + 'static>(reply: oneshot::Sender<T>, value: T) -> Box<dyn FnOnce(Committed)> {
+    Box::new(move |committed: Committed| {
+        let _ = reply.send(match committed {
+            None => value,
+            Some(f) => value.failed(&f),
+        });
     })
 }
 
-/// Decides `op` on `c` (the controller logs what it decides) and returns its answer, to be
-/// sent once every shard has the resulting catalog. Fakes of the broker run it too.
-pub fn decide(c: &mut Controller, op: ControllerOp) -> Box<dyn FnOnce()> {
+/// Decides `op` on `c` (alone, the controller logs what it decides; in a cluster its records
+/// wait to be proposed) and returns its answer, to be sent once the records committed and
+/// every shard has the resulting catalog. Fakes of the broker run it too.
+pub fn decide(c: &mut Controller, op: ControllerOp) -> Box<dyn FnOnce(Committed)> {
     match op {
         ControllerOp::CreateTopics { topics, validate_only, reply } => {
             answer(reply, c.create_topics(&topics, validate_only))
@@ -109,6 +146,9 @@ pub async fn run(shard: &Rc<Shard>, op: ControllerOp) {
         tracing::error!(shard = shard.id.0, "a controller request reached a shard without the controller");
         return drop(op);
     };
+    if shard.cluster().is_some() {
+        return super::quorum::run(shard, cell, op).await;
+    }
     let (before, done) = {
         let mut c = cell.borrow_mut();
         let before = c.catalog().version;
@@ -119,7 +159,7 @@ pub async fn run(shard: &Rc<Shard>, op: ControllerOp) {
         let snapshot = Arc::new(cell.borrow().catalog().clone());
         shard.broadcast_catalog(snapshot).await;
     }
-    done();
+    done(None);
 }
 
 impl Shard {

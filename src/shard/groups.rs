@@ -53,14 +53,65 @@ impl Shard {
     }
 
     async fn run_group_op(&self, group: String, op: GroupOp) {
-        let log = self.offsets_log(&group);
+        let log = match self.offsets_log(&group) {
+            Ok(log) => log,
+            // Another broker coordinates it: the dropped reply tells the client to look for
+            // the coordinator again.
+            Err(_) => return drop(op),
+        };
         self.groups.handle(group, op, log).await;
     }
 
-    /// The local `__consumer_offsets` partition of a group homed here.
-    fn offsets_log(&self, group: &str) -> Option<Rc<dyn OffsetsLog>> {
-        let log = self.group_home(group).ok().and_then(|(_, tp)| self.log(&tp).ok())?;
-        Some(log)
+    /// The local `__consumer_offsets` partition of a group homed here; in a cluster, through
+    /// its raft group, and only while this broker leads it (else NOT_COORDINATOR).
+    fn offsets_log(&self, group: &str) -> Result<Option<Rc<dyn OffsetsLog>>, ErrorCode> {
+        let Ok((_, tp)) = self.group_home(group) else { return Ok(None) };
+        if let Some(g) = self.cluster().and_then(|c| c.group(&tp)) {
+            if !g.serving() || !self.coordinating(tp.partition) {
+                return Err(ErrorCode::NotCoordinator);
+            }
+            return Ok(Some(Rc::new(ReplicatedOffsets(g))));
+        }
+        if self.catalog.borrow().topic_by_id(&tp.topic).is_some_and(|t| t.replicated()) {
+            return Err(ErrorCode::NotCoordinator); // no replica here
+        }
+        Ok(self.log(&tp).ok().map(|p| p as Rc<dyn OffsetsLog>))
+    }
+
+    /// Follows the leaderships of the `__consumer_offsets` partitions homed here (cluster
+    /// mode, every tick): a partition this broker came to lead is replayed into the
+    /// coordinator, whose groups' members then rejoin here; one it no longer leads has its
+    /// groups dropped.
+    pub(super) fn follow_offsets_leadership(&self) {
+        let Some(cluster) = self.cluster() else { return };
+        let Some(topic) = self.catalog.borrow().topic(offsets::TOPIC).filter(|t| t.replicated()).cloned() else {
+            return;
+        };
+        let n = topic.partitions() as u32;
+        for p in 0..topic.partitions() {
+            let tp = Tp { topic: topic.id, partition: p };
+            let Some(g) = cluster.group(&tp) else { continue };
+            let serving = g.serving();
+            if serving == self.coordinating(p) {
+                continue;
+            }
+            self.groups.forget(|group| offsets::partition_for(group, n) == p);
+            if serving {
+                let mut records = Vec::new();
+                if let Err(e) = g.log().scan_batches(0, |b| records.extend(offsets::from_batch(b))) {
+                    tracing::error!(partition = p, "cannot replay {}: {e}", offsets::TOPIC);
+                    continue;
+                }
+                self.groups.replay(records);
+                self.coordinated.borrow_mut().insert(p);
+            } else {
+                self.coordinated.borrow_mut().remove(&p);
+            }
+        }
+    }
+
+    fn coordinating(&self, partition: i32) -> bool {
+        self.coordinated.borrow().contains(&partition)
     }
 
     /// ListGroups across every shard.
@@ -81,8 +132,16 @@ impl Shard {
     /// `__consumer_offsets` partitions (at start, after they are open).
     pub fn replay_group_offsets(&self) {
         let Some(topic) = self.catalog.borrow().topic(offsets::TOPIC).map(|t| t.id) else { return };
-        let logs: Vec<Rc<Partition>> =
-            self.logs.borrow().iter().filter(|(tp, _)| tp.topic == topic).map(|(_, p)| p.clone()).collect();
+        // In a cluster a partition is replayed when this broker comes to lead it
+        // (`follow_offsets_leadership`), not at start.
+        let replicated = |tp: &Tp| self.cluster().is_some_and(|c| c.group(tp).is_some());
+        let logs: Vec<Rc<Partition>> = self
+            .logs
+            .borrow()
+            .iter()
+            .filter(|(tp, _)| tp.topic == topic && !replicated(tp))
+            .map(|(_, p)| p.clone())
+            .collect();
         let mut records = Vec::new();
         for p in logs {
             if let Err(e) = p.scan_batches(0, |b| records.extend(offsets::from_batch(b))) {
@@ -100,9 +159,29 @@ impl Shard {
     /// Removes committed offsets of empty groups past `offsets_retention_minutes`.
     pub async fn expire_group_offsets(&self) {
         for (group, records) in self.groups.expire_offsets() {
-            let log = self.offsets_log(&group);
+            let Ok(log) = self.offsets_log(&group) else { continue };
             self.groups.apply_expiry(&group, records, log).await;
         }
+    }
+}
+
+/// A replicated `__consumer_offsets` partition: a commit is durable once the raft group
+/// committed it (a majority of the replicas hold it).
+struct ReplicatedOffsets(Rc<crate::cluster::group::Group>);
+
+impl OffsetsLog for ReplicatedOffsets {
+    fn append(&self, batch: Bytes) -> Pin<Box<dyn Future<Output = Result<(), ErrorCode>>>> {
+        let produced = self.0.produce(&batch, crate::cluster::group::Acks::All { min_insync: 1 });
+        Box::pin(async move {
+            match produced {
+                Ok(rx) => match rx.await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(ErrorCode::NotLeaderOrFollower)) | Err(_) => Err(ErrorCode::NotCoordinator),
+                    Ok(Err(_)) => Err(ErrorCode::CoordinatorNotAvailable),
+                },
+                Err(_) => Err(ErrorCode::NotCoordinator),
+            }
+        })
     }
 }
 

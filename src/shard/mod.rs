@@ -11,10 +11,12 @@
 //! remote time.
 
 mod catalog;
+pub mod cluster;
 pub mod controller;
 mod groups;
 pub mod mesh;
 mod partitions;
+mod quorum;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -36,7 +38,7 @@ use crate::metadata::Catalog;
 use crate::metrics::Probe;
 use crate::quota::{ClientQuota, QuotaTable};
 pub use mesh::Msg;
-pub use partitions::{FetchAsk, OffsetQuery, PartResult, Share};
+pub use partitions::{alone_epoch, alone_epoch_end, EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Share};
 
 /// A topic partition by topic id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +78,13 @@ pub struct Shard {
     static_quotas: StaticQuotas,
     /// The fetch sessions of this shard's connections (see `fetch_session` for why per shard).
     pub fetch_sessions: FetchSessions,
+    /// This shard's part of the cluster, when the broker is a member of one.
+    cluster: std::cell::OnceCell<Rc<cluster::ShardCluster>>,
+    /// A catalog publication is scheduled (`quorum`).
+    publishing: std::cell::Cell<bool>,
+    /// In a cluster, the `__consumer_offsets` partitions homed here whose groups this shard
+    /// coordinates: those it leads and has replayed (`groups`).
+    coordinated: RefCell<std::collections::HashSet<i32>>,
 }
 
 /// The static quota settings: the client-id default, client-ids' and users'.
@@ -149,6 +158,9 @@ impl Shard {
             quotas: crate::quota::ShardQuotas::new(quotas, static_quotas.table(&catalog_quotas)),
             static_quotas,
             probe,
+            cluster: std::cell::OnceCell::new(),
+            publishing: std::cell::Cell::new(false),
+            coordinated: RefCell::default(),
         })
     }
 
@@ -193,6 +205,22 @@ impl Shard {
 
     /// Clean shutdown of every local partition.
     pub async fn close_all(&self) {
+        if let Some(c) = self.cluster() {
+            c.hand_over_leaderships().await;
+        }
+        // Replicas first: stopping one closes its log.
+        for (tp, g) in self.cluster().map(|c| c.groups()).unwrap_or_default() {
+            self.cluster().map(|c| c.remove_group(&tp));
+            self.logs.borrow_mut().remove(&tp);
+            if let Err(e) = g.stop().await {
+                tracing::error!(group = ?g.id(), "clean stop of a replica failed: {e}");
+            }
+        }
+        if let Some(meta) = self.cluster().and_then(|c| c.meta()) {
+            if let Err(e) = meta.quorum.group().stop().await {
+                tracing::error!("clean stop of the metadata quorum's replica failed: {e}");
+            }
+        }
         let logs: Vec<_> = self.logs.borrow_mut().drain().map(|(_, p)| p).collect();
         self.probe.partitions(0);
         for p in logs {

@@ -17,6 +17,7 @@ use futures_channel::oneshot;
 
 use super::mesh::{first_of, join_all};
 use super::{Shard, Tp};
+use crate::cluster::group::Acks;
 use crate::log::{Appended, Offsets, Partition, ReadOut};
 use crate::metrics;
 use crate::producer::ProducerSummary;
@@ -28,11 +29,48 @@ pub type Share<A> = Vec<(Tp, A)>;
 /// The home half of an operation: serves one shard's share of the asks.
 type Served<R> = Pin<Box<dyn Future<Output = Vec<PartResult<R>>>>>;
 
-/// A fetch of one partition: from `offset`, at most `max_bytes`.
+/// How a Produce wants its appends acknowledged (Kafka's `acks` and `timeout_ms`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProduceAcks {
+    /// acks=all: a replicated partition answers once the batch is committed and held by
+    /// `min.insync.replicas` copies; otherwise after the leader's own write.
+    pub all_replicas: bool,
+    /// A replicated partition's append not acknowledged by then is REQUEST_TIMED_OUT.
+    pub timeout: Duration,
+}
+
+/// A fetch of one partition: from `offset`, at most `max_bytes`, by a client that believes
+/// the leader epoch is `current_leader_epoch` (-1: no belief).
 #[derive(Debug, Clone, Copy)]
 pub struct FetchAsk {
     pub offset: i64,
     pub max_bytes: u32,
+    pub current_leader_epoch: i32,
+}
+
+/// OffsetForLeaderEpoch's ask of a partition: where `epoch` ends, by a client that believes
+/// the leader epoch is `current` (-1: no belief).
+#[derive(Debug, Clone, Copy)]
+pub struct EpochAsk {
+    pub current: i32,
+    pub epoch: i32,
+}
+
+/// A broker alone has leader epoch 0 for every partition: a client that believes in a later
+/// one has metadata from elsewhere (UNKNOWN_LEADER_EPOCH, KIP-320).
+pub fn alone_epoch(current: i32) -> Result<i32, ErrorCode> {
+    match current {
+        c if c > 0 => Err(ErrorCode::UnknownLeaderEpoch),
+        _ => Ok(0),
+    }
+}
+
+/// Where `epoch` ends on a broker alone: epoch 0 ends at the log end; any other is unknown.
+pub fn alone_epoch_end(epoch: i32, log_end: i64) -> (i32, i64) {
+    match epoch {
+        0 => (0, log_end),
+        _ => (-1, -1),
+    }
 }
 
 /// What ListOffsets asks of a partition.
@@ -59,7 +97,34 @@ struct Split<A, R> {
 
 impl Shard {
     pub(super) fn log(&self, tp: &Tp) -> Result<Rc<Partition>, ErrorCode> {
-        self.logs.borrow().get(tp).cloned().ok_or(ErrorCode::UnknownTopicOrPartition)
+        if let Some(p) = self.logs.borrow().get(tp) {
+            return Ok(p.clone());
+        }
+        // A partition of the cluster this broker holds no replica of: the client asks the
+        // leader once its metadata is fresh.
+        match self.catalog.borrow().topic_by_id(&tp.topic) {
+            Some(t) if t.replicated() => Err(ErrorCode::NotLeaderOrFollower),
+            _ => Err(ErrorCode::UnknownTopicOrPartition),
+        }
+    }
+
+    /// The partition's log, for serving clients: in a cluster only the serving leader
+    /// serves its partition (followers answer NOT_LEADER_OR_FOLLOWER).
+    pub(super) fn leader_log(&self, tp: &Tp) -> Result<Rc<Partition>, ErrorCode> {
+        self.epoch_checked(tp, -1).map(|(p, _)| p)
+    }
+
+    /// `leader_log` for a client that believes the leader epoch is `current` (KIP-320), with
+    /// the leader epoch: FENCED_LEADER_EPOCH if it is older, UNKNOWN_LEADER_EPOCH if newer.
+    fn epoch_checked(&self, tp: &Tp, current: i32) -> Result<(Rc<Partition>, i32), ErrorCode> {
+        let p = self.log(tp)?;
+        match self.cluster().and_then(|c| c.group(tp)) {
+            Some(g) => {
+                g.check_leader_epoch(current)?;
+                Ok((p, i32::try_from(g.term()).unwrap_or(i32::MAX)))
+            }
+            None => Ok((p, alone_epoch(current)?)),
+        }
     }
 
     fn home(&self, tp: &Tp) -> Result<usize, ErrorCode> {
@@ -132,20 +197,61 @@ impl Shard {
         R: Send + 'static,
     {
         self.scatter(asks, move |here: Rc<Shard>, share: Share<A>| -> Served<R> {
-            Box::pin(async move { share.into_iter().map(|(tp, a)| here.log(&tp).and_then(|p| op(&p, a))).collect() })
+            Box::pin(
+                async move { share.into_iter().map(|(tp, a)| here.leader_log(&tp).and_then(|p| op(&p, a))).collect() },
+            )
         })
         .await
     }
 
     /// Appends produced batches on their partitions' home shards; each result once the
     /// append is acknowledged (durable, if the topic's flush policy says so).
-    pub async fn produce(self: &Rc<Self>, batches: Share<Bytes>) -> Vec<PartResult<Appended>> {
-        self.scatter(batches, serve_produce).await
+    pub async fn produce(self: &Rc<Self>, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<PartResult<Appended>> {
+        self.scatter(batches, move |here, share| serve_produce(here, share, acks)).await
     }
 
     /// Reads partitions on their home shards: offsets and a file region each, never the bytes.
     pub async fn fetch(self: &Rc<Self>, asks: Share<FetchAsk>) -> Vec<PartResult<ReadOut>> {
-        self.on_partitions(asks, |p, a| p.read(a.offset, a.max_bytes, true)).await
+        self.on_epochs(asks, |a| a.current_leader_epoch, |p, _, a| p.read(a.offset, a.max_bytes, true)).await
+    }
+
+    /// OffsetForLeaderEpoch: (epoch, end offset) of each ask's epoch, as the leader has it.
+    pub async fn epoch_end_offsets(self: &Rc<Self>, asks: Share<EpochAsk>) -> Vec<PartResult<(i32, i64)>> {
+        self.scatter(asks, move |here: Rc<Shard>, share: Share<EpochAsk>| -> Served<(i32, i64)> {
+            Box::pin(async move {
+                let end = |tp: Tp, a: EpochAsk| match here.cluster().and_then(|c| c.group(&tp)) {
+                    Some(g) => g.end_offset_for_epoch(a.current, a.epoch),
+                    None => {
+                        let p = here.log(&tp)?;
+                        alone_epoch(a.current)?;
+                        Ok(alone_epoch_end(a.epoch, p.offsets().log_end))
+                    }
+                };
+                share.into_iter().map(|(tp, a)| end(tp, a)).collect()
+            })
+        })
+        .await
+    }
+
+    /// Runs a synchronous partition operation on each ask's home shard, at the leader the
+    /// ask's `current` epoch names; `op` gets the leader epoch.
+    async fn on_epochs<A, R>(
+        self: &Rc<Self>,
+        asks: Share<A>,
+        current: fn(&A) -> i32,
+        op: fn(&Partition, i32, A) -> PartResult<R>,
+    ) -> Vec<PartResult<R>>
+    where
+        A: Send + 'static,
+        R: Send + 'static,
+    {
+        self.scatter(asks, move |here: Rc<Shard>, share: Share<A>| -> Served<R> {
+            Box::pin(async move {
+                let run = |tp: Tp, a: A| here.epoch_checked(&tp, current(&a)).and_then(|(p, epoch)| op(&p, epoch, a));
+                share.into_iter().map(|(tp, a)| run(tp, a)).collect()
+            })
+        })
+        .await
     }
 
     /// Completes when the high watermark of any of the partitions passes its offset, or after
@@ -177,16 +283,24 @@ impl Shard {
         self.on_partitions(partitions.into_iter().map(|tp| (tp, ())).collect(), |p, ()| Ok(p.producers())).await
     }
 
-    /// ListOffsets: the (offset, timestamp) each query finds, (-1, -1) for none.
-    pub async fn list_offsets(self: &Rc<Self>, asks: Share<OffsetQuery>) -> Vec<PartResult<(i64, i64)>> {
+    /// ListOffsets of clients that believe the leader epochs given: the (offset, timestamp,
+    /// leader epoch) each query finds, (-1, -1, -1) for none.
+    pub async fn list_offsets(self: &Rc<Self>, asks: Share<(OffsetQuery, i32)>) -> Vec<PartResult<(i64, i64, i32)>> {
         const NONE: (i64, i64) = (-1, -1);
-        self.on_partitions(asks, |p, query| match query {
-            OffsetQuery::Latest => Ok((p.offsets().high_watermark, -1)),
-            OffsetQuery::Earliest => Ok((p.offsets().log_start, -1)),
-            OffsetQuery::LatestTiered => Ok(NONE),
-            OffsetQuery::MaxTimestamp => Ok(p.max_timestamp_offset().unwrap_or(NONE)),
-            OffsetQuery::AtTime(ts) => Ok(p.offset_for_time(ts)?.unwrap_or(NONE)),
-        })
+        self.on_epochs(
+            asks,
+            |(_, current)| *current,
+            |p, epoch, (query, _)| {
+                let (offset, ts) = match query {
+                    OffsetQuery::Latest => (p.offsets().high_watermark, -1),
+                    OffsetQuery::Earliest => (p.offsets().log_start, -1),
+                    OffsetQuery::LatestTiered => NONE,
+                    OffsetQuery::MaxTimestamp => p.max_timestamp_offset().unwrap_or(NONE),
+                    OffsetQuery::AtTime(ts) => p.offset_for_time(ts)?.unwrap_or(NONE),
+                };
+                Ok((offset, ts, if offset >= 0 { epoch } else { -1 }))
+            },
+        )
         .await
     }
 
@@ -203,15 +317,21 @@ impl Shard {
 
 /// Appends every batch of the share now, in order (so batches of one connection keep their
 /// order on a partition), then waits for all their acks.
-fn serve_produce(here: Rc<Shard>, share: Share<Bytes>) -> Served<Appended> {
-    let appends: Vec<_> =
-        share.into_iter().map(|(tp, records)| here.log(&tp).and_then(|p| p.append(&records))).collect();
+fn serve_produce(here: Rc<Shard>, share: Share<Bytes>, acks: ProduceAcks) -> Served<Appended> {
+    let appends: Vec<_> = share.into_iter().map(|(tp, records)| here.append(&tp, &records, acks)).collect();
     Box::pin(async move {
         let acks = appends.into_iter().map(|a| {
             let here = &here;
             async move {
                 match a {
-                    Ok(rx) => here.acked(rx).await,
+                    Ok((rx, None)) => here.acked(rx).await,
+                    Ok((rx, Some(timeout))) => {
+                        futures_lite::future::or(here.acked(rx), async {
+                            glommio::timer::sleep(timeout).await;
+                            Err(ErrorCode::RequestTimedOut)
+                        })
+                        .await
+                    }
                     Err(e) => Err(e),
                 }
             }
@@ -220,13 +340,33 @@ fn serve_produce(here: Rc<Shard>, share: Share<Bytes>) -> Served<Appended> {
     })
 }
 
+type AckRx = oneshot::Receiver<Result<Appended, ErrorCode>>;
+
+impl Shard {
+    /// Starts one append: to the log, or through its raft group when replicated (which
+    /// then answers within the produce's timeout).
+    fn append(&self, tp: &Tp, records: &Bytes, acks: ProduceAcks) -> Result<(AckRx, Option<Duration>), ErrorCode> {
+        let p = self.log(tp)?;
+        let Some(g) = self.cluster().and_then(|c| c.group(tp)) else { return Ok((p.append(records)?, None)) };
+        let how = match acks.all_replicas {
+            // Kafka 4 (KIP-966) asks for at most as many copies as there are voters.
+            true => {
+                let voters = g.voters().len().max(1);
+                Acks::All { min_insync: (p.config().min_insync_replicas.max(1) as usize).min(voters) }
+            }
+            false => Acks::Leader,
+        };
+        Ok((g.produce(records, how)?, Some(acks.timeout)))
+    }
+}
+
 /// Watches every partition of the share; answers when one has data past its offset or
 /// `wait` has passed. An unknown partition answers at once (the fetch then sees the error).
 async fn serve_watch(here: Rc<Shard>, share: Share<i64>, wait: Duration) -> Vec<PartResult<()>> {
     let n = share.len();
     let mut arrived = Vec::with_capacity(n);
     for (tp, offset) in share {
-        let Ok(p) = here.log(&tp) else { return vec![Ok(()); n] };
+        let Ok(p) = here.leader_log(&tp) else { return vec![Ok(()); n] };
         let (tx, rx) = oneshot::channel();
         p.watch(offset, tx);
         arrived.push(rx);

@@ -5,6 +5,7 @@
 //! `kafka-configs`, ...).
 
 mod admin_tools;
+mod cluster_java;
 mod crash_java;
 mod fetch_sessions_java;
 mod groups_java;

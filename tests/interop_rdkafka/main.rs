@@ -3,6 +3,7 @@
 //! lossy proxy, TLS and SASL, and Kafka's consumer-groups tool over a group of librdkafka
 //! members. The client setup they share is in `librdkafka`.
 
+mod cluster_rdkafka;
 mod groups_rdkafka;
 mod groups_tool;
 mod idempotence_rdkafka;

@@ -229,11 +229,16 @@ impl Group {
     /// Voters in sync, as a leader sees them: itself, and each follower it heard from within
     /// the lag bound whose log it is replicating to (not probing for a match). Kafka's ISR.
     pub fn in_sync(&self) -> usize {
+        self.in_sync_ids().len()
+    }
+
+    /// The voters `in_sync` counts.
+    pub fn in_sync_ids(&self) -> Vec<u64> {
         let r = self.replica.borrow();
         let heard = self.heard.borrow();
         let now = Instant::now();
         let recent = |id: u64| heard.get(&id).is_some_and(|t| now.duration_since(*t) <= self.lag);
-        r.voters().into_iter().filter(|&id| id == r.id() || (recent(id) && r.replicating(id))).count()
+        r.voters().into_iter().filter(|&id| id == r.id() || (recent(id) && r.replicating(id))).collect()
     }
 
     /// Hands leadership to voter `to` (see `Replica::transfer_leader`); does nothing unless
@@ -268,6 +273,12 @@ impl Group {
     pub fn step(self: &Rc<Self>, m: Message) {
         self.heard.borrow_mut().insert(m.from, Instant::now());
         self.replica.borrow_mut().step(m);
+        self.pump();
+    }
+
+    /// Stands for election at once (see `Replica::campaign`).
+    pub fn campaign(self: &Rc<Self>) {
+        self.replica.borrow_mut().campaign();
         self.pump();
     }
 

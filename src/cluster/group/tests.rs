@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use glommio::Task;
 
 use super::*;
+use crate::cluster::frame::Item;
 use crate::cluster::transport::{self, Deliver};
 use crate::log::LogConfig;
 use crate::metrics::Probe;
@@ -49,7 +50,8 @@ impl Node {
         let cfg = LogConfig::from_config(&crate::config::Config::default());
         let log = Partition::open("t", 0, self.dir.clone(), cfg, Probe::detached()).await.unwrap();
         let (slot, cut, me) = (self.slot.clone(), self.cut.clone(), self.id);
-        let deliver: Deliver = Rc::new(move |from, group, m| {
+        let deliver: Deliver = Rc::new(move |from, item| {
+            let Item::Raft(group, m) = item else { return };
             if cut.get() == from || cut.get() == me {
                 return;
             }

@@ -103,6 +103,11 @@ pub struct Group {
 }
 
 impl Group {
+    /// The requests of its members still waiting on a rebalance (their Join or Sync).
+    pub fn waiting_tokens(&self) -> Vec<Token> {
+        self.members.values().flat_map(|m| m.join.into_iter().chain(m.sync)).collect()
+    }
+
     pub fn new(id: &str, now: u64, limits: GroupLimits) -> Group {
         Group {
             id: id.to_string(),

@@ -335,6 +335,11 @@ impl Partition {
         self.cfg.set(cfg);
     }
 
+    /// The settings in force.
+    pub fn config(&self) -> LogConfig {
+        self.cfg.get()
+    }
+
     /// The idempotent producers with state in this partition (DescribeProducers).
     pub fn producers(&self) -> Vec<crate::producer::ProducerSummary> {
         self.producers_written.borrow().summaries()

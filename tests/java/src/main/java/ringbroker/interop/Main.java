@@ -79,6 +79,17 @@ public final class Main {
                 case "crash-verify":
                     code = CrashVerify.run(args);
                     break;
+                case "history-produce":
+                    // Brokers are killed under this producer on purpose: connection warnings and
+                    // retried batches are expected noise.
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient", "error");
+                    setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.producer.internals.Sender",
+                            "error");
+                    code = History.produce(args);
+                    break;
+                case "history-verify":
+                    code = History.verify(args);
+                    break;
                 case "group-produce":
                     code = GroupProduce.run(args);
                     break;
@@ -176,6 +187,8 @@ public final class Main {
                 "  crash-produce --bootstrap H:P --topic T --acked-file F [--partitions 3]",
                 "                [--give-up-ms 10000] [--max-records 2000000] [--max-seconds 300] [--max-outstanding 2000]",
                 "  crash-verify  --bootstrap H:P --topic T --acked-file F [--timeout-sec 60]",
+                "  history-produce --bootstrap H:P --topic T --history-file F [--partitions 6] [--replicas 3] [--seconds 60]",
+                "  history-verify --bootstrap H:P --topic T --history-file F [--sent N]",
                 "  group-produce --bootstrap H:P --topic T --acked-file F [--partitions 6] [--records 30000]",
                 "                [--rate 2500] [--max-seconds 120]",
                 "  group-consume --bootstrap H:P --topic T --group G --name N [--assignor default|range|roundrobin|",

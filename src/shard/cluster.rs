@@ -1,0 +1,352 @@
+//! This shard's part of a cluster (DESIGN §9): the raft groups of the replicated partitions
+//! homed here, one transport to the peer brokers, one tick timer for all the groups, and
+//! what this broker knows of every partition's leadership (`View`), for Metadata. Shard 0
+//! also runs the cluster listener and the metadata quorum (`shard::controller`).
+//!
+//! Messages from peers arrive on shard 0's cluster listener and hop to the partition's home
+//! shard over the mesh; what a shard sends goes out on its own connections.
+//!
+//! Leadership views: each home shard looks at its groups every tick and, when a leader, an
+//! epoch or an ISR changed, hands the new views to every shard. A broker knows the leaders
+//! of the partitions it holds a replica of; for the others it tells clients the preferred
+//! replica, which answers NOT_LEADER_OR_FOLLOWER if it does not lead, and the client asks
+//! again. (Leadership of partitions held elsewhere is not exchanged between brokers yet.)
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use glommio::Task;
+
+use super::{Shard, Tp};
+use crate::cluster::frame::{GroupId, Item};
+use crate::cluster::group::{Group, GroupConfig};
+use crate::cluster::quorum::Quorum;
+use crate::cluster::replica::ReplicaConfig;
+use crate::cluster::transport::{self, Transport};
+use crate::config::ClusterSettings;
+use crate::log::Partition;
+use crate::metadata::TopicMeta;
+
+/// The metadata quorum's log, on shard 0 of every member.
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
+/// How long a stopping broker waits for its leaderships to move (controlled shutdown).
+const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often a leadership transfer that has not happened is asked for again.
+const HANDOVER_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+/// Bytes of recent batches each group keeps in memory for followers and commits.
+const GROUP_CACHE_BYTES: usize = 8 << 20;
+
+/// A partition's leadership as this broker knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// -1: none known.
+    pub leader: i32,
+    pub epoch: i32,
+    /// The voters in sync, as the leader sees them (a follower lists every voter).
+    pub isr: Vec<i32>,
+}
+
+/// The metadata quorum, on shard 0.
+pub struct Meta {
+    pub quorum: Rc<Quorum>,
+    /// Controller requests run one at a time: each decides on the catalog the ones before it
+    /// committed.
+    pub turn: glommio::sync::Semaphore,
+}
+
+pub struct ShardCluster {
+    pub node_id: i32,
+    pub settings: ClusterSettings,
+    transport: Rc<Transport>,
+    logger: slog::Logger,
+    groups: RefCell<HashMap<Tp, Rc<Group>>>,
+    meta: OnceCell<Meta>,
+    views: RefCell<HashMap<Tp, View>>,
+    /// The metadata quorum's leader as this shard last heard (-1: none).
+    controller_id: Cell<i32>,
+    tasks: RefCell<Vec<Task<()>>>,
+}
+
+fn id64(id: i32) -> u64 {
+    id as u64
+}
+
+fn id32(id: u64) -> i32 {
+    i32::try_from(id).unwrap_or(-1)
+}
+
+impl ShardCluster {
+    pub fn new(node_id: i32, settings: ClusterSettings) -> Rc<ShardCluster> {
+        let peers: HashMap<u64, SocketAddr> = settings.voters.iter().map(|(id, a)| (id64(*id), *a)).collect();
+        Rc::new(ShardCluster {
+            node_id,
+            transport: Transport::new(id64(node_id), &peers),
+            settings,
+            logger: crate::cluster::logging::logger(),
+            groups: RefCell::default(),
+            meta: OnceCell::new(),
+            views: RefCell::default(),
+            controller_id: Cell::new(-1),
+            tasks: RefCell::default(),
+        })
+    }
+
+    pub fn transport(&self) -> &Rc<Transport> {
+        &self.transport
+    }
+
+    pub fn meta(&self) -> Option<&Meta> {
+        self.meta.get()
+    }
+
+    pub fn group(&self, tp: &Tp) -> Option<Rc<Group>> {
+        self.groups.borrow().get(tp).cloned()
+    }
+
+    pub fn controller_id(&self) -> i32 {
+        self.controller_id.get()
+    }
+
+    pub fn view(&self, tp: &Tp) -> Option<View> {
+        self.views.borrow().get(tp).cloned()
+    }
+
+    fn group_config(&self, voters: &[i32]) -> GroupConfig {
+        let election = self.settings.election_ticks;
+        GroupConfig {
+            node_id: id64(self.node_id),
+            voters: voters.iter().map(|v| id64(*v)).collect(),
+            replica: ReplicaConfig {
+                election_tick: election,
+                max_election_tick: 2 * election,
+                heartbeat_tick: 1,
+                ..ReplicaConfig::default()
+            },
+            cache_bytes: GROUP_CACHE_BYTES,
+            replica_lag: self.settings.replica_lag,
+        }
+    }
+
+    /// Starts the raft group of a replicated partition over its opened log.
+    pub fn open_group(&self, topic: &TopicMeta, tp: Tp, log: Rc<Partition>) -> Result<Rc<Group>, String> {
+        let voters = topic.replicas_of(tp.partition);
+        let id = GroupId::new(&topic.name, tp.partition);
+        let fresh = !log.dir().join(crate::cluster::group::STATE_FILE).exists();
+        let logger = self.logger.new(slog::o!("group" => format!("{}/{}", topic.name, tp.partition)));
+        let g = Group::open(id, log, &self.group_config(voters), self.transport.clone(), &logger)
+            .map_err(|e| e.to_string())?;
+        self.groups.borrow_mut().insert(tp, g.clone());
+        // A new partition's preferred replica stands at once: leaders spread as the
+        // assignment dealt them, and the partition is writable within a round trip rather
+        // than an election timeout.
+        if fresh && voters.first() == Some(&self.node_id) {
+            g.campaign();
+        }
+        Ok(g)
+    }
+
+    /// Stops the group of a partition leaving this broker (deleted, or moved away).
+    pub fn remove_group(&self, tp: &Tp) -> Option<Rc<Group>> {
+        self.groups.borrow_mut().remove(tp)
+    }
+
+    pub fn groups(&self) -> Vec<(Tp, Rc<Group>)> {
+        self.groups.borrow().iter().map(|(tp, g)| (*tp, g.clone())).collect()
+    }
+
+    pub fn set_meta(&self, meta: Meta) {
+        let _ = self.meta.set(meta);
+    }
+
+    /// Controlled shutdown: hands every leadership of this shard (the metadata quorum's
+    /// included) to an in-sync voter and waits, at most `HANDOVER_WAIT`, until none is led
+    /// from here, so that clients see NOT_LEADER_OR_FOLLOWER and move on instead of waiting
+    /// out an election timeout.
+    pub async fn hand_over_leaderships(&self) {
+        let me = id64(self.node_id);
+        let mut groups: Vec<Rc<Group>> = self.groups().into_iter().map(|(_, g)| g).collect();
+        groups.extend(self.meta().map(|m| m.quorum.group().clone()));
+        let leading = |groups: &[Rc<Group>]| -> Vec<Rc<Group>> {
+            groups.iter().filter(|g| g.leader() == Some(me)).cloned().collect()
+        };
+        let before = leading(&groups).len();
+        if before == 0 {
+            return;
+        }
+        let deadline = std::time::Instant::now() + HANDOVER_WAIT;
+        let mut asked = std::time::Instant::now() - HANDOVER_RETRY;
+        loop {
+            let still = leading(&groups);
+            if still.is_empty() || std::time::Instant::now() > deadline {
+                match still.len() {
+                    0 => tracing::info!(leaderships = before, "handed every leadership over before stopping"),
+                    n => tracing::warn!(
+                        leaderships = before,
+                        still = n,
+                        "some leaderships were not handed over in time: their partitions elect anew"
+                    ),
+                }
+                return;
+            }
+            if asked.elapsed() >= HANDOVER_RETRY {
+                // raft-rs drops a transfer whose target does not catch up: ask again.
+                for g in &still {
+                    if let Some(to) = g.in_sync_ids().into_iter().find(|id| *id != me) {
+                        g.transfer_leader(to);
+                    }
+                }
+                asked = std::time::Instant::now();
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    fn hold(&self, task: Task<()>) {
+        self.tasks.borrow_mut().push(task);
+    }
+}
+
+impl Shard {
+    pub fn cluster(&self) -> Option<&Rc<ShardCluster>> {
+        self.cluster.get()
+    }
+
+    /// Joins this shard to the cluster: its transport, and every tick its groups' clocks and
+    /// leadership views. Shard 0 also listens for peers (`listener`).
+    pub fn join_cluster(self: &Rc<Self>, cluster: Rc<ShardCluster>, listener: Option<glommio::net::TcpListener>) {
+        let _ = self.cluster.set(cluster.clone());
+        if let Some(listener) = listener {
+            let weak = Rc::downgrade(self);
+            let deliver: transport::Deliver = Rc::new(move |from, item| {
+                if let Some(shard) = weak.upgrade() {
+                    shard.deliver(from, item);
+                }
+            });
+            cluster.hold(transport::listen(listener, deliver));
+        }
+        let weak = Rc::downgrade(self);
+        let tick = cluster.settings.tick;
+        cluster.hold(glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(tick).await;
+                let Some(shard) = weak.upgrade() else { return };
+                shard.tick_raft();
+            }
+        }));
+    }
+
+    /// Routes one item from a peer (on shard 0, where the cluster listener is).
+    fn deliver(self: &Rc<Self>, from: u64, item: Item) {
+        let Some(cluster) = self.cluster() else { return };
+        match item {
+            Item::Raft(group, m) if group.topic == METADATA_TOPIC => {
+                if let Some(meta) = cluster.meta() {
+                    meta.quorum.group().step(m);
+                }
+            }
+            Item::Raft(group, m) => {
+                let cat = self.catalog();
+                let Some(t) = cat.topic(&group.topic) else { return }; // not applied here yet
+                let tp = Tp { topic: t.id, partition: group.partition };
+                let Some(&home) = t.homes.get(group.partition as usize) else { return };
+                if home == self.id.0 {
+                    self.step_group(tp, m);
+                } else {
+                    let shard = self.clone();
+                    glommio::spawn_local(async move {
+                        let _ = shard.call(home, move |here| async move { here.step_group(tp, m) }).await;
+                    })
+                    .detach();
+                }
+            }
+            Item::Reply(id, body) => cluster.transport().complete(id, body),
+            Item::Call(id, body) => {
+                let shard = self.clone();
+                glommio::spawn_local(async move {
+                    let reply = shard.serve_call(from, body).await;
+                    if let Some(c) = shard.cluster() {
+                        c.transport().reply(from, id, reply);
+                    }
+                })
+                .detach();
+            }
+        }
+    }
+
+    fn step_group(&self, tp: Tp, m: raft::prelude::Message) {
+        if let Some(g) = self.cluster().and_then(|c| c.group(&tp)) {
+            g.step(m);
+        }
+    }
+
+    /// One raft tick for every group homed here, then the leadership views that changed go
+    /// to every shard.
+    fn tick_raft(self: &Rc<Self>) {
+        let Some(cluster) = self.cluster() else { return };
+        if let Some(meta) = cluster.meta() {
+            let g = meta.quorum.group();
+            g.tick();
+            let leader = g.leader().map_or(-1, id32);
+            if leader != cluster.controller_id.get() {
+                let others: Vec<usize> = (0..self.count).filter(|s| *s != self.id.0).collect();
+                for s in others {
+                    let shard = self.clone();
+                    glommio::spawn_local(async move {
+                        let _ = shard
+                            .call(s, move |here| async move {
+                                if let Some(c) = here.cluster() {
+                                    c.controller_id.set(leader);
+                                }
+                            })
+                            .await;
+                    })
+                    .detach();
+                }
+                cluster.controller_id.set(leader);
+            }
+        }
+        self.follow_offsets_leadership();
+        let mut changed = Vec::new();
+        for (tp, g) in cluster.groups() {
+            g.tick();
+            let view = view_of(&g, cluster.node_id);
+            if cluster.views.borrow().get(&tp) != Some(&view) {
+                changed.push((tp, view));
+            }
+        }
+        if changed.is_empty() {
+            return;
+        }
+        for (tp, v) in &changed {
+            cluster.views.borrow_mut().insert(*tp, v.clone());
+        }
+        for s in (0..self.count).filter(|s| *s != self.id.0) {
+            let (shard, changed) = (self.clone(), changed.clone());
+            glommio::spawn_local(async move {
+                let _ = shard
+                    .call(s, move |here| async move {
+                        if let Some(c) = here.cluster() {
+                            c.views.borrow_mut().extend(changed);
+                        }
+                    })
+                    .await;
+            })
+            .detach();
+        }
+    }
+}
+
+/// What a group tells of its leadership.
+fn view_of(g: &Group, me: i32) -> View {
+    let epoch = i32::try_from(g.term()).unwrap_or(i32::MAX);
+    // A leader is told of once it serves (an entry of its term committed): until then
+    // clients would only be refused by it.
+    let leader = g.leader().map_or(-1, id32);
+    let leader = if leader == me && !g.serving() { -1 } else { leader };
+    let isr = if g.serving() { g.in_sync_ids() } else { g.voters() };
+    let mut isr: Vec<i32> = isr.into_iter().map(id32).collect();
+    isr.sort_unstable();
+    View { leader, epoch, isr }
+}

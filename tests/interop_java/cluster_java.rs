@@ -1,0 +1,197 @@
+//! A three-broker cluster under the Java client (tests/java/.../History.java): an idempotent
+//! producer (acks=all) over a six-partition, three-replica topic keeps a history of every
+//! send while brokers are killed; after healing, every partition is read back and the
+//! history must show nothing lost, duplicated, unexpected or reordered.
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use support::cluster::Cluster;
+use support::java;
+
+use crate::machine;
+
+const PARTITIONS: i32 = 6;
+
+fn spawn_history(cluster: &Cluster, topic: &str, history: &Path, seconds: u64) -> Child {
+    java::command(&[
+        "history-produce",
+        "--bootstrap",
+        &cluster.bootstrap(),
+        "--topic",
+        topic,
+        "--history-file",
+        history.to_str().unwrap(),
+        "--partitions",
+        &PARTITIONS.to_string(),
+        "--replicas",
+        "3",
+        "--seconds",
+        &seconds.to_string(),
+    ])
+    .stdout(Stdio::inherit())
+    .stderr(Stdio::inherit())
+    .spawn()
+    .expect("start history-produce")
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().expect("wait for the producer") {
+            return st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the producer did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What history-verify counted.
+struct Counts {
+    acked: u64,
+    failed: usize,
+}
+
+fn verify(cluster: &Cluster, topic: &str, history: &Path) -> Counts {
+    assert!(
+        cluster.settled(topic, PARTITIONS, Duration::from_secs(60)),
+        "every broker agrees on the leaders and every replica is in sync again"
+    );
+    let out = java::command(&[
+        "history-verify",
+        "--bootstrap",
+        &cluster.bootstrap(),
+        "--topic",
+        topic,
+        "--history-file",
+        history.to_str().unwrap(),
+    ])
+    .output()
+    .expect("run history-verify");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let line = stdout.lines().find(|l| l.starts_with("history:")).expect("a history line");
+    assert!(out.status.success(), "{line}");
+    assert!(line.contains("lost 0, duplicated 0, unexpected 0, reordered 0"), "{line}");
+    let acked: u64 =
+        line.split("acknowledged ").nth(1).and_then(|s| s.split(',').next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!(acked > 1000, "the producer got going between the faults: {line}");
+    let text = std::fs::read_to_string(history).unwrap();
+    Counts { acked, failed: text.lines().filter(|l| l.starts_with("fail ")).count() }
+}
+
+/// The bytes of a partition's log on one broker: its segment files in order.
+fn log_bytes(dir: &Path, topic: &str, partition: i32) -> Vec<u8> {
+    let dir = dir.join(format!("{topic}-{partition}"));
+    let mut segments: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    segments.sort();
+    segments.iter().flat_map(|p| std::fs::read(p).unwrap()).collect()
+}
+
+/// Test 1 of the cluster: every 10 s the leader of a partition, or the controller, is killed
+/// with SIGKILL and restarted 5 s later, under an idempotent acks=all producer.
+#[test]
+fn java_idempotent_producer_loses_nothing_when_leaders_are_killed() {
+    let _machine = machine::alone();
+    java::classpath();
+    let mut cluster = Cluster::start(3, &["--flush", "always"]);
+    let work = tempfile::tempdir().unwrap();
+    let history = work.path().join("history.txt");
+    let topic = "cluster-kill9";
+    let mut producer = spawn_history(&cluster, topic, &history, 45);
+    std::thread::sleep(Duration::from_secs(8));
+    for round in 0..3 {
+        let victim = match round % 2 {
+            0 => cluster.leader(topic, round).expect("the partition has a leader"),
+            _ => cluster.controller().expect("the quorum has a controller"),
+        };
+        println!("round {round}: SIGKILL of node {victim}");
+        cluster.kill9(victim);
+        std::thread::sleep(Duration::from_secs(5));
+        cluster.restart(victim);
+        println!("round {round}: node {victim} is back");
+        std::thread::sleep(Duration::from_secs(5));
+    }
+    let status = wait_exit(&mut producer, Duration::from_secs(150));
+    assert!(status.success(), "history-produce failed: {status}");
+    verify(&cluster, topic, &history);
+}
+
+/// Test 2: the leader of a partition is stopped (SIGSTOP) for longer than the election
+/// timeout, twice, then continued: its partitions move, and when it wakes it follows the new
+/// leader and drops what it wrote that was not committed.
+#[test]
+fn java_idempotent_producer_loses_nothing_when_a_leader_is_frozen() {
+    let _machine = machine::alone();
+    java::classpath();
+    let cluster = Cluster::start(3, &["--flush", "always"]);
+    let work = tempfile::tempdir().unwrap();
+    let history = work.path().join("history.txt");
+    let topic = "cluster-sigstop";
+    let mut producer = spawn_history(&cluster, topic, &history, 35);
+    std::thread::sleep(Duration::from_secs(8));
+    for round in 0..2 {
+        let victim = cluster.leader(topic, round).expect("the partition has a leader");
+        println!("round {round}: SIGSTOP of node {victim}");
+        cluster.freeze(victim, true);
+        std::thread::sleep(Duration::from_secs(6));
+        cluster.freeze(victim, false);
+        println!("round {round}: SIGCONT of node {victim}");
+        std::thread::sleep(Duration::from_secs(6));
+    }
+    let status = wait_exit(&mut producer, Duration::from_secs(150));
+    assert!(status.success(), "history-produce failed: {status}");
+    verify(&cluster, topic, &history);
+}
+
+/// Tests 7 and 9: a rolling restart with SIGTERM under load, each broker handing its
+/// leaderships over before it stops, shows the producer only retriable errors (none reach
+/// the application); after a clean stop of all, every replica's log is byte-identical.
+#[test]
+fn a_rolling_restart_shows_no_errors_and_leaves_identical_replicas() {
+    let _machine = machine::alone();
+    java::classpath();
+    let mut cluster = Cluster::start(3, &["--flush", "always"]);
+    let work = tempfile::tempdir().unwrap();
+    let history = work.path().join("history.txt");
+    let topic = "cluster-rolling";
+    let mut producer = spawn_history(&cluster, topic, &history, 40);
+    std::thread::sleep(Duration::from_secs(8));
+    for node in 1..=3 {
+        println!("SIGTERM of node {node}");
+        let status = cluster.stop(node).expect("it was running");
+        assert!(status.success(), "node {node} stopped cleanly: {status}");
+        cluster.restart(node);
+        println!("node {node} is back");
+        std::thread::sleep(Duration::from_secs(4));
+    }
+    let status = wait_exit(&mut producer, Duration::from_secs(150));
+    assert!(status.success(), "history-produce failed: {status}");
+    let counts = verify(&cluster, topic, &history);
+    assert_eq!(counts.failed, 0, "of {} sends none failed", counts.acked);
+    for node in 1..=3 {
+        let status = cluster.stop(node).expect("it was running");
+        assert!(status.success(), "node {node} stopped cleanly: {status}");
+    }
+    for p in 0..PARTITIONS {
+        let logs: Vec<Vec<u8>> = (1..=3).map(|n| log_bytes(cluster.data_dir(n), topic, p)).collect();
+        assert!(logs[0].len() > 1000, "partition {p} has data");
+        for (i, other) in logs.iter().enumerate().skip(1) {
+            assert!(
+                logs[0] == *other,
+                "partition {p}: node 1 holds {} bytes, node {} {}",
+                logs[0].len(),
+                i + 1,
+                other.len()
+            );
+        }
+    }
+}
