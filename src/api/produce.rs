@@ -13,8 +13,8 @@
 //! transactional id, or every partition fails; each topic needs WRITE, checked before its
 //! existence so that a refusal does not tell whether the topic exists.
 
-use proto_kafka::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use proto_kafka::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use proto_kafka::messages::produce_response::{NodeEndpoint, PartitionProduceResponse, TopicProduceResponse};
+use proto_kafka::messages::{ApiKey, BrokerId, ProduceRequest, ProduceResponse};
 
 use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
@@ -68,7 +68,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 (None, Some(m), Some(records)) => Ok((Tp { topic: m.id, partition: p.index }, records)),
             });
         }
-        layout.push((t.name, t.topic_id, indexes));
+        layout.push((t.name, t.topic_id, meta.map(|m| m.id), indexes));
     }
     let acks = ProduceAcks {
         all_replicas: r.acks == -1,
@@ -85,7 +85,8 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let mut results = checked::run(checked, |batches| broker.produce(batches, acks)).await.into_iter();
     let mut resp = ProduceResponse::default();
     let mut any_error = false;
-    for (name, id, indexes) in layout {
+    let mut hinted = std::collections::BTreeSet::new();
+    for (name, id, known, indexes) in layout {
         let mut tr = TopicProduceResponse::default();
         tr.name = name;
         tr.topic_id = id;
@@ -104,6 +105,14 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                     pr.error_code = e.code();
                     pr.base_offset = -1;
                     pr.log_start_offset = -1;
+                    // KIP-951: where the partition's leader is now, so the client need not
+                    // wait for a metadata refresh.
+                    let leadership = known.and_then(|topic| broker.leadership(&Tp { topic, partition: index }));
+                    if let Some(v) = leadership.filter(|v| e == ErrorCode::NotLeaderOrFollower && v.leader >= 0) {
+                        pr.current_leader.leader_id = BrokerId(v.leader);
+                        pr.current_leader.leader_epoch = v.epoch;
+                        hinted.insert(v.leader);
+                    }
                 }
             }
             tr.partition_responses.push(pr);
@@ -113,6 +122,20 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     if any_error {
         let probe = &broker.probe();
         probe.request_error(probe.api_slot(Some(ApiKey::Produce as i16)), crate::metrics::ErrorKind::ErrorCode);
+    }
+    if !hinted.is_empty() {
+        resp.node_endpoints = super::metadata::broker_entries(broker, &req)
+            .into_iter()
+            .filter(|b| hinted.contains(&b.node_id.0))
+            .map(|b| {
+                let mut n = NodeEndpoint::default();
+                n.node_id = b.node_id;
+                n.host = b.host;
+                n.port = b.port;
+                n.rack = b.rack;
+                n
+            })
+            .collect();
     }
     resp.throttle_time_ms = charge_quota(broker, &req, record_bytes);
     req.respond(resp)

@@ -86,10 +86,8 @@ impl Config {
             ));
         };
         if mine.port() != listen.port() {
-            return Err(bad(
-                "cluster_listen",
-                format!("binds port {} but controller_quorum_voters gives this broker {mine}", listen.port()),
-            ));
+            // Legitimate behind a proxy or a port mapping: peers dial the voter address.
+            tracing::warn!(%listen, voter = %mine, "cluster_listen binds another port than controller_quorum_voters gives this broker: peers must reach it through that address");
         }
         if self.raft_tick_ms == 0 || self.raft_tick_ms > 10_000 {
             return Err(bad("raft_tick_ms", "must be between 1 and 10000"));
@@ -167,7 +165,6 @@ mod tests {
             (member("1@127.0.0.1:9101,1@127.0.0.1:9102", Some("127.0.0.1:9101"), 1), "controller_quorum_voters"),
             (member("x@127.0.0.1:9101", Some("127.0.0.1:9101"), 1), "controller_quorum_voters"),
             (member("1@127.0.0.1", Some("127.0.0.1:9101"), 1), "controller_quorum_voters"),
-            (member("1@127.0.0.1:9101", Some("127.0.0.1:9109"), 1), "cluster_listen"),
         ];
         for (c, setting) in cases {
             assert_eq!(c.validate().unwrap_err().setting, setting, "{c:?}");

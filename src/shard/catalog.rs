@@ -33,8 +33,12 @@ impl Shard {
     }
 
     /// Installs a catalog snapshot: opens partitions newly homed here, closes and deletes
-    /// those of deleted topics. Older snapshots than the current one are ignored.
+    /// those of deleted topics. Older snapshots than the current one are ignored; snapshots
+    /// are installed one at a time.
     pub async fn apply_catalog(&self, catalog: Arc<Catalog>) {
+        // One at a time: two snapshots applied at once would both find a new partition
+        // missing across their awaits and open it twice, two writers on one log.
+        let Ok(_turn) = self.applying.acquire_permit(1).await else { return };
         if catalog.version < self.catalog.borrow().version {
             return;
         }

@@ -85,6 +85,8 @@ pub struct Shard {
     /// In a cluster, the `__consumer_offsets` partitions homed here whose groups this shard
     /// coordinates: those it leads and has replayed (`groups`).
     coordinated: RefCell<std::collections::HashSet<i32>>,
+    /// Held while a catalog snapshot is installed (`catalog`).
+    applying: glommio::sync::Semaphore,
 }
 
 /// The static quota settings: the client-id default, client-ids' and users'.
@@ -161,6 +163,7 @@ impl Shard {
             cluster: std::cell::OnceCell::new(),
             publishing: std::cell::Cell::new(false),
             coordinated: RefCell::default(),
+            applying: glommio::sync::Semaphore::new(1),
         })
     }
 

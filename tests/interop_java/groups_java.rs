@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, Instant};
 
+use support::cluster::Cluster;
 use support::java;
 use support::Broker;
 
@@ -848,4 +849,67 @@ fn a_consumer_asking_for_the_kip_848_protocol_is_refused_with_unsupported_versio
     assert!(stderr.contains("UnsupportedVersionException"), "{}", java::tail(&out, 40));
     assert!(stderr.contains("group.protocol=classic"), "Kafka's client says what to do: {}", java::tail(&out, 40));
     drop(broker);
+}
+
+/// Cluster test 5: three members of a group while the broker coordinating it is killed with
+/// SIGKILL (and restarted later): the members rejoin at the new leader of the group's
+/// `__consumer_offsets` partition within a session timeout or so, every acknowledged record
+/// is consumed at least once, and no member's committed offsets ever go back.
+#[test]
+fn a_group_survives_its_coordinators_broker_being_killed() {
+    java::classpath();
+    let _alone = machine::alone();
+    let mut cluster = Cluster::start(3, &["--flush", "os", "--group-initial-rebalance-delay-ms", "0"]);
+    let bootstrap = cluster.bootstrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (topic, group) = topic_and_group("coordinator-failover");
+    cluster.create_topic(&topic, PARTITIONS, 3);
+    let session = ["--session-timeout-ms", "6000", "--heartbeat-ms", "1000"];
+    let member = |name: &str| Member::start(&bootstrap, &topic, &group, name, dir.path(), &session);
+    let mut producer = Producer::start(&bootstrap, &topic, dir.path(), 30_000, 2_000);
+    let mut a = member("a");
+    let mut b = member("b");
+    let mut c = member("c");
+    let (gen_before, _) = wait_settled(&mut [&mut a, &mut b, &mut c], "a, b, c");
+    wait_for("the group to consume some records", || a.events().records.len() >= 200 || producer.done());
+    let coordinator = cluster.coordinator(&group).expect("the group has a coordinator");
+    let changes_before: Vec<usize> = [&a, &b, &c].iter().map(|m| m.events().changes.len()).collect();
+    println!("SIGKILL of node {coordinator}, the group's coordinator");
+    let killed = Instant::now();
+    cluster.kill9(coordinator);
+    wait_for("another broker to coordinate the group", || {
+        cluster.coordinator(&group).is_some_and(|n| n != coordinator)
+    });
+    // The members find the new coordinator and rejoin there (it knows the offsets, not the
+    // members: membership is not replicated), each getting its partitions anew.
+    wait_for("every member to be assigned partitions again", || {
+        [&a, &b, &c].iter().zip(&changes_before).all(|(m, before)| {
+            let ev = m.events();
+            ev.changes[*before..].iter().any(|(_, ch)| matches!(ch, Change::Assigned { .. }))
+        })
+    });
+    let (gen_after, _) = wait_settled(&mut [&mut a, &mut b, &mut c], "a, b, c at the new coordinator");
+    println!("rejoined at generation {gen_after} (was {gen_before}) {:?} after the kill", killed.elapsed());
+    assert!(killed.elapsed() < Duration::from_secs(45), "the group came back within a few session timeouts");
+    cluster.restart(coordinator);
+    let acked = producer.finish();
+    wait_all_consumed(&acked, &mut [&mut a, &mut b, &mut c], &[]);
+    for m in [&mut a, &mut b, &mut c] {
+        m.proc.stop();
+    }
+    let names = ["a", "b", "c"];
+    let evs = [a.events(), b.events(), c.events()];
+    let refs: Vec<&Events> = evs.iter().collect();
+    let dups = check_consumed(&acked, &refs, &names);
+    println!("at least once: {}", describe_dups(&dups, &names));
+    for (ev, name) in evs.iter().zip(names) {
+        let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+        for (why, offsets) in &ev.commits {
+            for &(p, o) in offsets {
+                let before = last.insert(p, o).unwrap_or(0);
+                assert!(o >= before, "{name} committed p{p} o{o} ({why}) after o{before}: a commit went back");
+            }
+        }
+    }
+    check_final_commits(&acked, &refs);
 }

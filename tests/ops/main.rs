@@ -7,6 +7,7 @@
 mod cli;
 mod cli_run;
 mod cli_security;
+mod cluster;
 mod faults;
 mod layers;
 mod ringbench;

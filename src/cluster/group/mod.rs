@@ -122,6 +122,7 @@ impl Group {
         };
         log.make_replicated();
         let batches = log.raft_batches().map_err(|e| storage(log.dir(), e))?;
+        tracing::debug!(group = ?id, batches = batches.len(), term = meta.hard_state.term, vote = meta.hard_state.vote, commit = meta.hard_state.commit, "opening the replica");
         let reader = Rc::new(LogReader(log.clone()));
         let invalid = |e: String| storage(log.dir(), std::io::Error::new(std::io::ErrorKind::InvalidData, e));
         let store = RaftStore::recover(&meta, batches, reader, cfg.cache_bytes).map_err(|e| invalid(e.to_string()))?;

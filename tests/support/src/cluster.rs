@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::broker::{restart, Broker};
 use crate::client::{wait_until, Client};
+use crate::link::Links;
 
 pub struct Cluster {
     /// Broker `i` is node `i + 1`; `None` while it is down.
@@ -26,10 +27,22 @@ fn free_port() -> u16 {
 impl Cluster {
     /// `n` brokers with `extra` settings each (one shard, unpinned), all started at once.
     pub fn start(n: usize, extra: &[&str]) -> Cluster {
+        Cluster::start_linked(n, extra, None)
+    }
+
+    /// `start`, with every broker-to-broker link through `links`' proxies (see `link`).
+    pub fn start_linked(n: usize, extra: &[&str], links: Option<&Links>) -> Cluster {
         let cluster_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let client_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
-        let voters: Vec<String> =
-            cluster_ports.iter().enumerate().map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1)).collect();
+        let voters: Vec<String> = cluster_ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let real: SocketAddr = format!("127.0.0.1:{p}").parse().unwrap();
+                let dial = links.map_or(real, |l| l.proxy(i as i32 + 1, real));
+                format!("{}@{dial}", i + 1)
+            })
+            .collect();
         let voters = voters.join(",");
         let args: Vec<Vec<String>> = (0..n)
             .map(|i| {
@@ -157,6 +170,17 @@ impl Cluster {
         let t = md.topics.first()?;
         let p = t.partitions.iter().find(|p| p.partition_index == partition)?;
         (p.error_code == 0 && p.leader_id.0 >= 0).then_some(p.leader_id.0)
+    }
+
+    /// The broker coordinating `group` (FindCoordinator v3), as a running broker tells it.
+    pub fn coordinator(&self, group: &str) -> Option<i32> {
+        use ringbroker::protocol::messages::{ApiKey, FindCoordinatorRequest, FindCoordinatorResponse};
+        let node = (1..=self.len() as i32).find(|n| self.is_up(*n))?;
+        let mut c = Client::connect(self.addr(node));
+        let mut req = FindCoordinatorRequest::default();
+        req.key = crate::client::sb(group);
+        let r: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, 3, &req);
+        (r.error_code == 0 && r.node_id.0 >= 0).then_some(r.node_id.0)
     }
 
     /// The metadata quorum's leader (Metadata's controller_id), as a running broker tells it.

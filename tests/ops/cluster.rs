@@ -1,0 +1,231 @@
+//! The metadata quorum of a three-broker cluster fails over during a burst of CreateTopics
+//! (test 6 of the cluster): the controller is killed with SIGKILL while topics are being
+//! created one request at a time, and restarted. Afterwards each topic exists whole (all
+//! its partitions, each with its replicas and a leader) on every broker, or on none; every
+//! topic whose creation was acknowledged exists.
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ringbroker::protocol::ErrorCode;
+use support::client::{new_topic, Client};
+use support::cluster::Cluster;
+
+const TOPICS: usize = 40;
+const PARTITIONS: i32 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Created,
+    /// An earlier attempt whose answer was lost had created it.
+    Existed,
+    /// Never answered: it may or may not exist.
+    Unknown,
+}
+
+/// Creates `topic` at whoever Metadata says is the controller, retrying for a while when the
+/// controller is unreachable or moved.
+fn create(addrs: &[std::net::SocketAddr], topic: &str) -> Outcome {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut tried = false;
+    while Instant::now() < deadline {
+        let attempt = catch_unwind(AssertUnwindSafe(|| {
+            let any = addrs.iter().find_map(|a| catch_unwind(|| Client::connect(*a)).ok())?;
+            let mut any = any;
+            let controller = any.metadata(Some(&[]), false).controller_id.0;
+            let addr = addrs.get(usize::try_from(controller - 1).ok()?)?;
+            let mut c = Client::connect(*addr);
+            let r = c.create_topics(vec![new_topic(topic, PARTITIONS, 3, &[])], false);
+            Some(r.topics[0].error_code)
+        }));
+        match attempt {
+            Ok(Some(0)) => return Outcome::Created,
+            Ok(Some(code)) if code == ErrorCode::TopicAlreadyExists.code() && tried => return Outcome::Existed,
+            Ok(Some(code)) if code == ErrorCode::TopicAlreadyExists.code() => {
+                panic!("{topic} existed before it was created")
+            }
+            Ok(Some(code)) => {
+                let retriable = [ErrorCode::NotController.code(), ErrorCode::RequestTimedOut.code()];
+                assert!(retriable.contains(&code), "creating {topic}: error {code}, which clients do not retry");
+            }
+            _ => {}
+        }
+        tried = true;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Outcome::Unknown
+}
+
+#[test]
+fn topics_created_while_the_controller_fails_over_exist_whole_or_not_at_all() {
+    let mut cluster = Cluster::start(3, &[]);
+    let addrs: Vec<_> = (1..=3).map(|n| cluster.addr(n)).collect();
+    let outcomes: Arc<Mutex<BTreeMap<String, Outcome>>> = Arc::default();
+    let (out, a) = (outcomes.clone(), addrs.clone());
+    let creating = std::thread::spawn(move || {
+        for i in 0..TOPICS {
+            let name = format!("burst-{i}");
+            let o = create(&a, &name);
+            out.lock().unwrap().insert(name, o);
+        }
+    });
+    while outcomes.lock().unwrap().len() < 10 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let controller = cluster.controller().expect("a controller");
+    println!("SIGKILL of node {controller}, the controller");
+    cluster.kill9(controller);
+    std::thread::sleep(Duration::from_secs(4));
+    cluster.restart(controller);
+    creating.join().expect("the creating thread");
+    let outcomes = outcomes.lock().unwrap().clone();
+    println!("outcomes: {outcomes:?}");
+    assert!(outcomes.values().filter(|o| **o != Outcome::Unknown).count() > TOPICS / 2, "most were answered");
+    // Every broker applies the same committed metadata: wait until all list the same topics.
+    let names: Vec<&str> = outcomes.keys().map(String::as_str).collect();
+    let listed = |node: i32| -> BTreeMap<String, Vec<(i32, usize, i32)>> {
+        let mut c = Client::connect(cluster.addr(node));
+        let md = c.metadata(Some(&names), false);
+        md.topics
+            .iter()
+            .filter(|t| t.error_code == 0)
+            .map(|t| {
+                let parts =
+                    t.partitions.iter().map(|p| (p.partition_index, p.replica_nodes.len(), p.leader_id.0)).collect();
+                (t.name.as_ref().unwrap().to_string(), parts)
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let views: Vec<_> = (1..=3).map(listed).collect();
+        let whole = |v: &BTreeMap<String, Vec<(i32, usize, i32)>>| {
+            v.values()
+                .all(|parts| parts.len() == PARTITIONS as usize && parts.iter().all(|(_, r, l)| *r == 3 && *l > 0))
+        };
+        let same_names = views.windows(2).all(|w| w[0].keys().eq(w[1].keys()));
+        if same_names && views.iter().all(whole) {
+            for (name, o) in &outcomes {
+                if *o != Outcome::Unknown {
+                    assert!(views[0].contains_key(name), "{name} was acknowledged ({o:?}) but does not exist");
+                }
+            }
+            println!("{} of {TOPICS} topics exist, whole, on every broker", views[0].len());
+            break;
+        }
+        assert!(Instant::now() < deadline, "the brokers do not agree on whole topics: {views:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Three consecutive free ports (none is taken right now).
+fn free_ports(n: u16) -> u16 {
+    for _ in 0..100 {
+        let base = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if base > 60_000 {
+            continue;
+        }
+        if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+            return base;
+        }
+    }
+    panic!("no {n} consecutive free ports");
+}
+
+/// The README's cluster command: `ringbroker dev-cluster --brokers 3` starts three brokers,
+/// prints their bootstrap string, serves a replicated topic, and stops them all on SIGINT.
+#[test]
+fn dev_cluster_starts_three_brokers_and_stops_them_on_ctrl_c() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (port, cluster_port, admin_port) = (free_ports(3), free_ports(3), free_ports(3));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+        .args(["dev-cluster", "--brokers", "3"])
+        .args(["--port", &port.to_string(), "--cluster-port", &cluster_port.to_string()])
+        .args(["--admin-port", &admin_port.to_string()])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--", "--default-replication-factor", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start dev-cluster");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(b) = line.split("bootstrap ").nth(1) {
+                let _ = tx.send(b.to_string());
+            }
+        }
+    });
+    let bootstrap = rx.recv_timeout(Duration::from_secs(60)).expect("dev-cluster printed its bootstrap string");
+    let addrs: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", port + i)).collect();
+    assert_eq!(bootstrap, addrs.join(","));
+    let cli = |args: &[&str], input: &[u8]| {
+        use std::io::Write;
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+            .args(args)
+            .env("RINGBROKER_BROKERS", &bootstrap)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(input).unwrap();
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let input: String = (1..=50).map(|i| format!("r{i}\n")).collect();
+    cli(&["produce", "dev"], input.as_bytes());
+    let read = cli(&["consume", "dev", "-n", "50"], b"");
+    assert_eq!(read, input, "every record read back, in order");
+    let mut md = Client::connect(addrs[2].parse().unwrap()).metadata(Some(&["dev"]), false);
+    assert_eq!(md.brokers.len(), 3, "Metadata lists the three brokers");
+    let t = md.topics.remove(0);
+    assert_eq!(t.partitions[0].replica_nodes.len(), 3, "replicated on all three");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "dev-cluster did not stop within 60 s of SIGINT");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "dev-cluster exited with {status}");
+    for a in &addrs {
+        assert!(std::net::TcpStream::connect(a).is_err(), "broker at {a} stopped");
+    }
+}
+
+/// A follower refuses a produce with NOT_LEADER_OR_FOLLOWER and, from Produce v10, tells the
+/// client where the leader is (KIP-951): its id and epoch, and its address.
+#[test]
+fn a_follower_refusing_a_produce_names_the_leader() {
+    use ringbroker::protocol::messages::{ApiKey, ProduceResponse};
+    use support::client::{batch, now_ms, produce_request};
+
+    let cluster = Cluster::start(3, &[]);
+    cluster.create_topic("hinted", 1, 3);
+    let leader = cluster.leader("hinted", 0).expect("a leader");
+    let follower = (1..=3).find(|n| *n != leader).unwrap();
+    let mut c = Client::connect(cluster.addr(follower));
+    let req = produce_request("hinted", &[(0, batch(now_ms(), &[b"x".to_vec()]))], -1);
+    let resp: ProduceResponse = c.call(ApiKey::Produce, 12, &req);
+    let p = &resp.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, ErrorCode::NotLeaderOrFollower.code());
+    assert_eq!(p.current_leader.leader_id.0, leader);
+    assert!(p.current_leader.leader_epoch > 0);
+    let at = resp.node_endpoints.iter().find(|n| n.node_id.0 == leader).expect("the leader's endpoint");
+    assert_eq!(format!("{}:{}", at.host.as_str(), at.port), cluster.addr(leader).to_string());
+    let mut l = Client::connect(cluster.addr(leader));
+    let ok = support::client::single_produce(l.call(ApiKey::Produce, 12, &req));
+    assert_eq!(ok.error_code, 0, "the leader takes it");
+}
