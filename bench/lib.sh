@@ -205,6 +205,9 @@ rb_start() { # LABEL BINARY ARGS...
     pin "$RB_CPUS"
     RB_CMD=("${PIN[@]}" "$bin" --data-dir "$RB_DATA" --admin-listen "$(rb_admin_listen)" "$@")
     log "$label: ${RB_CMD[*]}"
+    # Emptied here, not by the background job's redirect: that one may run after the wait
+    # below has already found the previous round's ready line in the same file.
+    : >"$RB_OUT"
     "${RB_CMD[@]}" >"$RB_OUT" 2>"$RB_LOG" </dev/null &
     RB_PID=$!
     local deadline=$((SECONDS + ${RB_START_TIMEOUT:-30}))
