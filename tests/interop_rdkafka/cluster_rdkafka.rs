@@ -11,6 +11,7 @@ use crate::idempotence_rdkafka::{consume, produce, verify, PARTITIONS};
 
 #[test]
 fn rdkafka_idempotent_producer_loses_nothing_when_a_leader_is_killed() {
+    let _machine = crate::machine::alone();
     const TOPIC: &str = "cluster-rdkafka";
     let mut cluster = Cluster::start(3, &["--flush", "always"]);
     cluster.create_topic(TOPIC, PARTITIONS, 3);

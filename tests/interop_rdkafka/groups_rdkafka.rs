@@ -241,6 +241,7 @@ fn check_exactly_once(all: &Consumed, parts: &[&Consumed]) {
 /// resume exactly there, `committed()` and a non-member's OffsetFetch return them.
 #[test]
 fn committed_offsets_survive_clean_and_unclean_restarts() {
+    let _machine = crate::machine::shared();
     let data = tempfile::tempdir().unwrap();
     let args = ["--flush", "always", "--default-partitions", "3", "--group-initial-rebalance-delay-ms", "0"];
     let mut broker = Broker::start_in(data.path(), "127.0.0.1:0", &args);
@@ -337,6 +338,7 @@ fn committed_offsets_survive_clean_and_unclean_restarts() {
 /// assignment and consumes what is produced after the restart, from its committed offsets.
 #[test]
 fn a_member_forgotten_by_a_restart_rejoins_and_resumes() {
+    let _machine = crate::machine::shared();
     let data = tempfile::tempdir().unwrap();
     let args = ["--flush", "os", "--default-partitions", "3", "--group-initial-rebalance-delay-ms", "0"];
     let mut broker = Broker::start_in(data.path(), "127.0.0.1:0", &args);
@@ -489,6 +491,7 @@ impl Wire {
 /// with Kafka's error codes, and refused commits change nothing.
 #[test]
 fn group_requests_with_unknown_members_or_stale_generations_are_refused() {
+    let _machine = crate::machine::shared();
     let broker = Broker::start_args(&["--flush", "os", "--group-initial-rebalance-delay-ms", "0"]);
     let mut w = Wire::connect(broker.addr);
     let topic = "wire-t";

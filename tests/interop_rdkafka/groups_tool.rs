@@ -119,6 +119,7 @@ fn committed(bootstrap: &str) -> BTreeMap<i32, Option<i64>> {
 
 #[test]
 fn consumer_groups_tool_lists_describes_resets_and_deletes() {
+    let _machine = crate::machine::shared();
     java::classpath(); // build the harness (with kafka-tools) before the broker starts
     let broker =
         Broker::start_args(&["--flush", "os", "--default-partitions", "3", "--group-initial-rebalance-delay-ms", "0"]);

@@ -267,6 +267,7 @@ pub(crate) fn verify(got: &[Got], acks: &[(i32, i64)], contiguous: bool) {
 
 #[test]
 fn rdkafka_idempotent_producer_through_a_lossy_proxy_writes_every_record_once_in_order() {
+    let _machine = crate::machine::shared();
     const TOPIC: &str = "idem-rdkafka-proxy";
     let data = tempfile::tempdir().expect("temp dir");
     // librdkafka sends few, large Produce requests (about a hundred here): swallow more often.
@@ -354,6 +355,7 @@ fn names(tag: &str, count: usize) -> Vec<String> {
 
 #[test]
 fn wire_init_producer_id_and_the_sequence_rules_hold_across_restarts() {
+    let _machine = crate::machine::shared();
     const T: &str = "idem-wire";
     let data = tempfile::tempdir().expect("temp dir");
     let args = ["--flush", "always"];
@@ -550,11 +552,13 @@ fn retries_after_restart_with_rolling_segments(clean: bool) {
 
 #[test]
 fn wire_retries_after_kill9_get_their_offsets_with_rolling_segments() {
+    let _machine = crate::machine::shared();
     retries_after_restart_with_rolling_segments(false);
 }
 
 #[test]
 fn wire_retries_after_a_clean_restart_get_their_offsets_with_rolling_segments() {
+    let _machine = crate::machine::shared();
     retries_after_restart_with_rolling_segments(true);
 }
 
@@ -567,6 +571,7 @@ fn wire_retries_after_a_clean_restart_get_their_offsets_with_rolling_segments() 
 /// batches the log does not hold.
 #[test]
 fn wire_a_kill_during_a_roll_leaves_no_phantom_batches_in_the_producer_state() {
+    let _machine = crate::machine::shared();
     const T: &str = "idem-wire-phantom";
     const BATCHES: usize = 41;
     let data = tempfile::tempdir().expect("temp dir");

@@ -8,5 +8,6 @@ mod groups_rdkafka;
 mod groups_tool;
 mod idempotence_rdkafka;
 mod librdkafka;
+mod machine;
 mod rdkafka_interop;
 mod security_rdkafka;

@@ -47,26 +47,31 @@ const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[test]
 fn rdkafka_roundtrip_compression_none() {
+    let _machine = crate::machine::shared();
     run(Scenario::codec("none"));
 }
 
 #[test]
 fn rdkafka_roundtrip_compression_gzip() {
+    let _machine = crate::machine::shared();
     run(Scenario::codec("gzip"));
 }
 
 #[test]
 fn rdkafka_roundtrip_compression_snappy() {
+    let _machine = crate::machine::shared();
     run(Scenario::codec("snappy"));
 }
 
 #[test]
 fn rdkafka_roundtrip_compression_lz4() {
+    let _machine = crate::machine::shared();
     run(Scenario::codec("lz4"));
 }
 
 #[test]
 fn rdkafka_roundtrip_compression_zstd() {
+    let _machine = crate::machine::shared();
     run(Scenario::codec("zstd"));
 }
 
@@ -74,6 +79,7 @@ fn rdkafka_roundtrip_compression_zstd() {
 /// the client resumes from) many different batch boundaries.
 #[test]
 fn rdkafka_roundtrip_one_record_per_batch() {
+    let _machine = crate::machine::shared();
     run(Scenario {
         name: "tiny-batches",
         codec: "none",

@@ -117,6 +117,7 @@ fn refused(bootstrap: std::net::SocketAddr, settings: &[(&str, &str)], topic: &s
 
 #[test]
 fn ssl_roundtrip() {
+    let _machine = crate::machine::shared();
     let s = start(&[]);
     security::create_topics(s.broker.listener("PLAINTEXT"), &["over-ssl"]);
     let ca = s.pki.ca_cert.display().to_string();
@@ -129,6 +130,7 @@ fn ssl_roundtrip() {
 
 #[test]
 fn sasl_ssl_scram_sha512_roundtrip_and_wrong_password() {
+    let _machine = crate::machine::shared();
     let s = start(&[]);
     security::create_topics(s.broker.listener("PLAINTEXT"), &["over-sasl-ssl"]);
     security::add_user(s.broker.listener("PLAINTEXT"), "alice", "alice-secret", Mechanism::Sha512);
@@ -156,6 +158,7 @@ fn sasl_ssl_scram_sha512_roundtrip_and_wrong_password() {
 
 #[test]
 fn sasl_ssl_scram_sha256_unknown_user_fails_like_a_wrong_password() {
+    let _machine = crate::machine::shared();
     let s = start(&[]);
     security::create_topics(s.broker.listener("PLAINTEXT"), &["sha256"]);
     security::add_user(s.broker.listener("PLAINTEXT"), "bob", "bob-secret", Mechanism::Sha256);
@@ -197,6 +200,7 @@ fn sasl_ssl_scram_sha256_unknown_user_fails_like_a_wrong_password() {
 
 #[test]
 fn sasl_plaintext_plain_roundtrip_and_wrong_password() {
+    let _machine = crate::machine::shared();
     let s = start(&[]);
     security::create_topics(s.broker.listener("PLAINTEXT"), &["over-plain"]);
     // PLAIN checks the password against the stored SCRAM credential.
@@ -216,6 +220,7 @@ fn sasl_plaintext_plain_roundtrip_and_wrong_password() {
 
 #[test]
 fn mutual_tls_names_the_principal_and_refuses_untrusted_certificates() {
+    let _machine = crate::machine::shared();
     // The certificate's subject is the principal: an ACL for it (and nothing else) lets it
     // produce; PLAINTEXT stays the admin listener as a super user.
     let pki_subject = "User:O=ringbroker,OU=test,CN=alice";
