@@ -129,18 +129,29 @@ impl ShardCluster {
         }
     }
 
-    /// Starts the raft group of a replicated partition over its opened log.
+    /// Starts the raft group of a replicated partition over its opened log, and serves it.
     pub fn open_group(&self, topic: &TopicMeta, tp: Tp, log: Rc<Partition>) -> Result<Rc<Group>, String> {
-        let voters = topic.replicas_of(tp.partition);
-        let id = GroupId::new(&topic.name, tp.partition);
+        let g = self.start_group(&topic.name, tp.partition, topic.replicas_of(tp.partition), log)?;
+        self.groups.borrow_mut().insert(tp, g.clone());
+        Ok(g)
+    }
+
+    /// Starts the raft group over `log` with `voters` (the first is the preferred leader).
+    pub fn start_group(
+        &self,
+        topic: &str,
+        partition: i32,
+        voters: &[i32],
+        log: Rc<Partition>,
+    ) -> Result<Rc<Group>, String> {
+        let id = GroupId::new(topic, partition);
         let fresh = !log.dir().join(crate::cluster::group::STATE_FILE).exists();
-        let logger = self.logger.new(slog::o!("group" => format!("{}/{}", topic.name, tp.partition)));
+        let logger = self.logger.new(slog::o!("group" => format!("{topic}/{partition}")));
         let g = Group::open(id, log, &self.group_config(voters), self.transport.clone(), &logger)
             .map_err(|e| e.to_string())?;
-        self.groups.borrow_mut().insert(tp, g.clone());
-        // A new partition's preferred replica stands at once: leaders spread as the
-        // assignment dealt them, and the partition is writable within a round trip rather
-        // than an election timeout.
+        // A new group's preferred replica stands at once: leaders spread as the assignment
+        // dealt them, and the partition is writable within a round trip rather than an
+        // election timeout.
         if fresh && voters.first() == Some(&self.node_id) {
             g.campaign();
         }
@@ -290,21 +301,8 @@ impl Shard {
             g.tick();
             let leader = g.leader().map_or(-1, id32);
             if leader != cluster.controller_id.get() {
-                let others: Vec<usize> = (0..self.count).filter(|s| *s != self.id.0).collect();
-                for s in others {
-                    let shard = self.clone();
-                    glommio::spawn_local(async move {
-                        let _ = shard
-                            .call(s, move |here| async move {
-                                if let Some(c) = here.cluster() {
-                                    c.controller_id.set(leader);
-                                }
-                            })
-                            .await;
-                    })
-                    .detach();
-                }
                 cluster.controller_id.set(leader);
+                self.tell_other_shards(move |c| c.controller_id.set(leader));
             }
         }
         self.follow_offsets_leadership();
@@ -319,19 +317,21 @@ impl Shard {
         if changed.is_empty() {
             return;
         }
-        for (tp, v) in &changed {
-            cluster.views.borrow_mut().insert(*tp, v.clone());
-        }
+        cluster.views.borrow_mut().extend(changed.iter().cloned());
+        self.tell_other_shards(move |c| c.views.borrow_mut().extend(changed.clone()));
+    }
+
+    /// Runs `update` on every other shard's part of the cluster, without waiting.
+    fn tell_other_shards(self: &Rc<Self>, update: impl Fn(&ShardCluster) + Clone + Send + 'static) {
         for s in (0..self.count).filter(|s| *s != self.id.0) {
-            let (shard, changed) = (self.clone(), changed.clone());
+            let (shard, update) = (self.clone(), update.clone());
             glommio::spawn_local(async move {
-                let _ = shard
-                    .call(s, move |here| async move {
-                        if let Some(c) = here.cluster() {
-                            c.views.borrow_mut().extend(changed);
-                        }
-                    })
-                    .await;
+                let on_shard = move |here: Rc<Shard>| async move {
+                    if let Some(c) = here.cluster() {
+                        update(c);
+                    }
+                };
+                let _ = shard.call(s, on_shard).await;
             })
             .detach();
         }

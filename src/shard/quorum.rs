@@ -78,20 +78,10 @@ impl Shard {
         let cluster = self.cluster().expect("a cluster member").clone();
         let dir = self.config.data_dir.join(Partition::dir_name(METADATA_TOPIC, 0));
         let log = Partition::open(METADATA_TOPIC, 0, dir, self.log_config, self.probe.clone()).await?;
-        let members = cluster.settings.members();
-        let topic = TopicMeta {
-            name: METADATA_TOPIC.into(),
-            id: uuid::Uuid::nil(),
-            homes: vec![0],
-            configs: Default::default(),
-            replicas: vec![members],
-        };
-        let tp = super::Tp { topic: uuid::Uuid::nil(), partition: 0 };
+        // Ticked beside the partitions' groups (`tick_raft`), but not offered to clients.
         let group = cluster
-            .open_group(&topic, tp, log)
+            .start_group(METADATA_TOPIC, 0, &cluster.settings.members(), log)
             .map_err(|e| crate::error::storage(&self.config.data_dir, std::io::Error::other(e)))?;
-        // The metadata group is ticked with the others, but not offered to clients.
-        cluster.remove_group(&tp);
         let weak = Rc::downgrade(self);
         let apply: Apply = Box::new(move |offset, value| {
             let Some(shard) = weak.upgrade() else { return };
