@@ -27,6 +27,35 @@ pub struct TopicMeta {
     /// partition index; empty for a broker that runs alone, which holds every partition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<Vec<i32>>,
+    /// The voters a partition's raft group began with, for partitions whose replicas have
+    /// been reassigned since (the others began with `replicas`). A replica added later
+    /// starts from them and replays the membership changes after them from the log.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "by_partition")]
+    pub first_voters: BTreeMap<i32, Vec<i32>>,
+    /// Reassignments under way: each partition's target replicas (the preferred leader
+    /// first). The partition's leader moves its raft group there; `replicas` changes when
+    /// it has.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "by_partition")]
+    pub reassigning: BTreeMap<i32, Vec<i32>>,
+}
+
+/// Maps keyed by partition, written as lists of [partition, value] pairs: JSON object keys
+/// are strings, which the metadata records (an internally tagged enum, read through serde's
+/// buffered form) cannot read back as numbers.
+mod by_partition {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer, V: Serialize>(m: &BTreeMap<i32, V>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>, V: Deserialize<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<i32, V>, D::Error> {
+        Ok(Vec::<(i32, V)>::deserialize(d)?.into_iter().collect())
+    }
 }
 
 impl TopicMeta {
@@ -42,6 +71,19 @@ impl TopicMeta {
     /// Partition `p`'s replicas; empty if unreplicated or out of range.
     pub fn replicas_of(&self, p: i32) -> &[i32] {
         usize::try_from(p).ok().and_then(|p| self.replicas.get(p)).map_or(&[], Vec::as_slice)
+    }
+
+    /// The voters partition `p`'s raft group began with.
+    pub fn first_voters_of(&self, p: i32) -> &[i32] {
+        self.first_voters.get(&p).map_or_else(|| self.replicas_of(p), Vec::as_slice)
+    }
+
+    /// The brokers that hold a replica of partition `p`: its replicas and, while it is
+    /// reassigned, the target's, in Kafka's order (the target first, then those leaving).
+    pub fn holders_of(&self, p: i32) -> Vec<i32> {
+        let mut all = self.reassigning.get(&p).cloned().unwrap_or_default();
+        all.extend(self.replicas_of(p).iter().filter(|r| !all.contains(r)).collect::<Vec<_>>());
+        all
     }
 }
 
@@ -206,6 +248,19 @@ impl Catalog {
         id
     }
 
+    /// A new topic with a fresh id, unreplicated until the controller places its replicas.
+    fn new_topic(&self, name: &str, homes: Vec<usize>, configs: BTreeMap<String, String>) -> TopicMeta {
+        TopicMeta {
+            name: name.to_string(),
+            id: self.new_topic_id(),
+            homes,
+            configs,
+            replicas: Vec::new(),
+            first_voters: BTreeMap::new(),
+            reassigning: BTreeMap::new(),
+        }
+    }
+
     /// A topic to add (not added): each partition on the shard that currently homes the
     /// fewest, and a fresh id.
     pub fn plan_topic(
@@ -216,7 +271,7 @@ impl Catalog {
         configs: BTreeMap<String, String>,
     ) -> TopicMeta {
         let homes = self.balanced_homes(partitions, shards);
-        TopicMeta { name: name.to_string(), id: self.new_topic_id(), homes, configs, replicas: Vec::new() }
+        self.new_topic(name, homes, configs)
     }
 
     /// An internal topic to add, partition `i` homed on shard `i % shards` so every shard
@@ -229,7 +284,7 @@ impl Catalog {
         configs: BTreeMap<String, String>,
     ) -> TopicMeta {
         let homes = (0..partitions as usize).map(|i| i % shards.max(1)).collect();
-        TopicMeta { name: name.to_string(), id: self.new_topic_id(), homes, configs, replicas: Vec::new() }
+        self.new_topic(name, homes, configs)
     }
 
     /// The topic grown to `total` partitions, the new ones on the least loaded shards (not

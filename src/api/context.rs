@@ -19,7 +19,9 @@ use futures_channel::oneshot;
 use crate::auth::acl::{AclBinding, AclFilter, Acls, Operation, ResourceType as AclResource};
 use crate::auth::Session;
 use crate::config::Config;
-use crate::controller::{ConfigChange, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult};
+use crate::controller::{
+    ConfigChange, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, Reassignment, TopicResult,
+};
 use crate::fetch_session::FetchSessions;
 use crate::group::{GroupListing, GroupOp};
 use crate::log::{Appended, LogConfig, Offsets, ReadOut};
@@ -153,6 +155,16 @@ pub trait Broker: Clone + 'static {
     async fn allocate_producer_id(&self) -> Result<i64, ErrorCode> {
         self.controller(move |reply| ControllerOp::AllocateProducerId { reply }).await?
     }
+
+    async fn alter_reassignments(&self, asks: Vec<Reassignment>) -> Vec<Result<(), Failure>> {
+        let n = asks.len();
+        let asked = self.controller(move |reply| ControllerOp::AlterReassignments { asks, reply });
+        asked.await.unwrap_or_else(|e| vec![Err(unreachable(e)); n])
+    }
+
+    /// Preferred-leader elections, each answered once the preferred replica leads or `wait`
+    /// has passed.
+    async fn elect_preferred(&self, asks: Vec<(String, i32)>, wait: Duration) -> Vec<Result<(), Failure>>;
 }
 
 /// A controller request that never reached an answer.
@@ -266,5 +278,9 @@ impl Broker for Rc<Shard> {
         make: impl FnOnce(oneshot::Sender<T>) -> ControllerOp + Send + 'static,
     ) -> Result<T, ErrorCode> {
         Shard::on_controller(self, make).await
+    }
+
+    async fn elect_preferred(&self, asks: Vec<(String, i32)>, wait: Duration) -> Vec<Result<(), Failure>> {
+        Shard::elect_preferred(self, asks, wait).await
     }
 }

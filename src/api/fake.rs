@@ -566,4 +566,13 @@ impl Broker for Fake {
         answer(None);
         rx.await.map_err(|_| ErrorCode::NotController)
     }
+
+    async fn elect_preferred(
+        &self,
+        asks: Vec<(String, i32)>,
+        _wait: std::time::Duration,
+    ) -> Vec<Result<(), crate::controller::Failure>> {
+        // The fake is a broker alone: it has no replicated topic to hold elections for.
+        asks.iter().map(|_| Err((ErrorCode::PreferredLeaderNotAvailable, "the fake has no cluster".into()))).collect()
+    }
 }

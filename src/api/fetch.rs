@@ -48,7 +48,7 @@ use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::fetch_session::{Answer, Asked, Changes, Incremental, Opened, TopicRef, FINAL_EPOCH, INITIAL_EPOCH};
 use crate::metrics::{self, ErrorKind};
-use crate::protocol::fetch_writer::{self, FetchOut, PartitionOut, TopicOut};
+use crate::protocol::fetch_writer::{self, FetchOut, NodeEndpoint, PartitionOut, TopicOut};
 use crate::protocol::ErrorCode;
 use crate::quota::Kind;
 use crate::shard::{FetchAsk, Tp};
@@ -204,7 +204,8 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 metrics::throttle(throttle);
             }
             let throttle_time_ms = throttle.as_millis() as i32;
-            let out = FetchOut { throttle_time_ms, error: 0, session_id, topics: out };
+            let node_endpoints = leader_endpoints(broker, &req, &out);
+            let out = FetchOut { throttle_time_ms, error: 0, session_id, topics: out, node_endpoints };
             return Ok(Some(fetch_writer::encode(req.version, req.correlation_id, &out)));
         }
         // Delayed fetch: wait for any partition's high watermark to pass its fetch offset
@@ -221,7 +222,8 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
 /// A session error answers the whole fetch, with no topics and no session, as Kafka does.
 fn session_error(broker: &impl Broker, req: &Request, e: ErrorCode) -> crate::protocol::response::Response {
     broker.probe().request_error(broker.probe().api_slot(Some(SPEC.key as i16)), ErrorKind::ErrorCode);
-    let out = FetchOut { throttle_time_ms: 0, error: e.code(), session_id: 0, topics: Vec::new() };
+    let out =
+        FetchOut { throttle_time_ms: 0, error: e.code(), session_id: 0, topics: Vec::new(), node_endpoints: vec![] };
     fetch_writer::encode(req.version, req.correlation_id, &out)
 }
 
@@ -281,6 +283,25 @@ fn resolve(
     topics
 }
 
+/// The endpoints of the brokers the partitions' current-leader hints name.
+fn leader_endpoints(broker: &impl Broker, req: &Request, out: &[TopicOut]) -> Vec<NodeEndpoint> {
+    let named: std::collections::BTreeSet<i32> =
+        out.iter().flat_map(|t| &t.partitions).filter_map(|p| p.current_leader.map(|(id, _)| id)).collect();
+    if named.is_empty() {
+        return Vec::new();
+    }
+    super::metadata::broker_entries(broker, req)
+        .into_iter()
+        .filter(|b| named.contains(&b.node_id.0))
+        .map(|b| NodeEndpoint {
+            node_id: b.node_id.0,
+            host: b.host.to_string(),
+            port: b.port,
+            rack: b.rack.map(|r| r.to_string()),
+        })
+        .collect()
+}
+
 /// One read pass over every partition, at once on their home shards, then trimmed to
 /// the response-wide `max_bytes` in request order.
 async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wanted>)], max_bytes: u32) -> Vec<TopicOut> {
@@ -307,6 +328,7 @@ async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wante
                 last_stable_offset: -1,
                 log_start_offset: -1,
                 records: None,
+                current_leader: None,
             };
             match result {
                 Ok(read) => {
@@ -328,7 +350,13 @@ async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wante
                         }
                     }
                 }
-                Err(e) => p.error = e.code(),
+                Err(e) => {
+                    p.error = e.code();
+                    // KIP-951: where the partition's leader is now (written from v16).
+                    let moved = matches!(e, ErrorCode::NotLeaderOrFollower | ErrorCode::FencedLeaderEpoch);
+                    let view = w.tp.filter(|_| moved).and_then(|tp| broker.leadership(&tp));
+                    p.current_leader = view.filter(|v| v.leader >= 0).map(|v| (v.leader, v.epoch));
+                }
             }
             t.partitions.push(p);
         }

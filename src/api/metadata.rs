@@ -85,13 +85,14 @@ fn topic_entry(broker: &impl Broker, t: &TopicMeta) -> MetadataResponseTopic {
                 p.isr_nodes = vec![node];
                 return p;
             }
-            let replicas = t.replicas_of(i);
+            let replicas = t.holders_of(i);
             p.replica_nodes = replicas.iter().map(|r| BrokerId(*r)).collect();
             match broker.leadership(&Tp { topic: t.id, partition: i }) {
                 Some(v) if v.leader >= 0 => {
                     p.leader_id = BrokerId(v.leader);
                     p.leader_epoch = v.epoch;
                     p.isr_nodes = v.isr.iter().map(|r| BrokerId(*r)).collect();
+                    p.offline_replicas = v.offline.iter().map(|r| BrokerId(*r)).collect();
                 }
                 Some(v) => {
                     p.error_code = ErrorCode::LeaderNotAvailable.code();

@@ -7,6 +7,7 @@
 
 pub mod alter_client_quotas;
 pub mod alter_configs;
+pub mod alter_partition_reassignments;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 mod authz;
@@ -27,6 +28,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_user_scram_credentials;
+pub mod elect_leaders;
 #[cfg(test)]
 mod fake;
 pub mod fetch;
@@ -40,6 +42,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
@@ -158,6 +161,9 @@ api_table! {
     AlterUserScramCredentials => alter_user_scram_credentials, AlterUserScramCredentialsRequest;
     DescribeClientQuotas => describe_client_quotas, DescribeClientQuotasRequest;
     AlterClientQuotas => alter_client_quotas, AlterClientQuotasRequest;
+    AlterPartitionReassignments => alter_partition_reassignments, AlterPartitionReassignmentsRequest;
+    ListPartitionReassignments => list_partition_reassignments, ListPartitionReassignmentsRequest;
+    ElectLeaders => elect_leaders, ElectLeadersRequest;
 }
 
 fn decode_as<T: Decodable>(api: ApiKey, version: i16, body: &Bytes) -> Result<T, Fault> {

@@ -8,6 +8,7 @@
 //! - `cursor`: big-endian reads off a byte slice for the cluster's own formats.
 //! - `frame`, `transport`: raft messages between brokers, one frame per peer per loop turn.
 //! - `group`: a replica driven on its home shard over its partition log and the transport.
+//! - `membership`: the steps that move a group to a reassignment's target replicas.
 //! - `quorum`: a replicated state machine over one group (the metadata quorum's log).
 //! - `logging`: raft-rs's slog records forwarded to tracing.
 //! - `sim` (tests): the deterministic simulation replicas are tested in, with a seeded
@@ -19,6 +20,7 @@ pub mod entry;
 pub mod frame;
 pub mod group;
 pub mod logging;
+pub mod membership;
 pub mod meta;
 pub mod quorum;
 pub mod replica;

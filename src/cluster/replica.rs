@@ -310,6 +310,27 @@ impl Replica {
         self.rn.propose_conf_change(vec![], cc).map_err(|_| ProposeError::Dropped)
     }
 
+    /// Whether a membership change is under way: proposed and not yet applied, or a joint
+    /// configuration not yet left. raft-rs takes one change at a time.
+    pub fn changing_membership(&self) -> bool {
+        let r = &self.rn.raft;
+        r.pending_conf_index > r.raft_log.applied || !self.rn.store().conf_state().voters_outgoing.is_empty()
+    }
+
+    /// The last entry a leader knows replica `id` holds (None if not leading or not a peer).
+    pub fn matched(&self, id: u64) -> Option<u64> {
+        self.rn.raft.prs().get(id).filter(|_| self.is_leader()).map(|p| p.matched)
+    }
+
+    /// Asks for the leadership (a preferred-leader election): a follower's request goes to
+    /// its leader, which hands over once this replica has caught up.
+    pub fn take_leadership(&mut self) {
+        if !self.is_leader() && self.failed.is_none() {
+            let me = self.id();
+            self.rn.transfer_leader(me);
+        }
+    }
+
     /// The learners of the applied configuration (with those a joint one turns into learners).
     pub fn learners(&self) -> Vec<u64> {
         let cs = self.rn.store().conf_state();

@@ -12,6 +12,17 @@ use crate::log::config::{self, Form};
 use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
 
+/// Kafka's replication throttles, broker and topic configs that `kafka-reassign-partitions`
+/// clears after a move: not implemented here, so deleting them is a no-op and setting them is
+/// refused.
+const REPLICATION_THROTTLES: [&str; 5] = [
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+];
+
 impl Controller {
     /// Applies each resource's config changes (all of a resource's or none).
     pub fn alter_configs(&mut self, changes: &[ConfigChange], validate_only: bool) -> Vec<Result<(), Failure>> {
@@ -39,6 +50,25 @@ impl Controller {
     fn changed_configs(&self, cat: &Catalog, change: &ConfigChange) -> Result<BTreeMap<String, String>, Failure> {
         let invalid = |m: String| (ErrorCode::InvalidConfig, m);
         let static_log = &self.ctx.static_log;
+        let (throttles, ops): (Vec<_>, Vec<_>) =
+            change.ops.iter().cloned().partition(|(name, _)| REPLICATION_THROTTLES.contains(&name.as_str()));
+        if let Some((name, _)) = throttles.iter().find(|(_, op)| *op != ConfigOp::Delete) {
+            return Err(invalid(format!(
+                "{name}: replication throttles are not implemented (replicas catch up at full speed); only deleting one is accepted"
+            )));
+        }
+        if ops.is_empty() && !change.replace {
+            // Only throttles cleared (kafka-reassign-partitions --verify does so): nothing to do.
+            return Ok(match &change.target {
+                ConfigTarget::Topic(name) => match cat.topic(name) {
+                    Some(t) => t.configs.clone(),
+                    None => return Err((ErrorCode::UnknownTopicOrPartition, format!("topic {name:?} does not exist"))),
+                },
+                ConfigTarget::BrokerDefault => cat.broker_defaults.clone(),
+                ConfigTarget::Broker => cat.broker_configs.clone(),
+            });
+        }
+        let change = &ConfigChange { ops, ..change.clone() };
         if change.target == ConfigTarget::Broker && !self.ctx.members.is_empty() {
             // The catalog keeps one set of per-broker configs, which every member would apply.
             return Err((

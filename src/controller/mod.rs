@@ -20,6 +20,7 @@
 mod assign;
 mod configs;
 pub mod log;
+mod reassign;
 pub mod records;
 pub mod requests;
 mod security;
@@ -34,9 +35,11 @@ use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
 pub use assign::Member;
 use log::MetadataLog;
+pub use reassign::{ongoing, Ongoing};
 use records::Record;
 pub use requests::{
-    ConfigChange, ConfigOp, ConfigTarget, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult,
+    ConfigChange, ConfigOp, ConfigTarget, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange,
+    Reassignment, TopicResult,
 };
 
 /// Producer ids are reserved this many at a time: one metadata-log entry per block.

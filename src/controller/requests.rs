@@ -26,17 +26,28 @@ pub type TopicResult = Result<TopicMeta, Failure>;
 
 /// CreatePartitions for one topic: the new total, and the replicas the client chose for each
 /// new partition (broker ids), if it chose.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NewPartitions {
     pub topic: String,
     pub count: i32,
     pub assignments: Option<Vec<Vec<i32>>>,
 }
 
+/// AlterPartitionReassignments for one partition: its target replicas (the preferred leader
+/// first), or None to cancel the reassignment under way.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Reassignment {
+    pub topic: String,
+    pub partition: i32,
+    pub target: Option<Vec<i32>>,
+    /// Whether the target may have another replica count (v1's flag; v0 allows it).
+    pub allow_replication_factor_change: bool,
+}
+
 /// One change to a config: set it to a value, delete it (back to the default), or, for a
 /// list config, add or remove items of its current value (IncrementalAlterConfigs APPEND and
 /// SUBTRACT).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ConfigOp {
     Set(String),
     Delete,
@@ -45,7 +56,7 @@ pub enum ConfigOp {
 }
 
 /// Whose dynamic configs change.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ConfigTarget {
     Topic(String),
     /// The cluster-wide broker defaults (the BROKER resource named "").
@@ -55,7 +66,7 @@ pub enum ConfigTarget {
 }
 
 /// The config changes AlterConfigs or IncrementalAlterConfigs asks for on one resource.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ConfigChange {
     pub target: ConfigTarget,
     pub ops: Vec<(String, ConfigOp)>,
@@ -65,14 +76,14 @@ pub struct ConfigChange {
 }
 
 /// AlterClientQuotas for one entity: each quota key set to a value or removed (`None`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct QuotaChange {
     pub entity: crate::quota::QuotaEntity,
     pub ops: Vec<(String, Option<f64>)>,
 }
 
 /// A change to the credentials of one user and mechanism.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum CredentialChange {
     Upsert(ScramCredential),
     Delete(Mechanism),

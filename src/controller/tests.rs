@@ -233,3 +233,107 @@ fn producer_id_blocks_belong_to_who_reserved_them() {
     lost.allocate_producer_id().unwrap();
     assert_eq!(lost.take_pending().len(), 1, "a new block is reserved");
 }
+
+fn reassign(topic: &str, partition: i32, target: Option<Vec<i32>>) -> Reassignment {
+    Reassignment { topic: topic.into(), partition, target, allow_replication_factor_change: true }
+}
+
+/// Commits what a member decided, as the quorum would.
+fn committed(c: &mut Controller) {
+    let pending = c.take_pending();
+    c.apply_committed(&pending);
+}
+
+#[test]
+fn a_reassignment_is_recorded_then_completed_by_its_leaders_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = member(dir.path());
+    let chosen = NewTopic { assignments: Some(vec![vec![1, 2], vec![2, 3]]), ..topic("m", -1) };
+    c.create_topics(&[chosen], false)[0].as_ref().unwrap();
+    committed(&mut c);
+    let asks = [
+        reassign("m", 0, Some(vec![2, 3])),
+        reassign("m", 1, Some(vec![2, 3])), // where it is: nothing to do
+        reassign("m", 2, Some(vec![1])),
+        reassign("m", 1, None),
+        reassign("m", 0, Some(vec![2, 9])),
+        reassign("m", 0, Some(vec![2, 2])),
+    ];
+    let results: Vec<Option<ErrorCode>> =
+        c.alter_reassignments(&asks).into_iter().map(|r| r.err().map(|f| f.0)).collect();
+    assert_eq!(
+        results,
+        vec![
+            None,
+            None,
+            Some(ErrorCode::UnknownTopicOrPartition),
+            Some(ErrorCode::NoReassignmentInProgress),
+            Some(ErrorCode::InvalidReplicaAssignment),
+            Some(ErrorCode::InvalidReplicaAssignment),
+        ]
+    );
+    let strict = Reassignment { allow_replication_factor_change: false, ..reassign("m", 1, Some(vec![1, 2, 3])) };
+    assert_eq!(c.alter_reassignments(&[strict])[0].as_ref().unwrap_err().0, ErrorCode::InvalidReplicationFactor);
+    committed(&mut c);
+    let t = c.catalog().topic("m").unwrap();
+    assert_eq!(t.replicas_of(0), &[1, 2], "the replicas change when the move is done, not before");
+    assert_eq!(t.holders_of(0), vec![2, 3, 1], "the target first, then who leaves");
+    assert_eq!(t.first_voters_of(0), &[1, 2]);
+    let o = crate::controller::ongoing(t, 0).unwrap();
+    assert_eq!((o.adding, o.removing), (vec![3], vec![1]));
+    assert!(c.complete_reassignment("m", 0, &[1, 2, 3]).is_err(), "voters that are not the target");
+    c.complete_reassignment("m", 0, &[3, 2]).unwrap();
+    committed(&mut c);
+    let t = c.catalog().topic("m").unwrap();
+    assert_eq!(t.replicas_of(0), &[2, 3], "in the target's order");
+    assert!(t.reassigning.is_empty());
+    assert_eq!(t.first_voters_of(0), &[1, 2], "a replica added later still starts where the group began");
+    assert!(c.complete_reassignment("m", 0, &[2, 3]).is_err(), "a second report finds nothing under way");
+}
+
+#[test]
+fn a_cancelled_reassignment_targets_the_replicas_it_started_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = member(dir.path());
+    let chosen = NewTopic { assignments: Some(vec![vec![1]]), ..topic("g", -1) };
+    c.create_topics(&[chosen], false)[0].as_ref().unwrap();
+    committed(&mut c);
+    c.alter_reassignments(&[reassign("g", 0, Some(vec![1, 2, 3]))])[0].as_ref().unwrap();
+    committed(&mut c);
+    c.alter_reassignments(&[reassign("g", 0, None)])[0].as_ref().unwrap();
+    committed(&mut c);
+    let t = c.catalog().topic("g").unwrap();
+    assert_eq!(t.reassigning.get(&0), Some(&vec![1]));
+    c.complete_reassignment("g", 0, &[1]).unwrap();
+    committed(&mut c);
+    assert_eq!(c.catalog().topic("g").unwrap().replicas_of(0), &[1]);
+}
+
+#[test]
+fn a_reassignment_record_reads_back_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = member(dir.path());
+    let chosen = NewTopic { assignments: Some(vec![vec![1, 2]]), ..topic("r", -1) };
+    c.create_topics(&[chosen], false)[0].as_ref().unwrap();
+    committed(&mut c);
+    c.alter_reassignments(&[reassign("r", 0, Some(vec![2, 3]))])[0].as_ref().unwrap();
+    let records = c.take_pending();
+    // The quorum carries records as JSON: partition-keyed maps must survive the round trip.
+    let json = serde_json::to_vec(&records).unwrap();
+    let back: Vec<Record> = serde_json::from_slice(&json).expect("the records decode");
+    assert_eq!(back, records);
+}
+
+#[test]
+fn clearing_replication_throttles_is_a_no_op_and_setting_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = member(dir.path());
+    let clear = ConfigChange {
+        target: ConfigTarget::Broker,
+        ops: vec![("leader.replication.throttled.rate".into(), ConfigOp::Delete)],
+        replace: false,
+    };
+    assert!(c.alter_configs(&[clear], false)[0].is_ok(), "kafka-reassign-partitions --verify clears them");
+    let throttle = set(ConfigTarget::BrokerDefault, "follower.replication.throttled.rate", "1000");
+    assert_eq!(c.alter_configs(&[throttle], false)[0].as_ref().unwrap_err().0, ErrorCode::InvalidConfig);
+}

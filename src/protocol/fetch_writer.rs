@@ -8,6 +8,10 @@
 //! else name | partitions[ index i32, error i16, high_watermark i64, last_stable_offset i64,
 //! v5+: log_start_offset i64, aborted_transactions (null), v11+: preferred_read_replica i32,
 //! records bytes | tags ] | tags ] | tags
+//!
+//! KIP-951 hints, v16+ only (as Kafka's clients read them): a partition's tag 1 is its
+//! current leader (leader_id i32, leader_epoch i32, tags), the response's tag 0 the
+//! endpoints of the brokers named there (node_id i32, host, port i32, rack nullable, tags).
 
 use bytes::{BufMut, BytesMut};
 
@@ -24,6 +28,17 @@ pub struct PartitionOut {
     pub last_stable_offset: i64,
     pub log_start_offset: i64,
     pub records: Option<FileRegion>,
+    /// KIP-951: (leader id, leader epoch) of a partition this broker does not lead.
+    pub current_leader: Option<(i32, i32)>,
+}
+
+/// A broker a KIP-951 hint names, as the response's node endpoints list it.
+#[derive(Debug, Clone)]
+pub struct NodeEndpoint {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
 }
 
 #[derive(Debug)]
@@ -39,6 +54,18 @@ pub struct FetchOut {
     pub error: i16,
     pub session_id: i32,
     pub topics: Vec<TopicOut>,
+    /// KIP-951: the brokers the partitions' current-leader hints name.
+    pub node_endpoints: Vec<NodeEndpoint>,
+}
+
+fn put_compact_str(buf: &mut BytesMut, s: Option<&str>) {
+    match s {
+        None => put_uvarint(buf, 0),
+        Some(s) => {
+            put_uvarint(buf, s.len() as u32 + 1);
+            buf.put_slice(s.as_bytes());
+        }
+    }
 }
 
 fn put_uvarint(buf: &mut BytesMut, mut v: u32) {
@@ -109,15 +136,38 @@ pub fn encode(version: i16, correlation_id: i32, out: &FetchOut) -> Response {
                     chunks.push(Chunk::File(region.clone()));
                 }
             }
-            if flexible {
-                put_uvarint(&mut buf, 0); // partition tags
+            match p.current_leader.filter(|_| version >= 16) {
+                Some((leader_id, leader_epoch)) => {
+                    put_uvarint(&mut buf, 1); // one tagged field:
+                    put_uvarint(&mut buf, 1); // CurrentLeader
+                    put_uvarint(&mut buf, 9);
+                    buf.put_i32(leader_id);
+                    buf.put_i32(leader_epoch);
+                    put_uvarint(&mut buf, 0);
+                }
+                None if flexible => put_uvarint(&mut buf, 0), // partition tags
+                None => {}
             }
         }
         if flexible {
             put_uvarint(&mut buf, 0); // topic tags
         }
     }
-    if flexible {
+    if version >= 16 && !out.node_endpoints.is_empty() {
+        let mut nodes = BytesMut::new();
+        put_array_len(&mut nodes, true, out.node_endpoints.len());
+        for n in &out.node_endpoints {
+            nodes.put_i32(n.node_id);
+            put_compact_str(&mut nodes, Some(&n.host));
+            nodes.put_i32(n.port);
+            put_compact_str(&mut nodes, n.rack.as_deref());
+            put_uvarint(&mut nodes, 0);
+        }
+        put_uvarint(&mut buf, 1); // one tagged field:
+        put_uvarint(&mut buf, 0); // NodeEndpoints
+        put_uvarint(&mut buf, nodes.len() as u32);
+        buf.put_slice(&nodes);
+    } else if flexible {
         put_uvarint(&mut buf, 0); // response tags
     }
     chunks.push(Chunk::Bytes(buf.split().freeze()));
@@ -188,6 +238,7 @@ mod tests {
                             last_stable_offset: 10,
                             log_start_offset: 0,
                             records: Some(FileRegion { file: file.clone(), pos: 4, len: 7 }),
+                            current_leader: None,
                         },
                         PartitionOut {
                             index: 1,
@@ -196,8 +247,15 @@ mod tests {
                             last_stable_offset: 5,
                             log_start_offset: 2,
                             records: None,
+                            current_leader: Some((3, 7)),
                         },
                     ],
+                }],
+                node_endpoints: vec![NodeEndpoint {
+                    node_id: 3,
+                    host: "h3".into(),
+                    port: 9093,
+                    rack: Some("r1".into()),
                 }],
             };
             let r = roundtrip(v, &out);
@@ -214,6 +272,21 @@ mod tests {
             if v >= 5 {
                 assert_eq!(t.partitions[1].log_start_offset, 2);
             }
+            // KIP-951 hints from v16; earlier versions carry none (they would be unknown tags).
+            let hint = &t.partitions[1].current_leader;
+            let nodes: Vec<(i32, String, i32, Option<String>)> = r
+                .node_endpoints
+                .iter()
+                .map(|n| (n.node_id.0, n.host.to_string(), n.port, n.rack.as_ref().map(|r| r.to_string())))
+                .collect();
+            if v >= 16 {
+                assert_eq!((hint.leader_id.0, hint.leader_epoch), (3, 7), "v{v}");
+                assert_eq!(nodes, vec![(3, "h3".to_string(), 9093, Some("r1".to_string()))], "v{v}");
+            } else {
+                assert_eq!(hint.leader_id.0, -1, "v{v}");
+                assert!(nodes.is_empty(), "v{v}");
+            }
+            assert_eq!(t.partitions[0].current_leader.leader_id.0, -1, "no hint without an error");
         }
     }
 }

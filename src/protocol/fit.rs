@@ -149,6 +149,11 @@ fit! {
     alter_user_scram_credentials_response::AlterUserScramCredentialsResponse {};
 
     create_partitions_response::CreatePartitionsResponse {};
+    alter_partition_reassignments_response::AlterPartitionReassignmentsResponse {
+        allow_replication_factor_change: 1..=1
+    };
+    list_partition_reassignments_response::ListPartitionReassignmentsResponse {};
+    elect_leaders_response::ElectLeadersResponse { error_code: 1..=2 };
 
     delete_records_response::DeleteRecordsResponse {};
 

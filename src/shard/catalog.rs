@@ -35,7 +35,7 @@ impl Shard {
     /// Installs a catalog snapshot: opens partitions newly homed here, closes and deletes
     /// those of deleted topics. Older snapshots than the current one are ignored; snapshots
     /// are installed one at a time.
-    pub async fn apply_catalog(&self, catalog: Arc<Catalog>) {
+    pub async fn apply_catalog(self: &Rc<Self>, catalog: Arc<Catalog>) {
         // One at a time: two snapshots applied at once would both find a new partition
         // missing across their awaits and open it twice, two writers on one log.
         let Ok(_turn) = self.applying.acquire_permit(1).await else { return };
@@ -48,20 +48,26 @@ impl Shard {
             for (p, &home) in t.homes.iter().enumerate() {
                 let tp = Tp { topic: t.id, partition: p as i32 };
                 // In a cluster a broker holds only the partitions it has a replica of.
-                let mine = !t.replicated() || t.replicas_of(tp.partition).contains(&node);
+                let mine = !t.replicated() || t.holders_of(tp.partition).contains(&node);
                 if home == self.id.0 && mine && !self.logs.borrow().contains_key(&tp) {
                     wanted.push((t.name.clone(), tp));
                 }
             }
         }
-        let gone: Vec<(Tp, Rc<Partition>)> = self
-            .logs
-            .borrow()
-            .iter()
-            .filter(|(tp, _)| catalog.topic_by_id(&tp.topic).is_none())
-            .map(|(tp, p)| (*tp, p.clone()))
-            .collect();
+        // Partitions of deleted topics, and replicas a finished reassignment moved away (no
+        // longer in the partition's raft configuration, so raft counts on nothing here).
+        let held = |tp: &Tp| {
+            catalog
+                .topic_by_id(&tp.topic)
+                .is_some_and(|t| !t.replicated() || t.holders_of(tp.partition).contains(&node))
+        };
+        let gone: Vec<(Tp, Rc<Partition>)> =
+            self.logs.borrow().iter().filter(|(tp, _)| !held(tp)).map(|(tp, p)| (*tp, p.clone())).collect();
         for (tp, p) in gone {
+            if catalog.topic_by_id(&tp.topic).is_some() {
+                tracing::info!(topic = %p.topic, partition = p.index, "the replica moved away: deleting it here");
+                self.tell_other_shards(move |c| c.forget_view(&tp));
+            }
             self.logs.borrow_mut().remove(&tp);
             let closed = match self.cluster().and_then(|c| c.remove_group(&tp)) {
                 Some(g) => g.stop().await, // closes the log too
@@ -118,7 +124,7 @@ impl Shard {
 
     /// Sends a catalog snapshot to every shard (this one included) and waits until all
     /// have applied it.
-    pub async fn broadcast_catalog(&self, catalog: Arc<Catalog>) {
+    pub async fn broadcast_catalog(self: &Rc<Self>, catalog: Arc<Catalog>) {
         let others = (0..self.count).filter(|s| *s != self.id.0).map(|shard| {
             let catalog = catalog.clone();
             self.call(shard, move |here| async move { here.apply_catalog(catalog).await })

@@ -7,10 +7,9 @@
 //! shard over the mesh; what a shard sends goes out on its own connections.
 //!
 //! Leadership views: each home shard looks at its groups every tick and, when a leader, an
-//! epoch or an ISR changed, hands the new views to every shard. A broker knows the leaders
-//! of the partitions it holds a replica of; for the others it tells clients the preferred
-//! replica, which answers NOT_LEADER_OR_FOLLOWER if it does not lead, and the client asks
-//! again. (Leadership of partitions held elsewhere is not exchanged between brokers yet.)
+//! epoch or an ISR changed, hands the new views to every shard. Brokers tell each other what
+//! they lead (`shard::leaderships`), so a broker also knows the leaders of partitions it holds
+//! no replica of; a told view gives way to one with a later epoch and to the broker's own.
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
@@ -39,13 +38,17 @@ const HANDOVER_RETRY: std::time::Duration = std::time::Duration::from_millis(500
 const GROUP_CACHE_BYTES: usize = 8 << 20;
 
 /// A partition's leadership as this broker knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct View {
     /// -1: none known.
     pub leader: i32,
     pub epoch: i32,
     /// The voters in sync, as the leader sees them (a follower lists every voter).
     pub isr: Vec<i32>,
+    /// The replicas the leader has not heard from within `replica_lag_time_max_ms`
+    /// (Metadata's offline replicas); none known at a follower.
+    #[serde(default)]
+    pub offline: Vec<i32>,
 }
 
 /// The metadata quorum, on shard 0.
@@ -64,9 +67,17 @@ pub struct ShardCluster {
     groups: RefCell<HashMap<Tp, Rc<Group>>>,
     meta: OnceCell<Meta>,
     views: RefCell<HashMap<Tp, View>>,
+    /// What the leaders of partitions with no replica here told of their leadership.
+    told: RefCell<HashMap<Tp, View>>,
+    /// Whether `views` changed since shard 0 last told the peers what this broker leads.
+    pub(super) views_changed: Cell<bool>,
+    /// When shard 0 last told the peers (see `shard::leaderships`).
+    pub(super) told_peers_at: Cell<Option<std::time::Instant>>,
     /// The metadata quorum's leader as this shard last heard (-1: none).
     controller_id: Cell<i32>,
     tasks: RefCell<Vec<Task<()>>>,
+    /// Partitions whose finished reassignment is being reported to the controller.
+    pub(super) reporting: RefCell<std::collections::HashSet<Tp>>,
 }
 
 fn id64(id: i32) -> u64 {
@@ -88,8 +99,12 @@ impl ShardCluster {
             groups: RefCell::default(),
             meta: OnceCell::new(),
             views: RefCell::default(),
+            told: RefCell::default(),
+            views_changed: Cell::new(false),
+            told_peers_at: Cell::new(None),
             controller_id: Cell::new(-1),
             tasks: RefCell::default(),
+            reporting: RefCell::default(),
         })
     }
 
@@ -109,8 +124,26 @@ impl ShardCluster {
         self.controller_id.get()
     }
 
+    /// A partition's leadership: this broker's own view if it holds a replica, else what its
+    /// leader told.
     pub fn view(&self, tp: &Tp) -> Option<View> {
-        self.views.borrow().get(tp).cloned()
+        self.views.borrow().get(tp).or(self.told.borrow().get(tp)).cloned()
+    }
+
+    /// The views of the partitions this broker leads.
+    pub(super) fn led_views(&self) -> Vec<(Tp, View)> {
+        let views = self.views.borrow();
+        views.iter().filter(|(_, v)| v.leader == self.node_id).map(|(tp, v)| (*tp, v.clone())).collect()
+    }
+
+    /// Takes a peer's word for the leadership of partitions, unless a later epoch is known.
+    pub(super) fn take_told(&self, views: &[(Tp, View)]) {
+        let mut told = self.told.borrow_mut();
+        for (tp, v) in views {
+            if told.get(tp).is_none_or(|old| old.epoch <= v.epoch) {
+                told.insert(*tp, v.clone());
+            }
+        }
     }
 
     fn group_config(&self, voters: &[i32]) -> GroupConfig {
@@ -131,17 +164,23 @@ impl ShardCluster {
 
     /// Starts the raft group of a replicated partition over its opened log, and serves it.
     pub fn open_group(&self, topic: &TopicMeta, tp: Tp, log: Rc<Partition>) -> Result<Rc<Group>, String> {
-        let g = self.start_group(&topic.name, tp.partition, topic.replicas_of(tp.partition), log)?;
+        let p = tp.partition;
+        // A replica a reassignment added starts outside the configuration it replays.
+        let new_group = !topic.first_voters.contains_key(&p);
+        let g = self.start_group(&topic.name, p, topic.first_voters_of(p), new_group, log)?;
         self.groups.borrow_mut().insert(tp, g.clone());
         Ok(g)
     }
 
     /// Starts the raft group over `log` with `voters` (the first is the preferred leader).
+    /// `new_group`: the voters are those the group is created with, not a configuration
+    /// that changed since.
     pub fn start_group(
         &self,
         topic: &str,
         partition: i32,
         voters: &[i32],
+        new_group: bool,
         log: Rc<Partition>,
     ) -> Result<Rc<Group>, String> {
         let id = GroupId::new(topic, partition);
@@ -152,15 +191,23 @@ impl ShardCluster {
         // A new group's preferred replica stands at once: leaders spread as the assignment
         // dealt them, and the partition is writable within a round trip rather than an
         // election timeout.
-        if fresh && voters.first() == Some(&self.node_id) {
+        if fresh && new_group && voters.first() == Some(&self.node_id) {
             g.campaign();
         }
         Ok(g)
     }
 
-    /// Stops the group of a partition leaving this broker (deleted, or moved away).
+    /// Stops the group of a partition leaving this broker (deleted, or moved away), and
+    /// this shard's view of its leadership.
     pub fn remove_group(&self, tp: &Tp) -> Option<Rc<Group>> {
+        self.forget_view(tp);
         self.groups.borrow_mut().remove(tp)
+    }
+
+    /// Forgets the leadership of a partition this broker no longer holds a replica of.
+    pub fn forget_view(&self, tp: &Tp) {
+        self.views.borrow_mut().remove(tp);
+        self.views_changed.set(true);
     }
 
     pub fn groups(&self) -> Vec<(Tp, Rc<Group>)> {
@@ -306,6 +353,10 @@ impl Shard {
             }
         }
         self.follow_offsets_leadership();
+        self.drive_reassignments(cluster);
+        if self.id.0 == 0 {
+            self.tell_peers_leaderships(cluster);
+        }
         let mut changed = Vec::new();
         for (tp, g) in cluster.groups() {
             g.tick();
@@ -318,11 +369,15 @@ impl Shard {
             return;
         }
         cluster.views.borrow_mut().extend(changed.iter().cloned());
-        self.tell_other_shards(move |c| c.views.borrow_mut().extend(changed.clone()));
+        cluster.views_changed.set(true);
+        self.tell_other_shards(move |c| {
+            c.views.borrow_mut().extend(changed.clone());
+            c.views_changed.set(true);
+        });
     }
 
     /// Runs `update` on every other shard's part of the cluster, without waiting.
-    fn tell_other_shards(self: &Rc<Self>, update: impl Fn(&ShardCluster) + Clone + Send + 'static) {
+    pub(super) fn tell_other_shards(self: &Rc<Self>, update: impl Fn(&ShardCluster) + Clone + Send + 'static) {
         for s in (0..self.count).filter(|s| *s != self.id.0) {
             let (shard, update) = (self.clone(), update.clone());
             glommio::spawn_local(async move {
@@ -348,5 +403,6 @@ fn view_of(g: &Group, me: i32) -> View {
     let isr = if g.serving() { g.in_sync_ids() } else { g.voters() };
     let mut isr: Vec<i32> = isr.into_iter().map(id32).collect();
     isr.sort_unstable();
-    View { leader, epoch, isr }
+    let offline = if g.serving() { g.silent_ids().into_iter().map(id32).collect() } else { Vec::new() };
+    View { leader, epoch, isr, offline }
 }

@@ -13,7 +13,8 @@ use futures_channel::oneshot;
 use super::Shard;
 use crate::auth::acl::{AclBinding, AclFilter};
 use crate::controller::{
-    ConfigChange, Controller, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, TopicResult,
+    ConfigChange, Controller, CredentialChange, Failure, NewPartitions, NewTopic, QuotaChange, Reassignment,
+    TopicResult,
 };
 use crate::protocol::ErrorCode;
 
@@ -61,6 +62,11 @@ pub enum ControllerOp {
     },
     AllocateProducerId {
         reply: oneshot::Sender<Result<i64, ErrorCode>>,
+    },
+    /// Start, replace or cancel partition reassignments.
+    AlterReassignments {
+        asks: Vec<Reassignment>,
+        reply: oneshot::Sender<Vec<Result<(), Failure>>>,
     },
 }
 
@@ -128,6 +134,7 @@ pub fn decide(c: &mut Controller, op: ControllerOp) -> Box<dyn FnOnce(Committed)
         ControllerOp::CreateAcls { bindings, reply } => answer(reply, c.create_acls(&bindings)),
         ControllerOp::DeleteAcls { filters, reply } => answer(reply, c.delete_acls(&filters)),
         ControllerOp::AlterCredentials { changes, reply } => answer(reply, c.alter_credentials(&changes)),
+        ControllerOp::AlterReassignments { asks, reply } => answer(reply, c.alter_reassignments(&asks)),
         ControllerOp::AllocateProducerId { reply } => {
             let id = c.allocate_producer_id().map_err(|(_, why)| {
                 tracing::error!("cannot allocate a producer id: {why}");

@@ -13,10 +13,13 @@
 mod catalog;
 pub mod cluster;
 pub mod controller;
+mod forward;
 mod groups;
+mod leaderships;
 pub mod mesh;
 mod partitions;
 mod quorum;
+mod reassign;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -41,7 +44,7 @@ pub use mesh::Msg;
 pub use partitions::{alone_epoch, alone_epoch_end, EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Share};
 
 /// A topic partition by topic id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Tp {
     pub topic: Uuid,
     pub partition: i32,

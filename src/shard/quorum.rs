@@ -5,11 +5,13 @@
 //! decides requests one at a time on the catalog the ones before committed, proposes their
 //! records and answers once they are committed and applied here.
 //!
-//! A member that does not lead answers admin requests NOT_CONTROLLER (clients send them to
-//! the `controller_id` of Metadata and retry there), except what a broker itself needs of the
-//! controller, which it calls the leader for over the cluster transport (`Call`): its
-//! registration, a block of producer ids to hand out itself, and the topics a Metadata or
-//! Produce request creates automatically.
+//! A member that does not lead calls the leader over the cluster transport (`Call`) for what
+//! it is asked: its own registration, a block of producer ids to hand out itself, the topics
+//! a Metadata or Produce request creates automatically, and the admin requests clients send
+//! it (`shard::forward`; validate-only CreateTopics still answers NOT_CONTROLLER, and clients
+//! retry at the `controller_id` of Metadata). Brokers also use these calls between themselves to
+//! tell what they lead (`shard::leaderships`) and to ask a preferred replica to take over
+//! (`shard::reassign`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -35,35 +37,54 @@ const CALL_WAIT: Duration = Duration::from_secs(10);
 /// How long a new leader waits to have applied what is committed before deciding.
 const CATCH_UP_WAIT: Duration = Duration::from_secs(5);
 
-/// What a member asks of the controller over the transport.
+/// What a member asks of the controller over the transport, and (`TakeLeadership`) what an
+/// ElectLeaders request asks of a partition's preferred replica.
 #[derive(Debug, Serialize, Deserialize)]
-enum Call {
+pub(super) enum Call {
     Register(BrokerRegistration),
     ReserveProducerIds,
     CreateTopics(Vec<NewTopic>),
+    /// A reassigned partition's leader: its group's voters are now these.
+    Reassigned {
+        topic: String,
+        partition: i32,
+        voters: Vec<i32>,
+    },
+    /// To the broker of a partition's preferred replica: take the leadership.
+    TakeLeadership {
+        topic: String,
+        partition: i32,
+        wait_ms: u64,
+    },
+    /// What the calling broker leads (see `shard::leaderships`).
+    Leaderships(Vec<(super::Tp, super::cluster::View)>),
+    /// An admin request a member received (see `shard::forward`).
+    Forward(super::forward::Forwarded),
 }
 
 /// The controller's answer to a `Call`.
 #[derive(Debug, Serialize, Deserialize)]
-enum Answer {
+pub(super) enum Answer {
     Done,
     Refused(i16, String),
     ProducerIds(i64, i64),
     Topics(Vec<Result<TopicMeta, (i16, String)>>),
+    /// The answer to a forwarded request, in its own form (see `shard::forward`).
+    Forwarded(serde_json::Value),
 }
 
-fn not_controller() -> Failure {
+pub(super) fn not_controller() -> Failure {
     (
         ErrorCode::NotController,
         "this broker does not lead the metadata quorum; ask the controller_id of Metadata".into(),
     )
 }
 
-fn wire(f: Failure) -> (i16, String) {
+pub(super) fn wire(f: Failure) -> (i16, String) {
     (f.0.code(), f.1)
 }
 
-fn unwire((code, why): (i16, String)) -> Failure {
+pub(super) fn unwire((code, why): (i16, String)) -> Failure {
     (ErrorCode::try_from_code(code).unwrap_or(ErrorCode::UnknownServerError), why)
 }
 
@@ -80,7 +101,7 @@ impl Shard {
         let log = Partition::open(METADATA_TOPIC, 0, dir, self.log_config, self.probe.clone()).await?;
         // Ticked beside the partitions' groups (`tick_raft`), but not offered to clients.
         let group = cluster
-            .start_group(METADATA_TOPIC, 0, &cluster.settings.members(), log)
+            .start_group(METADATA_TOPIC, 0, &cluster.settings.members(), true, log)
             .map_err(|e| crate::error::storage(&self.config.data_dir, std::io::Error::other(e)))?;
         let weak = Rc::downgrade(self);
         let apply: Apply = Box::new(move |offset, value| {
@@ -157,8 +178,63 @@ impl Shard {
         tracing::info!(node_id = me.node_id, "registered with the metadata quorum");
     }
 
+    /// Reports that a reassigned partition's voters are `voters` (shard 0; see
+    /// `shard::reassign`).
+    pub(super) async fn reassigned(
+        self: &Rc<Self>,
+        topic: String,
+        partition: i32,
+        voters: Vec<i32>,
+    ) -> Result<(), Failure> {
+        let answer = match self.leads_metadata() {
+            true => self.answer_call(Call::Reassigned { topic, partition, voters }).await,
+            false => self.call_controller(Call::Reassigned { topic, partition, voters }).await?,
+        };
+        done_or_refused(answer)
+    }
+
+    /// Asks broker `to`'s replica of a partition to take the leadership, waiting at most
+    /// `wait` (any shard: calls go out from shard 0, where their replies arrive).
+    pub(super) async fn ask_to_lead(
+        self: &Rc<Self>,
+        to: i32,
+        topic: String,
+        partition: i32,
+        wait: Duration,
+    ) -> Result<(), Failure> {
+        let call = Call::TakeLeadership { topic, partition, wait_ms: wait.as_millis() as u64 };
+        let body = Bytes::from(serde_json::to_vec(&call).expect("calls serialize"));
+        let asked = self
+            .on_shard(0, move |zero| async move {
+                let transport = zero.cluster().expect("a cluster member").transport().clone();
+                transport.call(to as u64, body, wait + CALL_WAIT).await.map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| (e, "shard 0 did not answer".to_string()))?;
+        let reply =
+            asked.map_err(|e| (ErrorCode::PreferredLeaderNotAvailable, format!("cannot reach broker {to}: {e}")))?;
+        let answer = serde_json::from_slice(&reply)
+            .map_err(|e| (ErrorCode::UnknownServerError, format!("bad answer from broker {to}: {e}")))?;
+        done_or_refused(answer)
+    }
+
+    /// Tells peer `to` what this broker leads (shard 0), without waiting for more than
+    /// `wait`.
+    pub(super) async fn tell_leaderships(
+        &self,
+        to: i32,
+        views: Vec<(super::Tp, super::cluster::View)>,
+        wait: Duration,
+    ) {
+        let body = Bytes::from(serde_json::to_vec(&Call::Leaderships(views)).expect("calls serialize"));
+        let Some(cluster) = self.cluster() else { return };
+        if let Err(e) = cluster.transport().call(to as u64, body, wait).await {
+            tracing::debug!(to, "telling a peer the leaderships: {e}");
+        }
+    }
+
     /// Calls the metadata quorum's leader.
-    async fn call_controller(&self, call: Call) -> Result<Answer, Failure> {
+    pub(super) async fn call_controller(&self, call: Call) -> Result<Answer, Failure> {
         let cluster = self.cluster().expect("a cluster member");
         let leader = cluster
             .meta()
@@ -189,6 +265,23 @@ impl Shard {
     async fn answer_call(self: &Rc<Self>, call: Call) -> Answer {
         let refused = |f: Failure| Answer::Refused(f.0.code(), f.1);
         match call {
+            Call::Forward(f) => self.decide_forwarded(f).await,
+            Call::Leaderships(views) => {
+                self.take_told(views);
+                Answer::Done
+            }
+            Call::TakeLeadership { topic, partition, wait_ms } => {
+                match self.lead_here(topic, partition, Duration::from_millis(wait_ms)).await {
+                    Ok(()) => Answer::Done,
+                    Err(f) => refused(f),
+                }
+            }
+            Call::Reassigned { topic, partition, voters } => {
+                match self.commit_with(|c| c.complete_reassignment(&topic, partition, &voters)).await {
+                    Ok((Ok(()), None)) => Answer::Done,
+                    Ok((Err(f), _)) | Ok((_, Some(f))) | Err(f) => refused(f),
+                }
+            }
             Call::Register(b) => match self.commit_with(|c| c.register(b)).await {
                 Ok((Ok(()), None)) => Answer::Done,
                 Ok((Err(f), _)) | Ok((_, Some(f))) | Err(f) => refused(f),
@@ -256,6 +349,14 @@ impl Shard {
     }
 }
 
+fn done_or_refused(answer: Answer) -> Result<(), Failure> {
+    match answer {
+        Answer::Done => Ok(()),
+        Answer::Refused(code, why) => Err(unwire((code, why))),
+        other => Err((ErrorCode::UnknownServerError, format!("unexpected answer {other:?}"))),
+    }
+}
+
 /// Waits until the quorum has applied everything committed (a new leader may not have yet).
 async fn caught_up(q: &Quorum) -> Result<(), Failure> {
     let deadline = Instant::now() + CATCH_UP_WAIT;
@@ -290,8 +391,18 @@ pub(super) async fn run(shard: &Rc<Shard>, cell: &RefCell<Controller>, op: Contr
             let _ = reply.send(results);
             return;
         }
+        op if !shard.leads_metadata() => match shard.forward(op).await {
+            None => return,
+            Some(op) => op,
+        },
         op => op,
     };
+    decide_here(shard, op).await;
+}
+
+/// Decides a controller request as the quorum's leader; if this broker does not lead, the
+/// request is dropped, which answers NOT_CONTROLLER.
+pub(super) async fn decide_here(shard: &Rc<Shard>, op: ControllerOp) {
     let mut done = None;
     let outcome = shard.commit_with(|c| done = Some(decide(c, op))).await;
     match (done, outcome) {

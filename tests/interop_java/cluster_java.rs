@@ -1,7 +1,8 @@
 //! A three-broker cluster under the Java client (tests/java/.../History.java): an idempotent
 //! producer (acks=all) over a six-partition, three-replica topic keeps a history of every
 //! send while brokers are killed, frozen, restarted or cut off from their peers; after healing, every partition is read back and the
-//! history must show nothing lost, duplicated, unexpected or reordered.
+//! history must show nothing lost, duplicated, unexpected or reordered. Replicas are also
+//! moved under load with Kafka's own `kafka-reassign-partitions` and `kafka-leader-election`.
 
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -16,6 +17,11 @@ use crate::machine;
 const PARTITIONS: i32 = 6;
 
 fn spawn_history(cluster: &Cluster, topic: &str, history: &Path, seconds: u64) -> Child {
+    spawn_history_of(cluster, topic, history, seconds, 3)
+}
+
+/// `spawn_history` for a topic of `replicas` copies (if the producer creates it).
+fn spawn_history_of(cluster: &Cluster, topic: &str, history: &Path, seconds: u64, replicas: i16) -> Child {
     java::command(&[
         "history-produce",
         "--bootstrap",
@@ -27,7 +33,7 @@ fn spawn_history(cluster: &Cluster, topic: &str, history: &Path, seconds: u64) -
         "--partitions",
         &PARTITIONS.to_string(),
         "--replicas",
-        "3",
+        &replicas.to_string(),
         "--seconds",
         &seconds.to_string(),
     ])
@@ -240,4 +246,112 @@ fn a_leader_cut_off_from_its_peers_acknowledges_nothing_that_is_lost() {
     let status = wait_exit(&mut producer, Duration::from_secs(150));
     assert!(status.success(), "history-produce failed: {status}");
     verify(&cluster, topic, &history);
+}
+
+const REASSIGN: &str = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
+const ELECT: &str = "org.apache.kafka.tools.LeaderElectionCommand";
+
+/// Runs Kafka's reassignment tool with a plan of (partition, target replicas) for `topic`:
+/// `--execute`, then `--verify` until every move is reported complete.
+fn reassign(cluster: &Cluster, topic: &str, plan: &[(i32, Vec<i32>)], dir: &Path) {
+    let moves: Vec<String> = plan
+        .iter()
+        .map(|(p, r)| {
+            let replicas: Vec<String> = r.iter().map(i32::to_string).collect();
+            format!(r#"{{"topic":"{topic}","partition":{p},"replicas":[{}]}}"#, replicas.join(","))
+        })
+        .collect();
+    let file = dir.join("reassignment.json");
+    std::fs::write(&file, format!(r#"{{"version":1,"partitions":[{}]}}"#, moves.join(","))).unwrap();
+    let file = file.to_str().unwrap();
+    let bootstrap = cluster.bootstrap();
+    let run = |action: &str| {
+        let out = java::tool(REASSIGN, &["--bootstrap-server", &bootstrap, "--reassignment-json-file", file, action])
+            .output()
+            .expect("run kafka-reassign-partitions");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "kafka-reassign-partitions {action}:\n{text}");
+        text
+    };
+    let started = run("--execute");
+    assert!(started.contains("Successfully started partition reassignment"), "{started}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let verified = run("--verify");
+        let done =
+            plan.iter().all(|(p, _)| verified.contains(&format!("Reassignment of partition {topic}-{p} is completed")));
+        if done {
+            println!("{verified}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the reassignment did not finish in 60 s:\n{verified}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Each partition's replicas and leader, as a running broker's Metadata shows them.
+fn placement(cluster: &Cluster, topic: &str) -> Vec<(Vec<i32>, i32)> {
+    let node = (1..=cluster.len() as i32).find(|n| cluster.is_up(*n)).unwrap();
+    let mut c = support::client::Client::connect(cluster.addr(node));
+    let md = c.metadata(Some(&[topic]), false);
+    let mut parts = md.topics[0].partitions.clone();
+    parts.sort_by_key(|p| p.partition_index);
+    parts.iter().map(|p| (p.replica_nodes.iter().map(|b| b.0).collect(), p.leader_id.0)).collect()
+}
+
+/// Test 8: under an idempotent acks=all producer, Kafka's tools move replicas: partition 0
+/// from {1,2} to {2,3}, partition 1 shrunk to one replica and grown back to three, partition
+/// 2's preferred leader swapped; then `kafka-leader-election --election-type PREFERRED`
+/// puts every partition's leadership on its first replica. Nothing is lost or duplicated.
+#[test]
+fn reassignments_and_preferred_elections_under_load_lose_nothing() {
+    let _machine = machine::alone();
+    java::classpath();
+    let cluster = Cluster::start(3, &["--flush", "always"]);
+    let work = tempfile::tempdir().unwrap();
+    let history = work.path().join("history.txt");
+    let topic = "cluster-reassign";
+    let mut producer = spawn_history_of(&cluster, topic, &history, 45, 2);
+    assert!(cluster.settled(topic, PARTITIONS, Duration::from_secs(30)), "the producer created the topic");
+    let before = placement(&cluster, topic);
+    println!("before: {before:?}");
+    std::thread::sleep(Duration::from_secs(5));
+
+    // Moves: partition 0 to {2,3} (whatever it had), partition 1 down to one replica.
+    let p1_keep = before[1].0[0];
+    reassign(&cluster, topic, &[(0, vec![2, 3]), (1, vec![p1_keep])], work.path());
+    let after = placement(&cluster, topic);
+    assert_eq!((after[0].0.clone(), after[1].0.clone()), (vec![2, 3], vec![p1_keep]), "{after:?}");
+
+    // Growth back to three copies, and partition 2's preferred leader swapped.
+    let others: Vec<i32> = (1..=3).filter(|n| *n != p1_keep).collect();
+    let swapped: Vec<i32> = before[2].0.iter().rev().copied().collect();
+    reassign(&cluster, topic, &[(1, vec![p1_keep, others[0], others[1]]), (2, swapped.clone())], work.path());
+    let after = placement(&cluster, topic);
+    assert_eq!(after[1].0.len(), 3, "{after:?}");
+    assert_eq!(after[2].0, swapped, "{after:?}");
+
+    let out = java::tool(
+        ELECT,
+        &["--bootstrap-server", &cluster.bootstrap(), "--election-type", "PREFERRED", "--all-topic-partitions"],
+    )
+    .output()
+    .expect("run kafka-leader-election");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    println!("{text}");
+    assert!(out.status.success(), "kafka-leader-election:\n{text}");
+    let elected = support::client::wait_until(Duration::from_secs(30), || {
+        placement(&cluster, topic).iter().all(|(replicas, leader)| replicas.first() == Some(leader))
+    });
+    assert!(elected, "every partition is led by its preferred replica: {:?}", placement(&cluster, topic));
+
+    let status = wait_exit(&mut producer, Duration::from_secs(150));
+    assert!(status.success(), "history-produce failed: {status}");
+    verify(&cluster, topic, &history);
+    // The replicas that left were deleted where they were.
+    let gone = |node: i32, p: i32| !cluster.data_dir(node).join(format!("{topic}-{p}")).exists();
+    assert!(
+        before[0].0.iter().filter(|n| !after[0].0.contains(n)).all(|n| gone(*n, 0)),
+        "partition 0's old replica is deleted"
+    );
 }

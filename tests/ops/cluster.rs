@@ -206,9 +206,10 @@ fn dev_cluster_starts_three_brokers_and_stops_them_on_ctrl_c() {
 }
 
 /// A follower refuses a produce with NOT_LEADER_OR_FOLLOWER and, from Produce v10, tells the
-/// client where the leader is (KIP-951): its id and epoch, and its address.
+/// client where the leader is (KIP-951): its id and epoch, and its address; so does a Fetch
+/// at v16+.
 #[test]
-fn a_follower_refusing_a_produce_names_the_leader() {
+fn a_follower_refusing_a_produce_or_fetch_names_the_leader() {
     use ringbroker::protocol::messages::{ApiKey, ProduceResponse};
     use support::client::{batch, now_ms, produce_request};
 
@@ -228,4 +229,62 @@ fn a_follower_refusing_a_produce_names_the_leader() {
     let mut l = Client::connect(cluster.addr(leader));
     let ok = support::client::single_produce(l.call(ApiKey::Produce, 12, &req));
     assert_eq!(ok.error_code, 0, "the leader takes it");
+
+    // Fetch v16+ carries the same hints; v15 has no field for them.
+    use ringbroker::protocol::messages::FetchResponse;
+    let id = c.metadata(Some(&["hinted"]), false).topics[0].topic_id;
+    let fetch = support::client::fetch_request_by_id(id, 0, 0, 1 << 20);
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 16, &fetch);
+    let p = &resp.responses[0].partitions[0];
+    assert_eq!(p.error_code, ErrorCode::NotLeaderOrFollower.code());
+    assert_eq!((p.current_leader.leader_id.0, p.current_leader.leader_epoch > 0), (leader, true));
+    let at = resp.node_endpoints.iter().find(|n| n.node_id.0 == leader).expect("the leader's endpoint in Fetch");
+    assert_eq!(format!("{}:{}", at.host.as_str(), at.port), cluster.addr(leader).to_string());
+    let resp: FetchResponse = c.call(ApiKey::Fetch, 15, &fetch);
+    assert_eq!(resp.responses[0].partitions[0].current_leader.leader_id.0, -1, "no hint before v16");
+}
+
+/// A broker holding no replica of a partition still names its leader (brokers tell each other
+/// what they lead), and a replica whose broker is killed shows as offline and out of sync in
+/// Metadata until the broker is back.
+#[test]
+fn every_broker_names_every_leader_and_a_killed_replica_shows_offline() {
+    let mut cluster = Cluster::start(3, &["--replica-lag-time-max-ms", "1000"]);
+    cluster.create_topic("single", 3, 1);
+    cluster.create_topic("triple", 1, 3);
+    let partitions = |cluster: &Cluster, node: i32, topic: &str| {
+        let mut c = Client::connect(cluster.addr(node));
+        let md = c.metadata(Some(&[topic]), false);
+        let mut ps = md.topics[0].partitions.clone();
+        ps.sort_by_key(|p| p.partition_index);
+        ps
+    };
+    let named = support::client::wait_until(Duration::from_secs(10), || {
+        (1..=3).all(|node| {
+            partitions(&cluster, node, "single")
+                .iter()
+                .all(|p| p.replica_nodes.len() == 1 && p.leader_id == p.replica_nodes[0])
+        })
+    });
+    assert!(
+        named,
+        "every broker names the one replica as leader: {:?}",
+        (1..=3).map(|n| partitions(&cluster, n, "single")).collect::<Vec<_>>()
+    );
+
+    let leader = cluster.leader("triple", 0).expect("a leader");
+    let victim = (1..=3).find(|n| *n != leader).unwrap();
+    cluster.kill9(victim);
+    let offline = support::client::wait_until(Duration::from_secs(15), || {
+        let p = &partitions(&cluster, leader, "triple")[0];
+        p.offline_replicas.iter().map(|b| b.0).collect::<Vec<_>>() == vec![victim]
+            && !p.isr_nodes.iter().any(|b| b.0 == victim)
+    });
+    assert!(offline, "the killed replica is offline and out of sync: {:?}", partitions(&cluster, leader, "triple"));
+    cluster.restart(victim);
+    let back = support::client::wait_until(Duration::from_secs(30), || {
+        let p = &partitions(&cluster, leader, "triple")[0];
+        p.offline_replicas.is_empty() && p.isr_nodes.len() == 3
+    });
+    assert!(back, "the replica is back in sync: {:?}", partitions(&cluster, leader, "triple"));
 }

@@ -273,7 +273,7 @@ impl AclBinding {
 }
 
 /// A DescribeAcls / DeleteAcls filter; `None` is ANY.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AclFilter {
     pub resource_type: Option<ResourceType>,
     pub resource_name: Option<String>,

@@ -242,6 +242,18 @@ impl Group {
         r.voters().into_iter().filter(|&id| id == r.id() || (recent(id) && r.replicating(id))).collect()
     }
 
+    /// The other replicas (voters and learners) a leader has not heard from within the lag
+    /// bound: down, or cut off.
+    pub fn silent_ids(&self) -> Vec<u64> {
+        let r = self.replica.borrow();
+        let heard = self.heard.borrow();
+        let now = Instant::now();
+        let silent = |id: &u64| heard.get(id).is_none_or(|t| now.duration_since(*t) > self.lag);
+        let mut ids = r.voters();
+        ids.extend(r.learners());
+        ids.into_iter().filter(|id| *id != r.id() && silent(id)).collect()
+    }
+
     /// Hands leadership to voter `to` (see `Replica::transfer_leader`); does nothing unless
     /// this replica leads.
     pub fn transfer_leader(self: &Rc<Self>, to: u64) {
@@ -259,6 +271,35 @@ impl Group {
             tracing::debug!(group = ?self.id, "membership change refused: {e}");
             ErrorCode::NotLeaderOrFollower
         })
+    }
+
+    /// Whether a membership change is under way (see `Replica::changing_membership`).
+    pub fn changing_membership(&self) -> bool {
+        self.replica.borrow().changing_membership()
+    }
+
+    /// Whether a leader's follower or learner `id` holds everything committed: it may be
+    /// made a voter without slowing commits down.
+    pub fn caught_up(&self, id: u64) -> bool {
+        let r = self.replica.borrow();
+        r.replicating(id) && r.matched(id).is_some_and(|m| m >= r.commit_index())
+    }
+
+    /// The membership as this replica applied it, for a reassignment's next step.
+    pub fn membership(&self) -> crate::cluster::membership::Membership {
+        let r = self.replica.borrow();
+        crate::cluster::membership::Membership {
+            me: r.id(),
+            voters: r.voters(),
+            learners: r.learners(),
+            changing: r.changing_membership(),
+        }
+    }
+
+    /// Asks for the leadership (see `Replica::take_leadership`).
+    pub fn take_leadership(self: &Rc<Self>) {
+        self.replica.borrow_mut().take_leadership();
+        self.pump();
     }
 
     /// The voters of the configuration this replica applied.

@@ -17,11 +17,14 @@
 //!
 //! Beyond raft's safety the Kafka view is checked: committed batches are byte-identical on
 //! every node, high watermarks never go back, and an acknowledged batch sits at the offset its
-//! producer was told.
+//! producer was told. Half the proposals come from idempotent producers that retry
+//! (`producers`): no (producer, sequence) is committed twice, and a retry answered as a
+//! duplicate names the offset of the first.
 
 mod check;
 mod disk;
 mod net;
+mod producers;
 mod rng;
 
 use std::collections::HashMap;
@@ -35,6 +38,7 @@ use crate::protocol::batch;
 use check::{Ack, Checker};
 use disk::Disk;
 use net::Net;
+use producers::{Judged, Producer, Told};
 use rng::Rng;
 
 /// How often things happen, per mille: per step, except `torn_write`, per Ready that writes.
@@ -77,16 +81,24 @@ struct Node {
     commit_seen: u64,
     /// A targeted test's crash: tear the next write that has entries, keeping this many.
     tear_next_write: Option<usize>,
+    /// As a leader: the producer state of its term (see `producers`).
+    producer_state: Option<(u64, crate::producer::ProducerState)>,
 }
 
 struct Proposal {
     node: usize,
     incarnation: u64,
-    payload: Vec<u8>,
+    /// The batch as proposed, before the leader stamped its offset and epoch.
+    data: Vec<u8>,
+    /// The idempotent producer and sequence that sent it, if one did.
+    sent_by: Option<(usize, i32)>,
 }
 
 struct Outcome {
     trace: u64,
+    /// Acknowledgements idempotent producers got (duplicates' included).
+    told: usize,
+    duplicates: usize,
     /// Membership changes committed (joint leaves included).
     reconfigured: usize,
     commit: u64,
@@ -106,6 +118,11 @@ struct Sim {
     /// By (index, term) of the entry the leader appended for it.
     proposals: HashMap<(u64, u64), Proposal>,
     next_payload: u64,
+    producers: Vec<Producer>,
+    /// What the idempotent producers were told, checked against the final log.
+    told: Vec<Told>,
+    /// Retries a leader found in its log (answered, or waiting for the first to commit).
+    duplicates: usize,
     /// FNV-1a over deliveries, crashes and restarts: two runs agree iff they took one path.
     trace: u64,
     crashes: u64,
@@ -135,6 +152,9 @@ impl Sim {
             faults,
             proposals: HashMap::new(),
             next_payload: 1,
+            producers: (0..3).map(|k| Producer::new(1000 + k)).collect(),
+            told: Vec::new(),
+            duplicates: 0,
             trace: 0xcbf2_9ce4_8422_2325,
             crashes: 0,
             torn: 0,
@@ -161,6 +181,7 @@ impl Sim {
                 restart_at: 0,
                 commit_seen: 0,
                 tear_next_write: None,
+                producer_state: None,
             });
             sim.restart(i);
         }
@@ -202,7 +223,11 @@ impl Sim {
             }
         }
         if self.rng.chance(f.propose) {
-            self.propose();
+            if self.rng.chance(500) {
+                self.propose();
+            } else {
+                self.produce_idempotent();
+            }
         }
         if self.rng.chance(f.reconfigure) {
             self.reconfigure();
@@ -289,9 +314,14 @@ impl Sim {
             if prop.node != i || prop.incarnation != self.nodes[i].incarnation {
                 continue;
             }
-            let mut data = batch::build(0, &[&prop.payload]);
+            let mut data = prop.data;
             batch::patch(&mut data, p.base_offset, p.term as i32);
             self.check.acked.push(Ack { index: p.index, term: p.term, base_offset: p.base_offset, data });
+            if let Some((k, sequence)) = prop.sent_by {
+                if self.producers[k].acked(sequence) {
+                    self.told.push(Told { producer: self.producers[k].id, sequence, offset: p.base_offset });
+                }
+            }
         }
     }
 
@@ -324,6 +354,7 @@ impl Sim {
         node.commit_seen = synced_commit;
         node.hwm_seen = r.high_watermark();
         node.incarnation += 1;
+        node.producer_state = None;
         node.raft = Some(r);
     }
 
@@ -344,14 +375,53 @@ impl Sim {
         let i = leaders[self.rng.below(leaders.len() as u64) as usize];
         let payload = self.next_payload.to_be_bytes().to_vec();
         self.next_payload += 1;
+        let data = batch::build(0, &[&payload]);
         let r = self.nodes[i].raft.as_mut().expect("a leader is live");
         let expected = r.log_end_offset();
-        if let Ok(p) = r.propose(batch::build(0, &[&payload])) {
+        if let Ok(p) = r.propose(data.clone()) {
             if p.base_offset != expected || p.last_offset != expected {
                 self.check.fail(format!("proposal at {expected} got offsets {}..={}", p.base_offset, p.last_offset));
             }
             let incarnation = self.nodes[i].incarnation;
-            self.proposals.insert((p.index, p.term), Proposal { node: i, incarnation, payload });
+            self.proposals.insert((p.index, p.term), Proposal { node: i, incarnation, data, sent_by: None });
+        }
+    }
+
+    /// An idempotent producer sends (or resends) a batch to some node that serves; the leader
+    /// judges it against its producer state first (see `producers`).
+    fn produce_idempotent(&mut self) {
+        let leaders = self.serving();
+        if leaders.is_empty() {
+            return;
+        }
+        let i = leaders[self.rng.below(leaders.len() as u64) as usize];
+        let k = self.rng.below(self.producers.len() as u64) as usize;
+        let retry = self.rng.chance(300);
+        let seq = self.producers[k].next_send(retry);
+        let data = producers::batch_of(self.producers[k].id, seq);
+        let node = &mut self.nodes[i];
+        let r = node.raft.as_mut().expect("a leader is live");
+        let term = r.term();
+        if node.producer_state.as_ref().is_none_or(|(t, _)| *t != term) {
+            node.producer_state = Some((term, producers::state_of(r)));
+        }
+        let state = &mut node.producer_state.as_mut().expect("just set").1;
+        match producers::judge(state, &data, r.high_watermark()) {
+            Judged::Propose(h) => {
+                if let Ok(p) = r.propose(data.clone()) {
+                    state.update(&crate::protocol::batch::BatchHeader { base_offset: p.base_offset, ..h }, 0);
+                    let incarnation = node.incarnation;
+                    let prop = Proposal { node: i, incarnation, data, sent_by: Some((k, seq)) };
+                    self.proposals.insert((p.index, p.term), prop);
+                }
+            }
+            Judged::Duplicate(offset) => {
+                self.duplicates += 1;
+                if self.producers[k].acked(seq) {
+                    self.told.push(Told { producer: self.producers[k].id, sequence: seq, offset });
+                }
+            }
+            Judged::Wait => {}
         }
     }
 
@@ -491,12 +561,24 @@ impl Sim {
                 self.check.fail(format!("acknowledged batch at offset {} is not in the log there", ack.base_offset));
             }
         }
+        for t in &self.told {
+            let at = positions.get(&t.offset).copied().unwrap_or(usize::MAX);
+            let h = file.get(at..).and_then(producers::header);
+            if h.is_none_or(|h| (h.producer_id, h.base_sequence) != (t.producer, t.sequence)) {
+                self.check.fail(format!(
+                    "producer {} was told sequence {} is at offset {}, where the log holds {h:?}",
+                    t.producer, t.sequence, t.offset
+                ));
+            }
+        }
         for entry in &logs[0] {
             self.mix(entry.index ^ (entry.term << 32));
         }
         let reconfigured =
             logs[0].iter().filter(|e| e.get_entry_type() == raft::prelude::EntryType::EntryConfChangeV2).count();
         Outcome {
+            told: self.told.len(),
+            duplicates: self.duplicates,
             trace: self.trace,
             reconfigured,
             commit,
@@ -545,21 +627,28 @@ mod tests {
             Ok(seed) => vec![seed.parse().expect("RINGBROKER_SIM_SEED is a number")],
             Err(_) => (0..SEEDS).collect(),
         };
-        let (mut acked, mut crashes, mut torn, mut reconfigured) = (0, 0, 0, 0);
+        let (mut acked, mut crashes, mut torn, mut reconfigured, mut told) = (0, 0, 0, 0, 0);
+        let mut duplicates = 0;
         for &seed in &seeds {
             let outcome = run(seed, STEPS);
             acked += outcome.acked;
             crashes += outcome.crashes;
             torn += outcome.torn;
             reconfigured += outcome.reconfigured;
+            told += outcome.told;
+            duplicates += outcome.duplicates;
         }
         eprintln!(
-            "{} runs: {acked} acknowledged, {crashes} crashes ({torn} torn), {reconfigured} membership changes",
+            "{} runs: {acked} acknowledged ({told} to idempotent producers, {duplicates} retries answered as duplicates), {crashes} crashes ({torn} torn), {reconfigured} membership changes",
             seeds.len()
         );
         // The runs must have made progress and hit the faults, or they proved nothing.
         assert!(acked > seeds.len() * 50, "only {acked} acknowledged");
         assert!(crashes > 0 && torn > 0, "crashes {crashes}, torn {torn}");
+        assert!(told > seeds.len() * 20, "only {told} told to idempotent producers");
+        if seeds.len() > 1 {
+            assert!(duplicates > 0, "no retry found its batch already in the log");
+        }
         if seeds.len() > 1 {
             assert!(reconfigured > seeds.len() / 2, "only {reconfigured} membership changes");
         }

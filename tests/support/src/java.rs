@@ -56,7 +56,8 @@ pub fn command(args: &[&str]) -> Command {
 pub fn tool(class: &str, args: &[&str]) -> Command {
     let cp = classpath();
     let mut c = Command::new(java_bin());
-    c.arg("-Xmx512m")
+    // 1 GiB: history-verify holds the history of a cluster test's millions of sends.
+    c.arg("-Xmx1g")
         .arg("-XX:+UseSerialGC")
         .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
         .arg("-cp")

@@ -1,14 +1,20 @@
 //! Cases of the topic and cluster administration APIs: CreateTopics, DeleteTopics,
-//! DescribeConfigs, IncrementalAlterConfigs and DescribeCluster.
+//! DescribeConfigs, IncrementalAlterConfigs, DescribeCluster, and on a broker alone the
+//! reassignment and leader-election APIs (the cluster tests move replicas for real).
 
 use ringbroker::auth::acl::ResourceType;
+use ringbroker::protocol::messages::alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
 use ringbroker::protocol::messages::delete_topics_request::DeleteTopicState;
 use ringbroker::protocol::messages::describe_configs_request::DescribeConfigsResource;
+use ringbroker::protocol::messages::elect_leaders_request::TopicPartitions as ElectLeadersTopicPartitions;
 use ringbroker::protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+use ringbroker::protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 use ringbroker::protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    DescribeClusterRequest, DescribeClusterResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, TopicName,
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeClusterRequest, DescribeClusterResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, ElectLeadersRequest, ElectLeadersResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse, TopicName,
 };
 use ringbroker::protocol::ErrorCode;
 
@@ -310,5 +316,142 @@ pub(crate) fn describe_cluster(ctx: &Ctx, v: i16) -> Check {
             r.brokers
         );
     }
+    Ok(())
+}
+
+// ---- AlterPartitionReassignments, ListPartitionReassignments, ElectLeaders ----------------
+
+fn reassign(
+    w: &mut Wire,
+    v: i16,
+    moves: &[(&str, i32, Option<Vec<i32>>)],
+) -> Result<Vec<(i16, Option<String>)>, String> {
+    let mut req = AlterPartitionReassignmentsRequest::default();
+    req.timeout_ms = 30_000;
+    req.allow_replication_factor_change = true;
+    for (topic, partition, target) in moves {
+        let mut p = ReassignablePartition::default();
+        p.partition_index = *partition;
+        p.replicas = target.as_ref().map(|t| t.iter().map(|id| BrokerId(*id)).collect());
+        let mut t = ReassignableTopic::default();
+        t.name = TopicName(sbs(topic));
+        t.partitions = vec![p];
+        req.topics.push(t);
+    }
+    let r: AlterPartitionReassignmentsResponse = w.call(ApiKey::AlterPartitionReassignments, v, &req)?;
+    expect_code_msg("AlterPartitionReassignments", r.error_code, 0, &r.error_message)?;
+    ensure!(r.responses.len() == moves.len(), "{} topics answered for {}", r.responses.len(), moves.len());
+    Ok(r.responses
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (p.error_code, p.error_message.as_ref().map(|m| m.to_string()))))
+        .collect())
+}
+
+/// A broker alone: a partition "moved" to its own replicas is accepted (nothing to do); one
+/// moved to a broker that does not exist is INVALID_REPLICA_ASSIGNMENT, an unknown topic
+/// UNKNOWN_TOPIC_OR_PARTITION, a cancel with nothing under way NO_REASSIGNMENT_IN_PROGRESS;
+/// ListPartitionReassignments then shows nothing under way.
+pub(crate) fn alter_partition_reassignments(ctx: &Ctx, v: i16) -> Check {
+    let mut w = ctx.plain()?;
+    let topic = ctx.name("move", v);
+    ctx.create_topic(&topic, 1, &[])?;
+    let me = ctx.node_id;
+    let nowhere = ctx.name("move-nowhere", v);
+    let got = reassign(
+        &mut w,
+        v,
+        &[
+            (&topic, 0, Some(vec![me])),
+            (&topic, 0, Some(vec![me + 100])),
+            (&nowhere, 0, Some(vec![me])),
+            (&topic, 0, None),
+        ],
+    )?;
+    let want = [
+        0,
+        ErrorCode::InvalidReplicaAssignment.code(),
+        ErrorCode::UnknownTopicOrPartition.code(),
+        ErrorCode::NoReassignmentInProgress.code(),
+    ];
+    for (i, ((code, msg), want)) in got.iter().zip(want).enumerate() {
+        expect_code_msg(&format!("reassignment {i}"), *code, want, &msg.as_deref().map(sbs))?;
+    }
+    ensure!(got[1].1.is_some(), "a refused target comes with a message");
+    let listed = list_reassignments(&mut w, 0, Some(&topic))?;
+    ensure!(listed.topics.is_empty(), "reassignments listed after a no-op: {:?}", listed.topics);
+    Ok(())
+}
+
+fn list_reassignments(w: &mut Wire, v: i16, topic: Option<&str>) -> Result<ListPartitionReassignmentsResponse, String> {
+    let mut req = ListPartitionReassignmentsRequest::default();
+    req.timeout_ms = 30_000;
+    req.topics = topic.map(|t| {
+        let mut lt = ListPartitionReassignmentsTopics::default();
+        lt.name = TopicName(sbs(t));
+        lt.partition_indexes = vec![0];
+        vec![lt]
+    });
+    let r: ListPartitionReassignmentsResponse = w.call(ApiKey::ListPartitionReassignments, v, &req)?;
+    expect_code_msg("ListPartitionReassignments", r.error_code, 0, &r.error_message)?;
+    Ok(r)
+}
+
+/// Nothing is being moved on a broker alone: asked for one topic or all, nothing is listed.
+pub(crate) fn list_partition_reassignments(ctx: &Ctx, v: i16) -> Check {
+    let mut w = ctx.plain()?;
+    let topic = ctx.name("listmoves", v);
+    ctx.create_topic(&topic, 1, &[])?;
+    for asked in [Some(topic.as_str()), None] {
+        let r = list_reassignments(&mut w, v, asked)?;
+        ensure!(r.topics.is_empty(), "reassignments listed ({asked:?}): {:?}", r.topics);
+    }
+    Ok(())
+}
+
+/// A broker alone leads every partition: PREFERRED is ELECTION_NOT_NEEDED for a partition
+/// asked for, an unknown topic UNKNOWN_TOPIC_OR_PARTITION; from v1 UNCLEAN is refused with a
+/// message (INVALID_REQUEST); asking for every partition answers none of them.
+pub(crate) fn elect_leaders(ctx: &Ctx, v: i16) -> Check {
+    let mut w = ctx.plain()?;
+    let topic = ctx.name("elect", v);
+    ctx.create_topic(&topic, 1, &[])?;
+    let nowhere = ctx.name("elect-nowhere", v);
+    let elect = |w: &mut Wire, election_type: i8, topics: Option<&[&str]>| {
+        let mut req = ElectLeadersRequest::default();
+        req.election_type = election_type;
+        req.timeout_ms = 30_000;
+        req.topic_partitions = topics.map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    let mut tp = ElectLeadersTopicPartitions::default();
+                    tp.topic = TopicName(sbs(t));
+                    tp.partitions = vec![0];
+                    tp
+                })
+                .collect()
+        });
+        let r: ElectLeadersResponse = w.call(ApiKey::ElectLeaders, v, &req)?;
+        expect_code("ElectLeaders", r.error_code, 0)?;
+        let codes: Vec<(String, i16, bool)> = r
+            .replica_election_results
+            .iter()
+            .flat_map(|t| {
+                t.partition_result.iter().map(|p| (t.topic.to_string(), p.error_code, p.error_message.is_some()))
+            })
+            .collect();
+        Ok::<_, String>(codes)
+    };
+    let got = elect(&mut w, 0, Some(&[&topic, &nowhere]))?;
+    let want = vec![
+        (topic.clone(), ErrorCode::ElectionNotNeeded.code(), true),
+        (nowhere.clone(), ErrorCode::UnknownTopicOrPartition.code(), true),
+    ];
+    ensure!(got == want, "PREFERRED answered {got:?}, expected {want:?}");
+    if v >= 1 {
+        let got = elect(&mut w, 1, Some(&[&topic]))?;
+        ensure!(got == vec![(topic.clone(), ErrorCode::InvalidRequest.code(), true)], "UNCLEAN answered {got:?}");
+    }
+    let got = elect(&mut w, 0, None)?;
+    ensure!(got.is_empty(), "every partition asked: answered {got:?}");
     Ok(())
 }
