@@ -203,19 +203,14 @@ impl Shard {
         wait: Duration,
     ) -> Result<(), Failure> {
         let call = Call::TakeLeadership { topic, partition, wait_ms: wait.as_millis() as u64 };
-        let body = Bytes::from(serde_json::to_vec(&call).expect("calls serialize"));
+        let unreachable = ErrorCode::PreferredLeaderNotAvailable;
         let asked = self
             .on_shard(0, move |zero| async move {
-                let transport = zero.cluster().expect("a cluster member").transport().clone();
-                transport.call(to as u64, body, wait + CALL_WAIT).await.map_err(|e| e.to_string())
+                zero.call_peer(to as u64, &call, wait + CALL_WAIT, unreachable, &format!("broker {to}")).await
             })
             .await
             .map_err(|e| (e, "shard 0 did not answer".to_string()))?;
-        let reply =
-            asked.map_err(|e| (ErrorCode::PreferredLeaderNotAvailable, format!("cannot reach broker {to}: {e}")))?;
-        let answer = serde_json::from_slice(&reply)
-            .map_err(|e| (ErrorCode::UnknownServerError, format!("bad answer from broker {to}: {e}")))?;
-        done_or_refused(answer)
+        done_or_refused(asked?)
     }
 
     /// Tells peer `to` what this broker leads (shard 0), without waiting for more than
@@ -226,9 +221,8 @@ impl Shard {
         views: Vec<(super::Tp, super::cluster::View)>,
         wait: Duration,
     ) {
-        let body = Bytes::from(serde_json::to_vec(&Call::Leaderships(views)).expect("calls serialize"));
-        let Some(cluster) = self.cluster() else { return };
-        if let Err(e) = cluster.transport().call(to as u64, body, wait).await {
+        let call = Call::Leaderships(views);
+        if let Err((_, e)) = self.call_peer(to as u64, &call, wait, ErrorCode::UnknownServerError, "a peer").await {
             tracing::debug!(to, "telling a peer the leaderships: {e}");
         }
     }
@@ -240,14 +234,28 @@ impl Shard {
             .meta()
             .and_then(|m| m.quorum.group().leader())
             .ok_or_else(|| (ErrorCode::NotController, "the metadata quorum has no leader yet".to_string()))?;
-        let body = Bytes::from(serde_json::to_vec(&call).expect("calls serialize"));
+        self.call_peer(leader, &call, CALL_WAIT, ErrorCode::NotController, "the controller").await
+    }
+
+    /// Sends `call` to broker `to` over the cluster transport (from shard 0, where replies
+    /// arrive) and reads its answer: `unreachable` if no answer came within `wait`.
+    async fn call_peer(
+        &self,
+        to: u64,
+        call: &Call,
+        wait: Duration,
+        unreachable: ErrorCode,
+        whom: &str,
+    ) -> Result<Answer, Failure> {
+        let cluster = self.cluster().expect("a cluster member");
+        let body = Bytes::from(serde_json::to_vec(call).expect("calls serialize"));
         let reply = cluster
             .transport()
-            .call(leader, body, CALL_WAIT)
+            .call(to, body, wait)
             .await
-            .map_err(|e| (ErrorCode::NotController, format!("cannot reach the controller: {e}")))?;
+            .map_err(|e| (unreachable, format!("cannot reach {whom}: {e}")))?;
         serde_json::from_slice(&reply)
-            .map_err(|e| (ErrorCode::UnknownServerError, format!("bad controller answer: {e}")))
+            .map_err(|e| (ErrorCode::UnknownServerError, format!("bad answer from {whom}: {e}")))
     }
 
     /// Serves a member's call, as the leader.
