@@ -3,6 +3,7 @@
 //! - `entry`: raft entries as Kafka record batches (the partition log is the raft log).
 //! - `meta`: the replica state kept beside the log (hard state, configuration, log start).
 //! - `store`: raft-rs's `Storage` over the batches, with the recent ones in memory.
+//! - `snapshot`: what a raft snapshot carries (the state at the log start, not the data).
 //! - `replica`: one replica, sans-IO: offsets and epochs stamped before proposing, the
 //!   write each Ready asks for, the high watermark, produce waits settled.
 //! - `cursor`: big-endian reads off a byte slice for the cluster's own formats.
@@ -26,5 +27,6 @@ pub mod quorum;
 pub mod replica;
 #[cfg(test)]
 mod sim;
+pub mod snapshot;
 pub mod store;
 pub mod transport;

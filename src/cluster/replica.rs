@@ -31,6 +31,7 @@ use raft::{RawNode, StateRole};
 
 use super::entry;
 use super::meta::RaftMeta;
+use super::snapshot::StartState;
 use super::store::{Loc, RaftStore};
 use crate::protocol::batch;
 
@@ -96,6 +97,11 @@ pub struct Write {
     pub batches: Vec<Bytes>,
     /// The replica state to write atomically and fsync before anything else of this write.
     pub meta: Option<RaftMeta>,
+    /// A leader's snapshot to install first: empty the log and start it at the snapshot's
+    /// offset, with its producer state (then `truncate` is None). The log is reset before the
+    /// replica state is written: a crash between leaves an empty log the state does not
+    /// start at, which the next open empties again at the state's start.
+    pub install: Option<StartState>,
 }
 
 pub struct Work {
@@ -117,6 +123,11 @@ pub struct Replica {
     written_vote: (u64, u64),
     meta_dirty: bool,
     failed: Option<String>,
+    /// The write that installs a snapshot, and the snapshot's index: applied once durable.
+    installing: Option<(u64, u64)>,
+    /// Ticks each peer has spent waiting for a snapshot this leader sent (see `tick`).
+    snapshot_waits: std::collections::HashMap<u64, usize>,
+    election_tick: usize,
 }
 
 impl Replica {
@@ -165,6 +176,9 @@ impl Replica {
             written_vote,
             meta_dirty: false,
             failed: None,
+            installing: None,
+            snapshot_waits: std::collections::HashMap::new(),
+            election_tick: cfg.election_tick,
         })
     }
 
@@ -258,7 +272,63 @@ impl Replica {
     pub fn tick(&mut self) {
         if self.failed.is_none() {
             self.rn.tick();
+            self.retry_lost_snapshots();
         }
+    }
+
+    /// raft-rs waits for a follower to answer a snapshot before it sends anything else to it;
+    /// a snapshot lost on the way (a connection dropped, the follower restarted) would stall
+    /// that follower for good. After a few election timeouts without an answer the snapshot
+    /// is reported failed, and raft-rs probes the follower and sends it again.
+    fn retry_lost_snapshots(&mut self) {
+        if !self.is_leader() {
+            self.snapshot_waits.clear();
+            return;
+        }
+        let waiting: Vec<u64> = self
+            .rn
+            .raft
+            .prs()
+            .iter()
+            .filter(|(_, p)| p.state == raft::ProgressState::Snapshot)
+            .map(|(id, _)| *id)
+            .collect();
+        self.snapshot_waits.retain(|id, _| waiting.contains(id));
+        for id in waiting {
+            let ticks = self.snapshot_waits.entry(id).or_default();
+            *ticks += 1;
+            if *ticks > 3 * self.election_tick {
+                self.snapshot_waits.remove(&id);
+                self.rn.report_snapshot(id, raft::SnapshotStatus::Failure);
+            }
+        }
+    }
+
+    /// The latest entry retention may move the log start past: committed and written here,
+    /// and on a leader also held by every replica of the group it heard from recently
+    /// (`active`; other ids are ignored), so that only a peer that was away needs a snapshot.
+    pub fn compaction_limit(&self, active: &[u64]) -> u64 {
+        // raft-rs reads the entries after `applied` (a restarted replica applies again from its
+        // last configuration change): they must stay in the log.
+        let applied = self.rn.raft.raft_log.applied;
+        let mut limit = self.hwm_index.min(self.persisted_index()).min(applied);
+        if self.is_leader() {
+            for id in active.iter().filter(|&&id| id != self.id()) {
+                if let Some(m) = self.matched(*id) {
+                    limit = limit.min(m);
+                }
+            }
+        }
+        limit
+    }
+
+    /// Moves the log start past entry `index` (at most `compaction_limit`), whose producer
+    /// state is `producers`; returns the replica state to write, durably, before the log's
+    /// segments below are deleted.
+    pub fn compact_to(&mut self, index: u64, producers: Bytes) -> RaftMeta {
+        assert!(index <= self.compaction_limit(&[]), "compacting past what is applied and written");
+        self.rn.mut_store().compact_to(index, producers);
+        self.meta()
     }
 
     /// Stands for election now instead of after an election timeout (the preferred replica
@@ -266,6 +336,15 @@ impl Replica {
     pub fn campaign(&mut self) {
         if self.failed.is_none() {
             let _ = self.rn.campaign();
+        }
+    }
+
+    /// `campaign` again, unless a leader is known or a vote of its own is under way: a
+    /// replica that stood before its peers had opened the group got no answers.
+    pub fn campaign_if_leaderless(&mut self) {
+        let r = &self.rn.raft;
+        if self.leader().is_none() && !matches!(r.state, StateRole::Candidate | StateRole::Leader) {
+            self.campaign();
         }
     }
 
@@ -362,9 +441,31 @@ impl Replica {
         let mut rd = self.rn.ready();
         let number = rd.number();
         let send = rd.take_messages();
+        let mut install = None;
         if !rd.snapshot().is_empty() {
-            self.fail("a snapshot arrived, and this replica cannot install snapshots yet".into());
-            return None;
+            let snap = rd.snapshot();
+            let state = match StartState::decode(&snap.data) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.fail(format!("a peer sent a snapshot this replica cannot read: {e}"));
+                    return None;
+                }
+            };
+            let m = snap.get_metadata();
+            tracing::info!(
+                index = m.index,
+                term = m.term,
+                offset = state.offset,
+                "installing a snapshot: the leader's log starts past this one's end"
+            );
+            self.rn.mut_store().install(m.index, m.term, &state, m.get_conf_state().clone());
+            self.conf_index = self.rn.store().conf_index();
+            self.hwm = self.hwm.max(state.offset);
+            self.hwm_index = m.index;
+            self.lose_from(0);
+            self.meta_dirty = true;
+            self.installing = Some((number, m.index));
+            install = Some(state);
         }
         let committed = rd.take_committed_entries();
         let appends = match self.rn.mut_store().append(rd.entries(), number) {
@@ -400,13 +501,22 @@ impl Replica {
         if let Some(why) = self.rn.store().failed() {
             self.fail(why);
         }
-        Some(Work { send, write: Write { number, truncate: appends.truncate, batches: appends.batches, meta }, after })
+        let write = Write { number, truncate: appends.truncate, batches: appends.batches, meta, install };
+        Some(Work { send, write, after })
     }
 
     /// Write `number` is durable, its batches at `locs` in order.
     pub fn persisted(&mut self, number: u64, locs: &[Loc]) {
         self.rn.mut_store().written(number, locs);
         self.rn.on_persist_ready(number);
+        if let Some((_, index)) = self.installing.filter(|(n, _)| *n <= number) {
+            self.installing = None;
+            // What the snapshot holds counts as applied once it is durable (raft-rs requires
+            // applied <= persisted).
+            if self.rn.raft.raft_log.applied < index {
+                self.rn.advance_apply_to(index);
+            }
+        }
     }
 
     /// The state a clean close writes, with the current commit index.
@@ -436,6 +546,8 @@ impl Replica {
         for e in committed {
             let change = match e.get_entry_type() {
                 EntryType::EntryNormal => continue,
+                // Already in the configuration a snapshot brought.
+                _ if e.index <= self.conf_index => continue,
                 EntryType::EntryConfChange => ConfChange::parse_from_bytes(&e.data).map(v1_to_v2),
                 EntryType::EntryConfChangeV2 => ConfChangeV2::parse_from_bytes(&e.data),
             };
@@ -453,7 +565,7 @@ impl Replica {
                         let term = self.rn.raft.term;
                         self.rn.raft.become_follower(term, raft::INVALID_ID);
                     }
-                    self.rn.mut_store().set_conf_state(cs);
+                    self.rn.mut_store().set_conf_state(cs, e.index);
                     self.conf_index = e.index;
                     self.meta_dirty = true;
                 }

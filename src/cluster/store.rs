@@ -8,10 +8,12 @@
 //! batches into memory at once and `written` later records where the write put them; a slot
 //! keeps its bytes until it is written and, after that, while the cache budget allows.
 //!
-//! Cost: a slot is about 56 bytes per batch, in memory for the whole log, and rebuilding the
-//! slots at open reads every batch header (`Partition::raft_batches`). Both are bounded once
-//! raft snapshots let the log start move (DESIGN §9); until then a replicated log keeps every
-//! batch (retention leaves it alone).
+//! Cost: a slot is about 56 bytes per batch, in memory from the log start on, and rebuilding
+//! the slots at open reads the header of every batch since the log start
+//! (`Partition::raft_batches`). Retention bounds both: `compact_to` moves the log start to a
+//! committed entry (its segments below are then deleted), and a replica whose log ends before
+//! the start is sent a snapshot of the state there (`snapshot`, `install`; see
+//! `cluster::snapshot`).
 //!
 //! A read that fails cannot be reported to raft-rs, which panics on storage errors: the store
 //! then marks itself failed, answers with what keeps raft-rs going (an entry without data, or
@@ -29,6 +31,7 @@ use raft::{GetEntriesContext, RaftState, StorageError};
 
 use super::entry::{self, EntryError};
 use super::meta::{LogStart, RaftMeta};
+use super::snapshot::StartState;
 
 /// Where a written batch starts: the segment (by its base offset) and the position in it.
 pub use crate::log::BatchLoc as Loc;
@@ -63,7 +66,12 @@ pub struct Appends {
 pub struct RaftStore {
     hard_state: HardState,
     conf_state: ConfState,
+    /// The entry that made `conf_state` (0: the group's first configuration).
+    conf_index: u64,
     start: LogStart,
+    /// The producer state over every batch before the log start (JSON, see
+    /// `cluster::snapshot`): what a snapshot carries.
+    start_producers: Bytes,
     /// Entry `start.index + 1 + i` is `slots[i]`.
     slots: VecDeque<Slot>,
     reader: Rc<dyn BatchReader>,
@@ -75,9 +83,11 @@ pub struct RaftStore {
 }
 
 impl RaftStore {
-    /// The store over a log whose batches, in order from the log start, are `batches`: each a
-    /// batch's location and bytes holding at least its header (the whole batch for control
-    /// batches, which is how recovery finds raft's configuration changes).
+    /// The store over a log whose batches, in order, are `batches`: each a batch's location
+    /// and bytes holding at least its header (the whole batch for control batches, which is
+    /// how recovery finds raft's configuration changes). Batches before the log start (left
+    /// by a retention pass that stopped before deleting them) are skipped; the first one
+    /// after must start at the log start. `start_producers` is the producer state there.
     pub fn recover(
         meta: &RaftMeta,
         batches: impl IntoIterator<Item = (Loc, Bytes)>,
@@ -87,7 +97,9 @@ impl RaftStore {
         let mut store = RaftStore {
             hard_state: meta.hard_state.clone(),
             conf_state: meta.conf_state.clone(),
+            conf_index: meta.conf_index,
             start: meta.log_start,
+            start_producers: Bytes::new(),
             slots: VecDeque::new(),
             reader,
             cached: 0,
@@ -99,6 +111,13 @@ impl RaftStore {
             let index = store.last() + 1;
             let h =
                 crate::protocol::batch::read_header(&bytes).map_err(|source| EntryError::Batch { index, source })?;
+            if h.base_offset < store.start.offset {
+                continue;
+            }
+            let expected = store.end_offset(store.last()).expect("the last entry");
+            if h.base_offset != expected {
+                return Err(EntryError::Offset { index, found: h.base_offset, expected });
+            }
             let term = u64::try_from(entry::epoch_of(&bytes)).unwrap_or(0);
             let pinned = h.is_control() && bytes.len() >= h.size;
             let bytes = pinned.then(|| bytes.slice(..h.size));
@@ -189,8 +208,66 @@ impl RaftStore {
         &self.conf_state
     }
 
-    pub fn set_conf_state(&mut self, cs: ConfState) {
+    /// The configuration entry `index` made, applied.
+    pub fn set_conf_state(&mut self, cs: ConfState, index: u64) {
         self.conf_state = cs;
+        self.conf_index = index;
+    }
+
+    pub fn conf_index(&self) -> u64 {
+        self.conf_index
+    }
+
+    /// The producer state at the log start (see `cluster::snapshot`).
+    pub fn set_start_producers(&mut self, producers: Bytes) {
+        self.start_producers = producers;
+    }
+
+    pub fn start_producers(&self) -> &Bytes {
+        &self.start_producers
+    }
+
+    /// The entry whose batch ends right before `offset` (the log start's entry for the start
+    /// offset): where a log cut at `offset` ends. None unless a batch boundary is there.
+    pub fn index_ending_at(&self, offset: i64) -> Option<u64> {
+        if offset == self.start.offset {
+            return Some(self.start.index);
+        }
+        let at = self.slots.partition_point(|s| s.end < offset);
+        self.slots.get(at).filter(|s| s.end == offset).map(|_| self.start.index + 1 + at as u64)
+    }
+
+    /// Moves the log start past entry `index` (committed and written: retention deletes the
+    /// segments below it next); `producers` is the producer state there. The caller writes
+    /// the replica state with the new start before deleting anything.
+    pub fn compact_to(&mut self, index: u64, producers: Bytes) {
+        assert!(index > self.start.index && index <= self.last(), "compacting to {index} outside the log");
+        let s = self.slot(index).expect("inside the log");
+        assert!(s.loc.is_some(), "compacting past an entry not yet written");
+        let start = LogStart { index, term: s.term, offset: s.end };
+        let n = (index - self.start.index) as usize;
+        for s in self.slots.drain(..n) {
+            if !s.pinned {
+                self.cached -= s.bytes.as_ref().map_or(0, |b| b.len());
+            }
+        }
+        self.evict_from = self.evict_from.saturating_sub(n);
+        self.start = start;
+        self.start_producers = producers;
+    }
+
+    /// Replaces the whole log with a snapshot's start (the leader's log starts past this
+    /// one's end): no entries, the start at (`index`, `term`, `state.offset`), the
+    /// configuration the snapshot carries.
+    pub fn install(&mut self, index: u64, term: u64, state: &StartState, cs: ConfState) {
+        self.slots.clear();
+        self.cached = 0;
+        self.evict_from = 0;
+        self.start = LogStart { index, term, offset: state.offset };
+        self.start_producers = state.producers.clone();
+        self.conf_state = cs;
+        self.conf_index = state.conf_index.max(index);
+        self.hard_state.commit = self.hard_state.commit.max(index);
     }
 
     /// Takes the entries of a Ready (contiguous, the first possibly replacing a divergent
@@ -345,10 +422,24 @@ impl raft::Storage for RaftStore {
         Ok(self.last())
     }
 
+    /// raft-rs asks for a snapshot when a peer needs entries before the log start: it gets
+    /// the state there, with this replica's applied configuration (which must name it, or
+    /// raft-rs drops the snapshot: a learner added after the start is in the applied one).
     fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        // The log never starts past what every replica has until snapshots exist (DESIGN §9:
-        // retention and compaction act below the offset every replica holds).
-        Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable))
+        if self.start.index == 0 {
+            return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
+        }
+        let state = StartState {
+            offset: self.start.offset,
+            conf_index: self.conf_index,
+            producers: self.start_producers.clone(),
+        };
+        let mut snap = Snapshot { data: Bytes::from(state.encode()), ..Default::default() };
+        let m = snap.mut_metadata();
+        m.index = self.start.index;
+        m.term = self.start.term;
+        m.set_conf_state(self.conf_state.clone());
+        Ok(snap)
     }
 }
 

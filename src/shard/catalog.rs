@@ -97,7 +97,7 @@ impl Shard {
                         tracing::error!(topic = %name, "a replicated topic on a broker that is not a cluster member");
                         continue;
                     };
-                    match cluster.open_group(topic, tp, p.clone()) {
+                    match cluster.open_group(topic, tp, p.clone()).await {
                         Ok(_) => {
                             self.logs.borrow_mut().insert(tp, p);
                         }

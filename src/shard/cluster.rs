@@ -163,11 +163,11 @@ impl ShardCluster {
     }
 
     /// Starts the raft group of a replicated partition over its opened log, and serves it.
-    pub fn open_group(&self, topic: &TopicMeta, tp: Tp, log: Rc<Partition>) -> Result<Rc<Group>, String> {
+    pub async fn open_group(&self, topic: &TopicMeta, tp: Tp, log: Rc<Partition>) -> Result<Rc<Group>, String> {
         let p = tp.partition;
         // A replica a reassignment added starts outside the configuration it replays.
         let new_group = !topic.first_voters.contains_key(&p);
-        let g = self.start_group(&topic.name, p, topic.first_voters_of(p), new_group, log)?;
+        let g = self.start_group(&topic.name, p, topic.first_voters_of(p), new_group, log).await?;
         self.groups.borrow_mut().insert(tp, g.clone());
         Ok(g)
     }
@@ -175,7 +175,7 @@ impl ShardCluster {
     /// Starts the raft group over `log` with `voters` (the first is the preferred leader).
     /// `new_group`: the voters are those the group is created with, not a configuration
     /// that changed since.
-    pub fn start_group(
+    pub async fn start_group(
         &self,
         topic: &str,
         partition: i32,
@@ -187,6 +187,7 @@ impl ShardCluster {
         let fresh = !log.dir().join(crate::cluster::group::STATE_FILE).exists();
         let logger = self.logger.new(slog::o!("group" => format!("{topic}/{partition}")));
         let g = Group::open(id, log, &self.group_config(voters), self.transport.clone(), &logger)
+            .await
             .map_err(|e| e.to_string())?;
         // A new group's preferred replica stands at once: leaders spread as the assignment
         // dealt them, and the partition is writable within a round trip rather than an

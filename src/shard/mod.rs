@@ -207,6 +207,10 @@ impl Shard {
         for p in logs {
             p.apply_retention(now);
         }
+        // A replicated log's start moves with its replica (`Group::apply_retention`).
+        for (_, g) in self.cluster().map(|c| c.groups()).unwrap_or_default() {
+            g.apply_retention(now);
+        }
     }
 
     /// Clean shutdown of every local partition.

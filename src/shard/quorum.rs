@@ -102,6 +102,7 @@ impl Shard {
         // Ticked beside the partitions' groups (`tick_raft`), but not offered to clients.
         let group = cluster
             .start_group(METADATA_TOPIC, 0, &cluster.settings.members(), true, log)
+            .await
             .map_err(|e| crate::error::storage(&self.config.data_dir, std::io::Error::other(e)))?;
         let weak = Rc::downgrade(self);
         let apply: Apply = Box::new(move |offset, value| {

@@ -288,3 +288,72 @@ fn every_broker_names_every_leader_and_a_killed_replica_shows_offline() {
     });
     assert!(back, "the replica is back in sync: {:?}", partitions(&cluster, leader, "triple"));
 }
+
+/// Retention trims a replicated topic, and a broker that was down while the leader's log start
+/// moved past its log end is sent a raft snapshot when it is back: it starts its log at the
+/// leader's start, holds every record after it byte for byte, and can lead the partition.
+#[test]
+fn retention_trims_a_replicated_topic_and_a_replica_that_missed_it_gets_a_snapshot() {
+    use support::client::{batch, value};
+    let mut cluster = Cluster::start(3, &["--retention-check-interval-ms", "300", "--replica-lag-time-max-ms", "1000"]);
+    let configs = [("segment.bytes", "4096"), ("retention.bytes", "8192")];
+    cluster.create_topic_with("trimmed", 1, 3, &configs);
+    let leader = cluster.leader("trimmed", 0).expect("a leader");
+    let away = (1..=3).find(|n| *n != leader).unwrap();
+    let mut c = Client::connect(cluster.addr(leader));
+    let mut produced = Vec::new();
+    let send = |c: &mut Client, from: usize, n: usize, produced: &mut Vec<(i64, Vec<u8>)>| {
+        for i in from..from + n {
+            let v = value("trimmed", i, 200);
+            let p = c.produce_acks("trimmed", 0, batch(support::client::now_ms(), std::slice::from_ref(&v)), -1);
+            assert_eq!(p.error_code, 0, "record {i} acknowledged");
+            produced.push((p.base_offset, v));
+        }
+    };
+    send(&mut c, 0, 20, &mut produced);
+    cluster.kill9(away);
+    send(&mut c, 20, 400, &mut produced);
+    // The leader's retention keeps about retention.bytes; it no longer waits for the killed
+    // replica once that is out of sync.
+    let trimmed = support::client::wait_until(Duration::from_secs(20), || c.earliest("trimmed", 0) > 100);
+    let start = c.earliest("trimmed", 0);
+    assert!(trimmed, "the log start moved: {start}");
+    cluster.restart(away);
+    let caught_up =
+        support::client::wait_until(Duration::from_secs(30), || cluster.settled("trimmed", 1, Duration::from_secs(1)));
+    assert!(caught_up, "the restarted replica is back in sync");
+    // It installed the leader's snapshot: its log now starts past everything it held before
+    // (20 records), beside the producer state of that start.
+    let dir = cluster.data_dir(away).join("trimmed-0");
+    let names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let first_segment = names.iter().filter_map(|n| n.strip_suffix(".log")?.parse::<i64>().ok()).min();
+    assert!(
+        first_segment.is_some_and(|b| b >= start),
+        "its first segment starts at {first_segment:?}, the leader's start was {start}"
+    );
+    assert!(names.iter().any(|n| n.starts_with("raft-start-")), "the start's producer state is kept: {names:?}");
+    send(&mut c, 420, 5, &mut produced);
+    cluster.stop(leader);
+    let moved = support::client::wait_until(Duration::from_secs(30), || {
+        cluster.leader("trimmed", 0).is_some_and(|l| l != leader)
+    });
+    assert!(moved, "another replica leads");
+    let new = cluster.leader("trimmed", 0).unwrap();
+    let mut r = Client::connect(cluster.addr(new));
+    let earliest = r.earliest("trimmed", 0);
+    assert!(earliest >= start, "the new leader's log starts at {earliest}, at or past the old leader's {start}");
+    let records = r.fetch_all("trimmed", 0, earliest);
+    let held: Vec<(i64, Vec<u8>)> = produced.iter().filter(|(o, _)| *o >= earliest).cloned().collect();
+    // Each new term starts with raft's no-op, a control batch with an empty record (clients
+    // skip control batches); every record produced here has a value.
+    let read: Vec<(i64, Vec<u8>)> =
+        records.iter().filter_map(|rec| rec.value.clone().filter(|v| !v.is_empty()).map(|v| (rec.offset, v))).collect();
+    let offsets = |v: &[(i64, Vec<u8>)]| v.iter().map(|(o, _)| *o).collect::<Vec<_>>();
+    assert_eq!(
+        offsets(&read),
+        offsets(&held),
+        "every acknowledged record from the log start {earliest} on, once, in order"
+    );
+    assert!(read == held, "each at its offset");
+}

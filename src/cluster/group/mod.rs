@@ -9,8 +9,14 @@
 //!
 //! The replica state file (`raft-state` in the partition's directory) is written and fsynced
 //! before the log write of the same Ready, and before any message that depends on it. It is
-//! written on the shard's thread: it changes only with the term, the vote or the
-//! configuration, a few times per election, never per produce.
+//! written on the shard's thread: it changes only with the term, the vote, the configuration
+//! or the log start, a few times per election or retention pass, never per produce.
+//!
+//! Retention (`apply_retention`) moves the log start: the producer state there is written
+//! first (`raft-start-<index>.producers`), then the replica state naming the new start, then
+//! the segments below are deleted; a crash between any two leaves files the next open
+//! ignores or deletes. A replica sent a snapshot empties its log to start at the leader's
+//! start (see `Write::install`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -29,6 +35,7 @@ use super::store::{BatchReader, Loc, RaftStore};
 use super::transport::Transport;
 use crate::error::{storage, BrokerError};
 use crate::log::{Appended, Partition};
+use crate::producer::ProducerState;
 use crate::protocol::ErrorCode;
 
 /// The replica state's file name in a partition directory.
@@ -90,6 +97,10 @@ pub struct Group {
     heard: RefCell<HashMap<u64, Instant>>,
     /// A voter silent for longer is out of sync (Kafka's `replica.lag.time.max.ms`).
     lag: Duration,
+    /// Ticks left in which a replica that stood at once stands again while leaderless.
+    eager: Cell<usize>,
+    /// The election timeout in ticks: how long `campaign` keeps standing.
+    election_ticks: usize,
     writing: Cell<bool>,
     serving: Cell<bool>,
     stopped: Cell<bool>,
@@ -100,10 +111,57 @@ fn write_state(path: &std::path::Path, meta: &RaftMeta) -> Result<(), BrokerErro
     crate::storage::write_atomic(path, &meta.encode(), 0o644).map_err(|e| storage(path, e))
 }
 
+/// The file holding the producer state at a log start past entry `index`.
+fn start_producers_path(dir: &std::path::Path, index: u64) -> PathBuf {
+    dir.join(format!("raft-start-{index:020}.producers"))
+}
+
+/// Writes the producer state at a log start past entry `index`, durably, and removes the
+/// files of earlier starts (the replica state names the new one by then, or names an
+/// earlier one whose file `keep` still is).
+fn write_start_producers(dir: &std::path::Path, index: u64, producers: &[u8]) -> Result<(), BrokerError> {
+    let path = start_producers_path(dir, index);
+    crate::storage::write_atomic(&path, producers, 0o644).map_err(|e| storage(&path, e))
+}
+
+/// Removes the producer-state files of every log start but `index`'s.
+fn remove_other_starts(dir: &std::path::Path, index: u64) {
+    let keep = start_producers_path(dir, index);
+    for p in crate::storage::list(dir).unwrap_or_default() {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("raft-start-") && name.ends_with(".producers") && p != keep {
+            let _ = crate::storage::remove_file(&p);
+        }
+    }
+}
+
+/// The producer state at the log start past entry `index` (none at the group's beginning).
+fn read_start_producers(dir: &std::path::Path, index: u64) -> Result<Bytes, BrokerError> {
+    if index == 0 {
+        return Ok(Bytes::new());
+    }
+    let path = start_producers_path(dir, index);
+    match crate::storage::read(&path).map_err(|e| storage(&path, e))? {
+        Some(b) => Ok(Bytes::from(b)),
+        None => {
+            tracing::warn!(path = %path.display(), "the producer state at the log start is missing: a snapshot sent from here will not dedupe retries of batches before it");
+            Ok(Bytes::new())
+        }
+    }
+}
+
+/// The producer state a start's file or a snapshot holds (JSON of `ProducerState`).
+fn decode_producers(bytes: &[u8]) -> Result<ProducerState, String> {
+    if bytes.is_empty() {
+        return Ok(ProducerState::default());
+    }
+    serde_json::from_slice(bytes).map_err(|e| format!("unreadable producer state at the log start: {e}"))
+}
+
 impl Group {
     /// Takes over `log` for raft: reads the replica state (or starts one with the configured
     /// voters), rebuilds the store from the log's batches and starts following.
-    pub fn open(
+    pub async fn open(
         id: GroupId,
         log: Rc<Partition>,
         cfg: &GroupConfig,
@@ -120,12 +178,24 @@ impl Group {
                 meta
             }
         };
+        let invalid = |e: String| storage(log.dir(), std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+        let start = meta.log_start;
+        let start_producers = read_start_producers(log.dir(), start.index)?;
+        if !log.starts_at(start.offset).map_err(|e| storage(log.dir(), e))? {
+            // Only a snapshot's install empties a log, before the state naming its start is
+            // written: a crash between leaves this. The leader sends the snapshot again.
+            tracing::warn!(group = ?id, offset = start.offset, "the log does not fit the replica's recorded start (an install cut short): emptying it to start there");
+            log.reset_to(start.offset, decode_producers(&start_producers).map_err(invalid)?).await?;
+        }
+        log.drop_below(start.offset);
+        remove_other_starts(log.dir(), start.index);
         log.make_replicated();
         let batches = log.raft_batches().map_err(|e| storage(log.dir(), e))?;
         tracing::debug!(group = ?id, batches = batches.len(), term = meta.hard_state.term, vote = meta.hard_state.vote, commit = meta.hard_state.commit, "opening the replica");
         let reader = Rc::new(LogReader(log.clone()));
-        let invalid = |e: String| storage(log.dir(), std::io::Error::new(std::io::ErrorKind::InvalidData, e));
-        let store = RaftStore::recover(&meta, batches, reader, cfg.cache_bytes).map_err(|e| invalid(e.to_string()))?;
+        let mut store =
+            RaftStore::recover(&meta, batches, reader, cfg.cache_bytes).map_err(|e| invalid(e.to_string()))?;
+        store.set_start_producers(start_producers);
         let replica = Replica::new(cfg.node_id, cfg.replica, store, meta.conf_index, logger)
             .map_err(|e| invalid(format!("{id:?}: {e}")))?;
         if let Some(loc) = replica.high_watermark_loc() {
@@ -141,6 +211,8 @@ impl Group {
             short: RefCell::new(Vec::new()),
             heard: RefCell::new(HashMap::new()),
             lag: cfg.replica_lag,
+            eager: Cell::new(0),
+            election_ticks: cfg.replica.election_tick,
             writing: Cell::new(false),
             serving: Cell::new(false),
             stopped: Cell::new(false),
@@ -318,14 +390,29 @@ impl Group {
         self.pump();
     }
 
-    /// Stands for election at once (see `Replica::campaign`).
+    /// Stands for election at once (see `Replica::campaign`), and again every other tick
+    /// while no leader is known, for an election timeout: the peers of a new partition open
+    /// their replicas when they apply its metadata, and a vote request reaching a broker
+    /// before that is dropped, which would leave the election to whichever replica's timeout
+    /// fires first instead of the preferred one.
     pub fn campaign(self: &Rc<Self>) {
         self.replica.borrow_mut().campaign();
+        self.eager.set(self.election_ticks);
         self.pump();
     }
 
     pub fn tick(self: &Rc<Self>) {
-        self.replica.borrow_mut().tick();
+        {
+            let mut r = self.replica.borrow_mut();
+            r.tick();
+            let left = self.eager.get();
+            if left > 0 {
+                self.eager.set(left - 1);
+                if left.is_multiple_of(2) {
+                    r.campaign_if_leaderless();
+                }
+            }
+        }
         self.pump();
     }
 
@@ -381,11 +468,26 @@ impl Group {
 
     async fn write(&self, work: Work) {
         let Work { write, after, .. } = work;
+        if let Some(state) = &write.install {
+            let index = write.meta.as_ref().expect("an install rewrites the replica state").log_start.index;
+            let installed = match decode_producers(&state.producers) {
+                Ok(producers) => self.log.reset_to(state.offset, producers).await.map_err(|e| e.to_string()),
+                Err(e) => Err(e),
+            }
+            .and_then(|()| write_start_producers(self.log.dir(), index, &state.producers).map_err(|e| e.to_string()));
+            if let Err(e) = installed {
+                self.fail(format!("cannot install the leader's snapshot: {e}"));
+                return;
+            }
+        }
         if let Some(meta) = &write.meta {
             if let Err(e) = write_state(&self.state_path, meta) {
                 self.fail(e.to_string());
                 return;
             }
+        }
+        if write.install.is_some() {
+            remove_other_starts(self.log.dir(), self.replica.borrow().store().start().index);
         }
         match self.log.write_entries(write.truncate, &write.batches).await {
             Ok(locs) => {
@@ -398,6 +500,53 @@ impl Group {
             }
             Err(e) => self.fail(format!("cannot write the log: {e}")),
         }
+    }
+
+    /// Retention of a replicated log: moves the log start to where the topic's retention
+    /// would cut (whole segments, never the active one), no further than what is committed
+    /// and written here and, on a leader, held by every peer heard from within the lag bound
+    /// (a peer away longer gets a snapshot when it is back). Returns the segments deleted.
+    pub fn apply_retention(&self, now_ms: i64) -> usize {
+        if self.writing.get() || self.stopped.get() || self.failed().is_some() {
+            return 0; // the next pass, with no write under way
+        }
+        let peers = self.recent_peers();
+        let (limit, start) = {
+            let r = self.replica.borrow();
+            (r.store().end_offset(r.compaction_limit(&peers)), r.store().start())
+        };
+        let Some(offset) = limit.and_then(|limit| self.log.retention_point(now_ms, limit)) else { return 0 };
+        let Some(index) = self.replica.borrow().store().index_ending_at(offset).filter(|&i| i > start.index) else {
+            return 0;
+        };
+        let dir = self.log.dir().to_path_buf();
+        let start_producers = self.replica.borrow().store().start_producers().clone();
+        let moved = decode_producers(&start_producers)
+            .and_then(|state| self.log.producers_before(state, start.offset, offset).map_err(|e| e.to_string()))
+            .and_then(|state| serde_json::to_vec(&state).map_err(|e| e.to_string()))
+            .and_then(|producers| {
+                write_start_producers(&dir, index, &producers).map_err(|e| e.to_string())?;
+                let meta = self.replica.borrow_mut().compact_to(index, Bytes::from(producers));
+                write_state(&self.state_path, &meta).map_err(|e| e.to_string())
+            });
+        if let Err(e) = moved {
+            self.fail(format!("cannot move the log start to {offset}: {e}"));
+            return 0;
+        }
+        remove_other_starts(&dir, index);
+        tracing::debug!(group = ?self.id, offset, index, "log start moved by retention");
+        self.log.drop_below(offset)
+    }
+
+    /// The other replicas (voters and learners) heard from within the lag bound.
+    fn recent_peers(&self) -> Vec<u64> {
+        let r = self.replica.borrow();
+        let heard = self.heard.borrow();
+        let now = Instant::now();
+        let mut ids = r.voters();
+        ids.extend(r.learners());
+        ids.retain(|id| *id != r.id() && heard.get(id).is_some_and(|t| now.duration_since(*t) <= self.lag));
+        ids
     }
 
     fn fail(&self, why: String) {

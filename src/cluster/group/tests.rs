@@ -69,6 +69,7 @@ impl Node {
             transport.clone(),
             &crate::cluster::logging::logger(),
         )
+        .await
         .unwrap();
         *self.slot.borrow_mut() = Some(g.clone());
         self.tasks.push(transport::listen(listener, deliver));
@@ -141,12 +142,12 @@ async fn produce(nodes: &[Node], from: usize, n: usize) -> Vec<(i64, Vec<u8>)> {
     out
 }
 
-/// The committed log of a node as bytes, read the way a fetch reads it.
-fn committed_bytes(g: &Group) -> Vec<u8> {
+/// The committed log of a node from offset `from` as bytes, read the way a fetch reads it.
+fn committed_bytes(g: &Group, from: i64) -> Vec<u8> {
     use std::os::unix::fs::FileExt;
     let hwm = g.log().offsets().high_watermark;
     let mut out = Vec::new();
-    let mut next = 0;
+    let mut next = from;
     while next < hwm {
         let r = g.log().read(next, 1 << 20, true).unwrap();
         let region = r.records.expect("records below the watermark");
@@ -166,19 +167,20 @@ fn committed_bytes(g: &Group) -> Vec<u8> {
 }
 
 /// Waits until every node has the serving leader's high watermark, then checks that all hold
-/// the same committed bytes, each acknowledged record at its offset and no record twice;
-/// returns those bytes.
+/// the same committed bytes (from the latest log start among them), each acknowledged record
+/// still held at its offset and no record twice; returns those bytes.
 async fn agreed(nodes: &[Node], acked: &[(i64, Vec<u8>)]) -> Vec<u8> {
     let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
     let new = leader(nodes).expect("a leader");
     let top = hwm(&nodes[new]).unwrap();
     until("every replica at the leader's watermark", || nodes.iter().all(|n| hwm(n) == Some(top))).await;
-    let all = committed_bytes(&nodes[new].group().unwrap());
+    let from = nodes.iter().map(|n| n.group().unwrap().log().offsets().log_start).max().unwrap();
+    let all = committed_bytes(&nodes[new].group().unwrap(), from);
     for n in nodes {
-        assert_eq!(committed_bytes(&n.group().unwrap()), all, "node {} differs", n.id);
+        assert_eq!(committed_bytes(&n.group().unwrap(), from), all, "node {} differs", n.id);
         assert_eq!(n.group().unwrap().log().offsets().log_end, top, "node {} kept a divergent tail", n.id);
     }
-    for (offset, payload) in acked {
+    for (offset, payload) in acked.iter().filter(|(o, _)| *o >= from) {
         assert_eq!(value_at(&all, *offset).as_ref(), Some(payload), "acknowledged record at {offset}");
     }
     let mut seen = std::collections::HashSet::new();
@@ -274,9 +276,9 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
         let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
         let top = hwm(&nodes[leader(nodes).unwrap()]).unwrap();
         until("every replica at the leader's watermark", || nodes.iter().all(|n| hwm(n) == Some(top))).await;
-        let first = committed_bytes(&nodes[0].group().unwrap());
+        let first = committed_bytes(&nodes[0].group().unwrap(), 0);
         for n in &nodes[1..] {
-            assert_eq!(committed_bytes(&n.group().unwrap()), first, "node {} differs", n.id);
+            assert_eq!(committed_bytes(&n.group().unwrap(), 0), first, "node {} differs", n.id);
         }
 
         // KIP-320 checks at the leader and at a follower.
@@ -485,5 +487,50 @@ fn a_learner_catches_up_and_a_joint_change_swaps_it_in_for_a_voter() {
         for mut n in rest {
             n.stop().await;
         }
+    });
+}
+
+#[test]
+fn a_replica_that_missed_what_retention_deleted_is_sent_a_snapshot_and_catches_up() {
+    with_cluster(3, Duration::from_millis(300), async |nodes, peers| {
+        // Small segments and retention by size: everything but the active segment may go.
+        let small = |g: &Group| {
+            let mut c = g.log().config();
+            c.segment_bytes = 2048;
+            c.retention_bytes = 0;
+            g.log().set_config(c);
+        };
+        for n in nodes.iter() {
+            small(&n.group().unwrap());
+        }
+        let mut acked = produce(nodes, 0, 10).await;
+        let l = leader(nodes).unwrap();
+        let away = (l + 1) % 3;
+        let away_end = nodes[away].group().unwrap().log().offsets().log_end;
+        nodes[away].crash().await;
+        acked.extend(produce(nodes, 10, 200).await);
+        let g = nodes[l].group().unwrap();
+        // Once the crashed replica counts as away (silent beyond the lag bound), retention
+        // no longer waits for it (a pass finding a write under way waits for the next).
+        glommio::timer::sleep(Duration::from_millis(400)).await;
+        until("the leader's retention deleting segments", || g.apply_retention(crate::sys::unix_now_ms()) > 0).await;
+        let start = g.log().offsets().log_start;
+        assert!(start > away_end, "the log start {start} is past what the crashed replica holds ({away_end})");
+        // Retention on the live follower moves its start too, never past what it committed.
+        let other = 3 - l - away;
+        nodes[other].group().unwrap().apply_retention(crate::sys::unix_now_ms());
+
+        nodes[away].start(peers).await;
+        small(&nodes[away].group().unwrap());
+        acked.extend(produce(nodes, 210, 5).await);
+        agreed(nodes, &acked).await;
+        let back = nodes[away].group().unwrap();
+        assert_eq!(back.log().offsets().log_start, start, "the snapshot started its log at the leader's start");
+        // The installed start survives a restart, and the replica goes on following.
+        nodes[away].stop().await;
+        nodes[away].start(peers).await;
+        acked.extend(produce(nodes, 215, 5).await);
+        agreed(nodes, &acked).await;
+        assert_eq!(nodes[away].group().unwrap().log().offsets().log_start, start);
     });
 }

@@ -119,6 +119,9 @@ fn log_holds(rn: &RawNode<RaftStore>, ack: &Ack, committed_only: bool) -> bool {
     if committed_only && log.committed < ack.index {
         return false;
     }
+    if ack.index < log.first_index() {
+        return true; // below the log start: retention deleted it, here or at a snapshot's sender
+    }
     match log.slice(ack.index, ack.index + 1, None, GetEntriesContext::empty(false)) {
         Ok(entries) => entries.first().is_some_and(|e| e.term == ack.term && e.data.as_ref() == ack.data.as_slice()),
         Err(_) => false,

@@ -3,6 +3,11 @@
 //! sync that ends its handling; a crash before that sync loses it, or tears it: the state
 //! file (written and fsynced first) and the cut survive with a prefix of the batches. The
 //! synced state is all a restarted node gets back.
+//!
+//! Retention moving the log start only rewrites the state file (`compacted`): the batches
+//! below stay in the file, as segments a crash kept from being deleted would, and recovery
+//! skips them. Installing a leader's snapshot empties the file (before the state is written,
+//! as the broker does; both survive a crash that tears the batches after them).
 
 use std::cell::RefCell;
 use std::io;
@@ -29,6 +34,8 @@ impl BatchReader for File {
 }
 
 struct Pending {
+    /// A snapshot's install: the log emptied first.
+    reset: bool,
     cut: Option<usize>,
     batches: Vec<Bytes>,
     meta: Option<RaftMeta>,
@@ -50,6 +57,10 @@ impl Disk {
     pub(super) fn write(&mut self, w: &Write) -> Vec<Loc> {
         assert!(self.pending.is_none(), "a write is already pending");
         let mut f = self.current.0.borrow_mut();
+        let reset = w.install.is_some();
+        if reset {
+            f.clear();
+        }
         let cut = w.truncate.map(|offset| position_of(&f, offset));
         if let Some(at) = cut {
             f.truncate(at);
@@ -59,7 +70,7 @@ impl Disk {
             locs.push(Loc { segment: 0, pos: f.len() as u64 });
             f.extend_from_slice(b);
         }
-        self.pending = Some(Pending { cut, batches: w.batches.clone(), meta: w.meta.clone() });
+        self.pending = Some(Pending { reset, cut, batches: w.batches.clone(), meta: w.meta.clone() });
         locs
     }
 
@@ -85,6 +96,17 @@ impl Disk {
         &self.meta
     }
 
+    /// Retention moved the log start: the state file naming it is written durably at once.
+    pub(super) fn compacted(&mut self, meta: RaftMeta) {
+        assert!(self.pending.is_none(), "compacting with a write pending");
+        self.meta = meta;
+    }
+
+    /// Where the synced log starts for the replica (batches below are skipped).
+    pub(super) fn start_offset(&self) -> i64 {
+        self.meta.log_start.offset
+    }
+
     /// The synced log as recovery scans it: each batch's location and bytes.
     pub(super) fn scan(&self) -> Vec<(Loc, Bytes)> {
         assert!(self.pending.is_none(), "recovering with a write pending");
@@ -106,13 +128,16 @@ impl Disk {
             .collect()
     }
 
-    /// The synced log's bytes up to (not including) the batch at `offset`.
-    pub(super) fn bytes_before(&self, offset: i64) -> &[u8] {
-        &self.synced[..position_of(&self.synced, offset)]
+    /// The synced log's bytes from the batch at `from` up to (not including) the one at `to`.
+    pub(super) fn bytes_between(&self, from: i64, to: i64) -> &[u8] {
+        &self.synced[position_of(&self.synced, from)..position_of(&self.synced, to)]
     }
 }
 
 fn apply(synced: &mut Vec<u8>, meta: &mut RaftMeta, p: Pending, keep: usize) {
+    if p.reset {
+        synced.clear();
+    }
     if let Some(m) = p.meta {
         *meta = m;
     }

@@ -20,6 +20,12 @@
 //! producer was told. Half the proposals come from idempotent producers that retry
 //! (`producers`): no (producer, sequence) is committed twice, and a retry answered as a
 //! duplicate names the offset of the first.
+//!
+//! Retention runs too (`compact`): a node moves its log start to a committed entry, on a
+//! leader sometimes past what its followers hold, so that a lagging or new node is sent a
+//! snapshot (the state at the start: offset, configuration, producer state) and installs it.
+//! Entries below a log start are gone by design; every check covers what the logs still hold,
+//! and idempotent retries of batches retention deleted must still be recognised.
 
 mod check;
 mod disk;
@@ -49,17 +55,20 @@ struct Faults {
     reconfigure: u64,
     crash: u64,
     torn_write: u64,
+    /// A node moves its log start (retention).
+    compact: u64,
     partition: u64,
     heal: u64,
 }
 
-const CHAOS: Faults = Faults { propose: 300, reconfigure: 0, crash: 3, torn_write: 3, partition: 5, heal: 20 };
+const CHAOS: Faults =
+    Faults { propose: 300, reconfigure: 0, crash: 3, torn_write: 3, compact: 10, partition: 5, heal: 20 };
 
 /// CHAOS plus membership changes: learners added, joint changes promoting them and removing
 /// voters, removals.
 const CHURN: Faults = Faults { reconfigure: 15, ..CHAOS };
 
-const CALM: Faults = Faults { propose: 0, reconfigure: 0, crash: 0, torn_write: 0, partition: 0, heal: 0 };
+const CALM: Faults = Faults { propose: 0, reconfigure: 0, crash: 0, torn_write: 0, compact: 0, partition: 0, heal: 0 };
 
 /// Every run starts with these voters; in five-node runs nodes 4 and 5 start outside the
 /// configuration, as brokers a reassignment adds.
@@ -105,6 +114,8 @@ struct Outcome {
     acked: usize,
     crashes: u64,
     torn: u64,
+    compactions: u64,
+    installs: u64,
 }
 
 struct Sim {
@@ -127,6 +138,9 @@ struct Sim {
     trace: u64,
     crashes: u64,
     torn: u64,
+    /// Log starts moved, and snapshots installed.
+    compactions: u64,
+    installs: u64,
     logger: slog::Logger,
 }
 
@@ -158,6 +172,8 @@ impl Sim {
             trace: 0xcbf2_9ce4_8422_2325,
             crashes: 0,
             torn: 0,
+            compactions: 0,
+            installs: 0,
             logger,
         };
         for (i, offset) in offsets.iter().take(count).enumerate() {
@@ -232,6 +248,10 @@ impl Sim {
         if self.rng.chance(f.reconfigure) {
             self.reconfigure();
         }
+        if self.rng.chance(f.compact) {
+            let i = self.rng.below(self.nodes.len() as u64) as usize;
+            self.compact(i);
+        }
         for node in &mut self.nodes {
             if let Some(r) = node.raft.as_mut() {
                 r.tick();
@@ -283,6 +303,10 @@ impl Sim {
             return false;
         };
         self.send(work.send);
+        if work.write.install.is_some() {
+            self.installs += 1;
+            self.mix(0x5a5a_0000 | i as u64);
+        }
         let locs = self.nodes[i].disk.write(&work.write);
         let pending = self.nodes[i].disk.pending_batches();
         if pending > 0 {
@@ -462,6 +486,26 @@ impl Sim {
         let _ = self.nodes[l].raft.as_mut().expect("live").propose_conf_change(cc);
     }
 
+    /// Node `i` moves its log start to a random committed entry it may give up: as the broker
+    /// bounds it (every peer's match, on a leader) or, half the time, only by its own commit,
+    /// which leaves followers behind the start and makes the leader send snapshots.
+    fn compact(&mut self, i: usize) {
+        let peers: Vec<u64> = if self.rng.chance(500) { (1..=self.nodes.len() as u64).collect() } else { Vec::new() };
+        let Some(r) = self.nodes[i].raft.as_mut() else { return };
+        let start = r.store().start().index;
+        let limit = r.compaction_limit(&peers);
+        if limit <= start {
+            return;
+        }
+        let index = start + 1 + self.rng.below(limit - start);
+        let producers = producers::state_over(r, producers::start_state(r), start + 1, index);
+        let bytes = serde_json::to_vec(&producers).expect("JSON");
+        let meta = r.compact_to(index, bytes::Bytes::from(bytes));
+        self.nodes[i].disk.compacted(meta);
+        self.compactions += 1;
+        self.mix(0xc0c0_0000 | (i as u64) << 24 | index);
+    }
+
     /// The serving leader of the highest term, if any.
     fn leader(&self) -> Option<usize> {
         self.serving().into_iter().max_by_key(|&i| self.nodes[i].raft.as_ref().map(Replica::term))
@@ -499,7 +543,9 @@ impl Sim {
             }
             node.hwm_seen = hwm;
             let log = &r.raw().raft.raft_log;
-            let new = log.slice(node.commit_seen + 1, commit + 1, None, GetEntriesContext::empty(false));
+            // A snapshot's install jumps the commit over entries this node never held.
+            let from = (node.commit_seen + 1).max(log.first_index());
+            let new = log.slice(from, commit + 1, None, GetEntriesContext::empty(false));
             node.commit_seen = commit;
             let id = i as u64 + 1;
             for entry in new.expect("committed entries are in the log") {
@@ -533,35 +579,56 @@ impl Sim {
         let m0 = &self.nodes[members[0]];
         let first = m0.raft.as_ref().expect("all live");
         let (commit, hwm) = (first.commit_index(), first.high_watermark());
+        // What every member still holds: from the latest log start among them.
+        let live = |i: usize| self.nodes[i].raft.as_ref().expect("all live");
+        let from_index = members.iter().map(|&i| live(i).store().start().index).max().unwrap_or(0) + 1;
+        let from_offset = members.iter().map(|&i| live(i).store().start().offset).max().unwrap_or(0);
         let logs: Vec<Vec<Entry>> = members
             .iter()
             .map(|&i| {
-                let r = self.nodes[i].raft.as_ref().expect("all live");
+                let r = live(i);
                 self.check.final_log(r.raw());
-                r.raw().raft.raft_log.slice(1, commit + 1, None, GetEntriesContext::empty(false)).expect("from 1")
+                r.raw()
+                    .raft
+                    .raft_log
+                    .slice(from_index, commit + 1, None, GetEntriesContext::empty(false))
+                    .expect("held")
             })
             .collect();
         if let Some(i) = logs.iter().position(|l| l != &logs[0]) {
-            self.check.fail(format!("node {} log differs from node {} up to {commit}", members[i] + 1, members[0] + 1));
+            self.check.fail(format!(
+                "node {} log differs from node {} in [{from_index}, {commit}]",
+                members[i] + 1,
+                members[0] + 1
+            ));
         }
         // The files themselves: the same bytes up to the high watermark on every member, and
-        // each acknowledged batch at the offset its producer was told.
-        let file = m0.disk.bytes_before(hwm).to_vec();
+        // each acknowledged batch still held at the offset its producer was told.
+        let file = m0.disk.bytes_between(from_offset, hwm).to_vec();
         for &i in &members {
             let n = &self.nodes[i];
             let r = n.raft.as_ref().expect("all live");
-            if r.high_watermark() != hwm || n.disk.bytes_before(hwm) != file.as_slice() {
-                self.check.fail(format!("node {} log file differs from node {} below {hwm}", i + 1, members[0] + 1));
+            if r.high_watermark() != hwm || n.disk.bytes_between(from_offset, hwm) != file.as_slice() {
+                self.check.fail(format!(
+                    "node {} log file differs from node {} in [{from_offset}, {hwm})",
+                    i + 1,
+                    members[0] + 1
+                ));
             }
         }
         let positions = m0.disk.positions();
-        for ack in &self.check.acked {
+        let m0_start = m0.disk.start_offset();
+        let file = m0.disk.bytes_between(m0_start, hwm).to_vec();
+        let base = positions.get(&m0_start).copied().unwrap_or(0);
+        let positions: HashMap<i64, usize> =
+            positions.into_iter().filter(|(o, _)| *o >= m0_start).map(|(o, p)| (o, p - base)).collect();
+        for ack in self.check.acked.iter().filter(|a| a.base_offset >= m0_start) {
             let at = positions.get(&ack.base_offset).copied().unwrap_or(usize::MAX);
             if file.get(at..at.saturating_add(ack.data.len())) != Some(ack.data.as_slice()) {
                 self.check.fail(format!("acknowledged batch at offset {} is not in the log there", ack.base_offset));
             }
         }
-        for t in &self.told {
+        for t in self.told.iter().filter(|t| t.offset >= m0_start) {
             let at = positions.get(&t.offset).copied().unwrap_or(usize::MAX);
             let h = file.get(at..).and_then(producers::header);
             if h.is_none_or(|h| (h.producer_id, h.base_sequence) != (t.producer, t.sequence)) {
@@ -585,6 +652,8 @@ impl Sim {
             acked: self.check.acked.len(),
             crashes: self.crashes,
             torn: self.torn,
+            compactions: self.compactions,
+            installs: self.installs,
         }
     }
 
@@ -628,7 +697,7 @@ mod tests {
             Err(_) => (0..SEEDS).collect(),
         };
         let (mut acked, mut crashes, mut torn, mut reconfigured, mut told) = (0, 0, 0, 0, 0);
-        let mut duplicates = 0;
+        let (mut duplicates, mut compactions, mut installs) = (0, 0, 0);
         for &seed in &seeds {
             let outcome = run(seed, STEPS);
             acked += outcome.acked;
@@ -637,9 +706,11 @@ mod tests {
             reconfigured += outcome.reconfigured;
             told += outcome.told;
             duplicates += outcome.duplicates;
+            compactions += outcome.compactions;
+            installs += outcome.installs;
         }
         eprintln!(
-            "{} runs: {acked} acknowledged ({told} to idempotent producers, {duplicates} retries answered as duplicates), {crashes} crashes ({torn} torn), {reconfigured} membership changes",
+            "{} runs: {acked} acknowledged ({told} to idempotent producers, {duplicates} retries answered as duplicates), {crashes} crashes ({torn} torn), {reconfigured} membership changes, {compactions} log starts moved, {installs} snapshots installed",
             seeds.len()
         );
         // The runs must have made progress and hit the faults, or they proved nothing.
@@ -651,6 +722,10 @@ mod tests {
         }
         if seeds.len() > 1 {
             assert!(reconfigured > seeds.len() / 2, "only {reconfigured} membership changes");
+            assert!(
+                installs > seeds.len() as u64 / 4,
+                "only {installs} snapshots installed ({compactions} compactions)"
+            );
         }
     }
 

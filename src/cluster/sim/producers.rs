@@ -73,16 +73,30 @@ pub(super) fn batch_of(producer: i64, seq: i32) -> Vec<u8> {
     b
 }
 
-/// The producer state a leader starts its term with: every batch in its raft log.
+/// The producer state a leader starts its term with: the state at its log start (what
+/// retention or a snapshot left), then every batch in its raft log.
 pub(super) fn state_of(r: &Replica) -> ProducerState {
-    let mut state = ProducerState::default();
     let log = &r.raw().raft.raft_log;
     let (first, last) = (log.first_index(), log.last_index());
-    if last < first {
+    state_over(r, start_state(r), first, last)
+}
+
+/// The producer state at the replica's log start.
+pub(super) fn start_state(r: &Replica) -> ProducerState {
+    let bytes = r.store().start_producers();
+    if bytes.is_empty() {
+        return ProducerState::default();
+    }
+    serde_json::from_slice(bytes).expect("the simulation's producer states are JSON")
+}
+
+/// `state` carried over entries `from..=to` of the replica's log.
+pub(super) fn state_over(r: &Replica, mut state: ProducerState, from: u64, to: u64) -> ProducerState {
+    if to < from {
         return state;
     }
-    let entries =
-        log.slice(first, last + 1, None, GetEntriesContext::empty(false)).expect("a leader reads its own log");
+    let log = &r.raw().raft.raft_log;
+    let entries = log.slice(from, to + 1, None, GetEntriesContext::empty(false)).expect("a replica reads its own log");
     for h in entries.iter().filter_map(|e| header(&e.data)) {
         state.update(&h, 0);
     }

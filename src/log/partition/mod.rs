@@ -19,7 +19,8 @@
 //! KAFKA_STORAGE_ERROR, and the next start recovers the log from disk.
 //!
 //! The parts: this file holds the state, opening (with recovery) and closing; `appender`
-//! the write path; `reader` fetches and lookups; `retention` what moves the log start.
+//! the write path; `reader` fetches and lookups; `retention` what moves the log start;
+//! `replicated` and `replicated_start` the operations a raft replica drives.
 //!
 //! Metrics (through the home shard's probe): each fdatasync's latency (one per group
 //! commit), and the bytes held in segment files, added as batches are written and
@@ -37,6 +38,7 @@ use glommio::io::BufferedFile;
 mod appender;
 mod reader;
 mod replicated;
+mod replicated_start;
 mod retention;
 
 use super::config::LogConfig;

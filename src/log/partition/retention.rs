@@ -1,7 +1,7 @@
 //! What moves a log's start: time and size retention (whole old segments, never the active
 //! one, and nothing of a compacted topic), and DeleteRecords (a durable log start offset).
 
-use super::{Partition, LOG_START_FILE};
+use super::{Partition, State, LOG_START_FILE};
 use crate::protocol::ErrorCode;
 
 impl Partition {
@@ -11,8 +11,9 @@ impl Partition {
     pub fn delete_records(&self, offset: i64) -> Result<i64, ErrorCode> {
         let mut st = self.st.borrow_mut();
         if st.replicated {
-            // The replica's store starts at the log start; moving it needs raft snapshots.
-            tracing::warn!(topic = %self.topic, partition = self.index, "DeleteRecords refused: a replicated log's start cannot move yet");
+            // A start set here would have to reach every replica through the raft log (a
+            // retention pass moves each replica's start on its own, at segment boundaries).
+            tracing::warn!(topic = %self.topic, partition = self.index, "DeleteRecords refused: not supported on a replicated topic yet (retention.ms / retention.bytes trim it)");
             return Err(ErrorCode::PolicyViolation);
         }
         let target = if offset == -1 { st.hwm } else { offset };
@@ -28,8 +29,39 @@ impl Partition {
             return Err(ErrorCode::KafkaStorageError);
         }
         st.log_start = target;
+        let deleted = self.remove_segments_below(&mut st, target);
+        tracing::info!(topic = %self.topic, partition = self.index, log_start = target, deleted, "records deleted");
+        Ok(target)
+    }
+
+    /// Deletes whole old segments beyond `retention_bytes` / `retention_ms` (never the
+    /// active one); a topic whose `cleanup.policy` contains `compact` keeps them all. Returns
+    /// how many were deleted. A replicated log's start moves with its replica instead
+    /// (`retention_point`, `drop_below`).
+    pub fn apply_retention(&self, now_ms: i64) -> usize {
+        if self.st.borrow().replicated {
+            return 0;
+        }
+        let n = self.expired_segments(now_ms);
+        if n == 0 {
+            return 0;
+        }
+        let mut st = self.st.borrow_mut();
+        for seg in st.segments.drain(..n) {
+            self.probe.log_bytes(-(seg.size.get() as i64));
+            if let Err(e) = seg.remove_files() {
+                tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
+            }
+        }
+        st.log_start = st.segments[0].base_offset.max(st.log_start);
+        tracing::info!(topic = %self.topic, partition = self.index, deleted = n, log_start = st.log_start, "retention deleted segments");
+        n
+    }
+
+    /// Deletes the segments wholly below `offset` (never the active one); returns how many.
+    pub(super) fn remove_segments_below(&self, st: &mut State, offset: i64) -> usize {
         let mut deleted = 0;
-        while st.segments.len() > 1 && st.segments[1].base_offset <= target {
+        while st.segments.len() > 1 && st.segments[1].base_offset <= offset {
             let seg = st.segments.remove(0);
             self.probe.log_bytes(-(seg.size.get() as i64));
             if let Err(e) = seg.remove_files() {
@@ -37,49 +69,32 @@ impl Partition {
             }
             deleted += 1;
         }
-        tracing::info!(topic = %self.topic, partition = self.index, log_start = target, deleted, "records deleted");
-        Ok(target)
+        deleted
     }
 
-    /// Deletes whole old segments beyond `retention_bytes` / `retention_ms` (never the
-    /// active one); a topic whose `cleanup.policy` contains `compact` keeps them all. Returns
-    /// how many were deleted.
-    pub fn apply_retention(&self, now_ms: i64) -> usize {
-        if !self.cfg.get().retention_deletes() {
+    /// How many of the oldest segments retention would delete now: beyond `retention_bytes`
+    /// or all older than `retention_ms`, never the active one, none of a compacted topic.
+    pub(super) fn expired_segments(&self, now_ms: i64) -> usize {
+        let cfg = self.cfg.get();
+        if !cfg.retention_deletes() {
             return 0; // compacted topics keep every segment until compaction exists
         }
-        if self.st.borrow().replicated {
-            return 0; // until raft snapshots exist, a follower may need every entry (DESIGN §9)
-        }
-        let mut st = self.st.borrow_mut();
+        let st = self.st.borrow();
         let total: u64 = st.segments.iter().map(|s| s.size.get()).sum();
-        let mut excess = if self.cfg.get().retention_bytes >= 0 {
-            total.saturating_sub(self.cfg.get().retention_bytes as u64)
-        } else {
-            0
-        };
+        let mut excess = if cfg.retention_bytes >= 0 { total.saturating_sub(cfg.retention_bytes as u64) } else { 0 };
         let mut n = 0;
-        while st.segments.len() > 1 {
-            let seg = &st.segments[0];
+        while n + 1 < st.segments.len() {
+            let seg = &st.segments[n];
             let too_big = excess >= seg.size.get() && excess > 0;
-            let too_old = self.cfg.get().retention_ms >= 0
+            let too_old = cfg.retention_ms >= 0
                 && seg.size.get() > 0
                 && seg.max_timestamp.get() >= 0
-                && now_ms.saturating_sub(seg.max_timestamp.get()) > self.cfg.get().retention_ms;
+                && now_ms.saturating_sub(seg.max_timestamp.get()) > cfg.retention_ms;
             if !(too_big || too_old) {
                 break;
             }
             excess = excess.saturating_sub(seg.size.get());
-            let seg = st.segments.remove(0);
-            self.probe.log_bytes(-(seg.size.get() as i64));
-            if let Err(e) = seg.remove_files() {
-                tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
-            }
             n += 1;
-        }
-        if n > 0 {
-            st.log_start = st.segments[0].base_offset.max(st.log_start);
-            tracing::info!(topic = %self.topic, partition = self.index, deleted = n, log_start = st.log_start, "retention deleted segments");
         }
         n
     }

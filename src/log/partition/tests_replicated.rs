@@ -126,3 +126,56 @@ fn a_cut_rolls_the_idempotence_state_back_with_the_log() {
         );
     });
 }
+
+#[test]
+fn a_replicated_log_start_moves_only_as_far_as_allowed_and_a_reset_starts_it_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let p = open(&path, 300).await;
+        // Batches of producer 9, two records each, one write each so that small segments roll.
+        let mut end = BatchLoc { segment: 0, pos: 0 };
+        for i in 0..12 {
+            let b = vec![stamped(&idem(i, 9, 0, 2 * i as i32), 2 * i as i64, 1)];
+            let locs = p.write_entries(None, &b).await.unwrap();
+            end = end_of(&locs, &b, 0);
+        }
+        p.set_high_watermark(24, end);
+        let segments = p.segment_count();
+        assert!(segments >= 3, "{segments} segments");
+        let now = now_ms();
+        assert_eq!(p.retention_point(now, i64::MAX), None, "retention keeps everything by default");
+        let mut c = p.config();
+        c.retention_bytes = 0;
+        p.set_config(c);
+        let all = p.retention_point(now, i64::MAX).expect("everything but the active segment expired");
+        let bounded = p.retention_point(now, all - 1).expect("a segment ends below the bound");
+        assert!(bounded < all && bounded > 0);
+        assert_eq!(p.retention_point(now, 0), None, "no segment ends at or before offset 0");
+        assert!(p.starts_at(bounded).unwrap() && !p.starts_at(bounded + 1).unwrap(), "a batch starts at {bounded}");
+
+        let state = p.producers_before(ProducerState::default(), 0, bounded).unwrap();
+        let last = state.summaries()[0].last_sequence;
+        assert_eq!(i64::from(last) + 1, bounded, "the last batch before {bounded} ends it (sequence = offset)");
+        let carried = p.producers_before(state, bounded, 24).unwrap();
+        assert_eq!(carried.summaries()[0].last_sequence, 23);
+
+        assert!(p.drop_below(bounded) > 0);
+        assert_eq!((p.offsets().log_start, p.offsets().log_end), (bounded, 24));
+        assert!(p.segment_count() < segments);
+        assert_eq!(read_all(&p).first().map(|h| h.base_offset), Some(bounded));
+
+        p.reset_to(100, carried).await.unwrap();
+        let o = p.offsets();
+        assert_eq!((o.log_start, o.high_watermark, o.log_end, p.segment_count()), (100, 100, 100, 1));
+        assert!(p.starts_at(100).unwrap() && !p.starts_at(90).unwrap());
+        assert_eq!(p.producers()[0].last_sequence, 23, "the snapshot's producer state is the log's");
+        let b = entries(100, 0..2, 2);
+        let locs = p.write_entries(None, &b).await.unwrap();
+        p.set_high_watermark(104, end_of(&locs, &b, 1));
+        p.close().await.unwrap();
+        let p = open(&path, 300).await;
+        assert_eq!((p.offsets().log_start, p.offsets().log_end), (100, 104), "a restart finds the new start");
+        assert_eq!(p.producers()[0].last_sequence, 23, "and the producer state saved with it");
+    });
+}

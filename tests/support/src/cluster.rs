@@ -152,10 +152,15 @@ impl Cluster {
     /// Creates `topic` with `partitions` partitions of `replicas` copies at the controller,
     /// and waits until every partition has a leader with all its replicas in sync.
     pub fn create_topic(&self, topic: &str, partitions: i32, replicas: i16) {
+        self.create_topic_with(topic, partitions, replicas, &[]);
+    }
+
+    /// `create_topic` with topic configs.
+    pub fn create_topic_with(&self, topic: &str, partitions: i32, replicas: i16, configs: &[(&str, &str)]) {
         let ok = wait_until(Duration::from_secs(30), || {
             let Some(controller) = self.controller() else { return false };
             let mut c = Client::connect(self.addr(controller));
-            let r = c.create_topics(vec![crate::client::new_topic(topic, partitions, replicas, &[])], false);
+            let r = c.create_topics(vec![crate::client::new_topic(topic, partitions, replicas, configs)], false);
             r.topics.first().is_some_and(|t| t.error_code == 0)
         });
         assert!(ok, "creating {topic} at the controller");
