@@ -490,3 +490,313 @@ wait_quiet() { # SECONDS
         ps -eo pcpu,pid,comm --sort=-pcpu | head -4 >&2
     fi
 }
+
+# ---- three-broker clusters (bench/modes/cluster.sh) ----
+# Three brokers of one system at a time on this machine, every listener on a port of its own,
+# each broker with its own data directory (under RB_DATA and KAFKA_BENCH_DIR/data, which
+# bench_cleanup deletes). Node N (1-3) listens on:
+#   Ringbroker  clients RB_PORT+N-1 [19961-19963], broker-to-broker (the metadata quorum and the
+#               partitions' raft groups) RB_PORT+2+N [19964-19966], admin/metrics RB_PORT+5+N
+#               [19967-19969]
+#   Kafka       PLAINTEXT KAFKA_BENCH_PORT+N-1 [19971-19973], CONTROLLER KAFKA_BENCH_PORT+2+N
+#               [19974-19976]
+#   cluster_ports          all fifteen ports, for require_free_ports
+#   cluster_cleanup        the mode's EXIT trap: stop both clusters, then bench_cleanup
+#   cpu_list_expand LIST   "0-2,5" -> "0 1 2 5"
+# Ringbroker (RBC_PIDS: node N's pid at index N-1; node N's output in $RUN/LABEL-N.out and .log)
+#   rbc_start LABEL ARGS...  start all three at once (a broker is ready only once a quorum of
+#                          its peers is up), one shard each (--cpus from RB_NODE_CPUS, --pin false),
+#                          ARGS given to every broker; wait for every broker's ready line
+#   rbc_stop [LABEL]       SIGTERM to all three, wait (SIGKILL after 30 s)
+#   rbc_bootstrap          the client addresses, comma-separated
+# Apache Kafka (KAFKAC_PIDS; node N works in $KAFKA_BENCH_DIR/node-N, logs in kafka.log there)
+#   kafkac_write_config DIR N   server.properties of node N: broker and KRaft controller, one of
+#                          three voters; Kafka's defaults otherwise (no fsync per message,
+#                          replication factors 3 for the internal topics)
+#   kafkac_start [PROPERTIES]   one cluster id, StorageTool format of each node, start the three
+#                          JVMs (-Xms/-Xmx KAFKA_BENCH_HEAP each), wait until DescribeCluster lists 3
+#   kafkac_stop            SIGTERM to all three, wait (SIGKILL after 30 s); keeps the logs
+#   kafkac_bootstrap       the PLAINTEXT addresses, comma-separated
+# Both
+#   cluster_topic BOOTSTRAP TOPIC PARTITIONS REPLICAS   create it with the ringbroker admin CLI
+#                          ($RB topic create: at the controller), retried while brokers are still
+#                          registering; wait until every partition has a leader and all its replicas
+#                          in sync; logs each partition's leader
+#   pids_csv PID...        "p1,p2,p3" (ringbench --broker-pid takes a list: CPU time summed)
+#   cluster_stats FILE PID...   {"cpu_s", "peak_rss_kib"} summed over the processes, and per node
+#   disk_of PATH           the block device PATH's filesystem is on (vda, nvme0n1p1, ...), if any
+#   disk_written_mb DEV    MB (10^6 B) written to DEV since boot (/sys/class/block/DEV/stat)
+#   settle_disk            sync: write back what earlier runs left dirty (Kafka does not fsync)
+#                          so that a run starts on an idle disk; logs how long it took
+
+RBC_PIDS=()
+KAFKAC_PIDS=()
+
+cluster_ports() {
+    local rb="${RB_PORT:-19961}" k="${KAFKA_BENCH_PORT:-19971}" i
+    for ((i = 0; i < 9; i++)); do echo $((rb + i)); done
+    for ((i = 0; i < 6; i++)); do echo $((k + i)); done
+}
+
+cluster_cleanup() {
+    local rc=$?
+    set +e
+    rbc_stop >/dev/null 2>&1
+    kafkac_stop >/dev/null 2>&1
+    (exit "$rc") # bench_cleanup reads the exit status from $?
+    bench_cleanup
+}
+
+cpu_list_expand() { # LIST
+    echo "$1" | awk -F, '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); for (c = r[1]; c <= r[n]; c++) printf "%s%d", (o++ ? " " : ""), c } } END { print "" }'
+}
+
+rbc_bootstrap() {
+    local rb="${RB_PORT:-19961}"
+    echo "127.0.0.1:$rb,127.0.0.1:$((rb + 1)),127.0.0.1:$((rb + 2))"
+}
+
+# Each broker's shard CPU: RB_NODE_CPUS ("C1 C2 C3"), by default the allowed CPUs in turn
+# (RB_CPUS if set, else this process's), as ringbroker dev-cluster and the test suite place
+# them. With --pin false a shard's thread floats over its --cpus set only, so three brokers on
+# `--cpus 0` would all share CPU 0.
+rbc_node_cpus() {
+    if [[ -n "${RB_NODE_CPUS:-}" ]]; then
+        echo "$RB_NODE_CPUS"
+        return
+    fi
+    local cpus
+    read -r -a cpus <<<"$(cpu_list_expand "${RB_CPUS:-$(awk '$1 == "Cpus_allowed_list:" { print $2 }' /proc/self/status)}")"
+    echo "${cpus[0]} ${cpus[1 % ${#cpus[@]}]} ${cpus[2 % ${#cpus[@]}]}"
+}
+
+rbc_start() { # LABEL ARGS...
+    local label="$1" rb="${RB_PORT:-19961}" voters cpus i out deadline
+    shift
+    if ((${#RBC_PIDS[@]})); then
+        log "$label: a Ringbroker cluster is still running (pids ${RBC_PIDS[*]})"
+        return 1
+    fi
+    voters="1@127.0.0.1:$((rb + 3)),2@127.0.0.1:$((rb + 4)),3@127.0.0.1:$((rb + 5))"
+    read -r -a cpus <<<"$(rbc_node_cpus)"
+    rm -rf "$RB_DATA"
+    pin "$RB_CPUS"
+    for i in 1 2 3; do
+        mkdir -p "$RB_DATA/broker-$i"
+        out="$RUN/$label-$i.out"
+        RB_CMD=("${PIN[@]}" "$RB" --node-id "$i" --listen "127.0.0.1:$((rb + i - 1))"
+            --cluster-listen "127.0.0.1:$((rb + 2 + i))" --controller-quorum-voters "$voters"
+            --admin-listen "127.0.0.1:$((rb + 5 + i))" --cpus "${cpus[i - 1]}" --pin false
+            --data-dir "$RB_DATA/broker-$i" "$@")
+        log "$label node $i: ${RB_CMD[*]}"
+        : >"$out"
+        "${RB_CMD[@]}" >"$out" 2>"$RUN/$label-$i.log" </dev/null &
+        RBC_PIDS+=($!)
+    done
+    deadline=$((SECONDS + ${RB_START_TIMEOUT:-60}))
+    for i in 1 2 3; do
+        until grep -q "^ringbroker listening on" "$RUN/$label-$i.out" 2>/dev/null; do
+            if ! kill -0 "${RBC_PIDS[i - 1]}" 2>/dev/null || ((SECONDS >= deadline)); then
+                log "$label: node $i exited at start or is not listening after ${RB_START_TIMEOUT:-60} s; log tail:"
+                tail -20 "$RUN/$label-$i.log" >&2
+                rbc_stop "$label"
+                return 1
+            fi
+            sleep 0.2
+        done
+    done
+    # Ringbroker binds with SO_REUSEPORT: another process on one of its ports would silently
+    # take part of the connections (as rb_start checks).
+    if command -v ss >/dev/null; then
+        local a
+        for i in 1 2 3; do
+            while read -r a; do
+                if listeners_of "${a##*:}" | grep -v "pid=${RBC_PIDS[i - 1]}," | grep -q .; then
+                    log "$label: another process also listens on $a: $(listeners_of "${a##*:}")"
+                    rbc_stop "$label"
+                    return 1
+                fi
+            done < <(awk '/^ringbroker (listener |listening on |admin listening on )/ { print $NF }' "$RUN/$label-$i.out" | sort -u)
+        done
+    fi
+    log "$label: three brokers ready (pids ${RBC_PIDS[*]}, bootstrap $(rbc_bootstrap))"
+}
+
+# SIGTERM to every PID at once, then wait up to 30 s for each; SIGKILL what is left.
+stop_pids() { # LABEL PID...
+    local label="$1" p i
+    shift
+    for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
+    for ((i = 0; i < 300; i++)); do
+        local alive=0
+        for p in "$@"; do if kill -0 "$p" 2>/dev/null; then alive=1; fi; done
+        ((alive)) || break
+        sleep 0.1
+    done
+    for p in "$@"; do
+        if kill -0 "$p" 2>/dev/null; then
+            log "$label: pid $p still running 30 s after SIGTERM: SIGKILL"
+            kill -KILL "$p" 2>/dev/null || true
+        fi
+        wait "$p" 2>/dev/null || true
+    done
+}
+
+rbc_stop() { # [LABEL]
+    if ((${#RBC_PIDS[@]} == 0)); then return 0; fi
+    stop_pids "${1:-ringbroker cluster}" "${RBC_PIDS[@]}"
+    RBC_PIDS=()
+}
+
+kafkac_bootstrap() {
+    local k="${KAFKA_BENCH_PORT:-19971}"
+    echo "127.0.0.1:$k,127.0.0.1:$((k + 1)),127.0.0.1:$((k + 2))"
+}
+
+kafkac_write_config() { # DIR N
+    local dir="$1" n="$2" k="${KAFKA_BENCH_PORT:-19971}"
+    cat >"$dir/node-$n/server.properties" <<EOP
+# Generated by bench/lib.sh (kafkac_write_config): node $n of three, each a broker and a KRaft
+# controller (a voter of the metadata quorum). Everything else is Kafka's default: no fsync
+# per message, replication factor 3 and min.insync.replicas 2 for the internal topics,
+# min.insync.replicas 1 for others.
+process.roles=broker,controller
+node.id=$n
+controller.quorum.voters=1@127.0.0.1:$((k + 3)),2@127.0.0.1:$((k + 4)),3@127.0.0.1:$((k + 5))
+listeners=PLAINTEXT://127.0.0.1:$((k + n - 1)),CONTROLLER://127.0.0.1:$((k + 2 + n))
+advertised.listeners=PLAINTEXT://127.0.0.1:$((k + n - 1))
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/data/node-$n
+EOP
+    if [[ -n "${KAFKA_BENCH_EXTRA:-}" ]]; then printf '%s\n' "$KAFKA_BENCH_EXTRA" >>"$dir/node-$n/server.properties"; fi
+}
+
+kafkac_start() { # [PROPERTIES]
+    local dir heap cluster_id n deadline ready
+    dir="$(kafka_dir)"
+    heap="${KAFKA_BENCH_HEAP:-768M}"
+    kafka_provision if-missing
+    if ((${#KAFKAC_PIDS[@]})); then
+        log "Kafka cluster: already running (pids ${KAFKAC_PIDS[*]})"
+        return 1
+    fi
+    rm -rf "$dir"
+    cluster_id="$(java -cp "$KAFKA_LIB/*" kafka.tools.StorageTool random-uuid)"
+    for n in 1 2 3; do
+        mkdir -p "$dir/node-$n" "$dir/data/node-$n"
+        KAFKA_BENCH_EXTRA="${1:-${KAFKA_BENCH_EXTRA:-}}" kafkac_write_config "$dir" "$n"
+        java -cp "$KAFKA_LIB/*" kafka.tools.StorageTool format --config "$dir/node-$n/server.properties" \
+            --cluster-id "$cluster_id" >"$dir/node-$n/format.log" 2>&1 || { cat "$dir/node-$n/format.log" >&2; return 1; }
+    done
+    log "Kafka cluster: formatted three nodes (cluster id $cluster_id); start on $(kafkac_bootstrap) (heap $heap each${RB_CPUS:+, CPUs $RB_CPUS})"
+    pin "$RB_CPUS"
+    for n in 1 2 3; do
+        # The JVM options of kafka_start (Kafka's launcher's defaults).
+        nohup "${PIN[@]}" java "-Xms$heap" "-Xmx$heap" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+            -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
+            -Dlog4j2.configurationFile="$HERE/kafka/src/main/resources/log4j2.properties" \
+            -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/node-$n/server.properties" >"$dir/node-$n/kafka.log" 2>&1 </dev/null &
+        KAFKAC_PIDS+=($!)
+        echo "$!" >"$dir/node-$n/kafka.pid"
+    done
+    deadline=$((SECONDS + ${KAFKA_START_TIMEOUT:-120}))
+    for n in 1 2 3; do
+        if ! wait_port $((${KAFKA_BENCH_PORT:-19971} + n - 1)) $((deadline - SECONDS)) "${KAFKAC_PIDS[n - 1]}"; then
+            log "Kafka cluster: node $n not listening, or exited; log tail:"
+            tail -20 "$dir/node-$n/kafka.log" >&2
+            kafkac_stop
+            return 1
+        fi
+    done
+    # Listening is not yet registered: wait until DescribeCluster lists all three brokers.
+    until ready="$(java -cp "$KAFKA_LIB/*" ringbroker.bench.TopicSetup --bootstrap "$(kafkac_bootstrap)" \
+        --wait-ready $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)) 2>/dev/null)" && [[ "$ready" == "ready: 3 node(s)" ]]; do
+        if ((SECONDS >= deadline)); then
+            log "Kafka cluster: DescribeCluster does not list three brokers after ${KAFKA_START_TIMEOUT:-120} s (${ready:-no answer}); node 1 log tail:"
+            tail -20 "$dir/node-1/kafka.log" >&2
+            kafkac_stop
+            return 1
+        fi
+        sleep 1
+    done
+    for n in 1 2 3; do
+        if ! listeners_of $((${KAFKA_BENCH_PORT:-19971} + n - 1)) | grep -q "pid=${KAFKAC_PIDS[n - 1]},"; then
+            log "Kafka cluster: node $n's port is not served by its JVM (pid ${KAFKAC_PIDS[n - 1]})"
+            kafkac_stop
+            return 1
+        fi
+    done
+    log "Kafka cluster: ready (pids ${KAFKAC_PIDS[*]})"
+}
+
+kafkac_stop() {
+    if ((${#KAFKAC_PIDS[@]} == 0)); then return 0; fi
+    stop_pids "Kafka cluster" "${KAFKAC_PIDS[@]}"
+    log "Kafka cluster: stopped (pids ${KAFKAC_PIDS[*]})"
+    KAFKAC_PIDS=()
+    rm -f "$(kafka_dir)"/node-*/kafka.pid
+    rm -rf "$(kafka_dir)/data"
+}
+
+cluster_topic() { # BOOTSTRAP TOPIC PARTITIONS REPLICAS
+    local bootstrap="$1" topic="$2" parts="$3" rf="$4" deadline out leaders
+    deadline=$((SECONDS + ${TOPIC_TIMEOUT:-60}))
+    until out="$("$RB" topic create "$topic" -p "$parts" -r "$rf" -b "$bootstrap" 2>&1)"; do
+        if [[ "$out" == *TOPIC_ALREADY_EXISTS* ]]; then break; fi
+        if ((SECONDS >= deadline)); then
+            log "creating $topic ($parts partitions, $rf replicas) at $bootstrap failed: $out"
+            return 1
+        fi
+        sleep 1
+    done
+    until leaders="$("$RB" topic describe "$topic" -b "$bootstrap" --format json 2>/dev/null | python3 -c '
+import json, sys
+parts, rf = int(sys.argv[1]), int(sys.argv[2])
+ps = sorted(json.load(sys.stdin)[0]["partitions"], key=lambda p: p["partition"])
+ok = len(ps) == parts and all(p["leader"] >= 0 and len(p["replicas"]) == rf and sorted(p["isr"]) == sorted(p["replicas"]) for p in ps)
+print(" ".join(str(p["leader"]) for p in ps)) if ok else sys.exit(1)
+' "$parts" "$rf")"; do
+        if ((SECONDS >= deadline)); then
+            log "$topic: not every partition has a leader and $rf replicas in sync after ${TOPIC_TIMEOUT:-60} s"
+            "$RB" topic describe "$topic" -b "$bootstrap" >&2 || true
+            return 1
+        fi
+        sleep 0.5
+    done
+    log "$topic: $parts partitions x $rf replicas, leaders by partition: $leaders"
+}
+
+pids_csv() { local IFS=,; echo "$*"; }
+
+cluster_stats() { # FILE PID...
+    local f="$1" p cpu=() rss=()
+    shift
+    for p in "$@"; do
+        cpu+=("$(proc_cpu_s "$p")")
+        rss+=("$(proc_kib "$p" VmHWM)")
+    done
+    python3 -c 'import json, sys
+cpu, rss = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+json.dump({"cpu_s": round(sum(cpu), 2), "peak_rss_kib": sum(rss), "nodes": [{"cpu_s": c, "peak_rss_kib": r} for c, r in zip(cpu, rss)]}, open(sys.argv[1], "w"))' \
+        "$f" "[$(pids_csv "${cpu[@]}")]" "[$(pids_csv "${rss[@]}")]"
+}
+
+disk_of() { # PATH
+    local src
+    src="$(df --output=source "$1" 2>/dev/null | tail -1)"
+    src="$(readlink -f "$src" 2>/dev/null || true)"
+    if [[ -e "/sys/class/block/${src##*/}/stat" ]]; then echo "${src##*/}"; fi
+}
+
+disk_written_mb() { # DEV
+    if [[ -z "$1" ]]; then echo null; return; fi
+    awk '{ printf "%.1f", $7 * 512 / 1e6 }' "/sys/class/block/$1/stat"
+}
+
+settle_disk() {
+    local t0=$SECONDS
+    timeout "${SETTLE_TIMEOUT:-300}" sync || log "sync did not finish within ${SETTLE_TIMEOUT:-300} s"
+    if ((SECONDS - t0 >= 2)); then log "sync: $((SECONDS - t0)) s to write back what earlier runs left dirty"; fi
+}

@@ -6,26 +6,16 @@ and each broker's CPU time and peak RSS.
 Usage: ringbench_report.py RUN_DIR OUT_PREFIX COMMAND [PLACEMENT]   (writes OUT_PREFIX.md and .json)
 
 PLACEMENT says where the brokers and ringbench ran (default: sharing every core)."""
-import glob
 import json
 import os
 import statistics
 import sys
 
+from report_common import get, load, rounds_in
+
 run, out, cmd = sys.argv[1:4]
 where = sys.argv[4] if len(sys.argv) > 4 else "One broker at a time, ringbench on the same cores."
-rounds = sorted(glob.glob(os.path.join(run, "round-*")), key=lambda d: int(d.rsplit("-", 1)[1]))
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def get(d, path):
-    for p in path.split("."):
-        d = d.get(p) if isinstance(d, dict) else None
-    return d
+rounds = rounds_in(run)
 
 
 def series(name, path):

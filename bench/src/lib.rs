@@ -13,4 +13,4 @@ pub mod schedule;
 pub mod spread;
 pub mod stats;
 
-pub use run::{run, Config};
+pub use run::{run, run_with, ClusterConfig, Config};

@@ -17,6 +17,11 @@ struct Args {
     /// Partitions of the topic if it has to be created
     #[arg(long, default_value_t = 6)]
     partitions: i32,
+    /// Replicas of each partition if the topic has to be created; above 1 the run waits until
+    /// every replica is in sync. With partitions led by several brokers (a cluster), each
+    /// producer sends a partition's batches to its leader, on a connection per leader
+    #[arg(long, default_value_t = 1)]
+    replication_factor: i16,
     /// Producer threads, each with a connection of its own (0: consume only)
     #[arg(long, default_value_t = 1)]
     producers: usize,
@@ -80,9 +85,10 @@ struct Args {
     #[arg(long)]
     null_broker: Option<String>,
     /// The broker's process id, when it runs on this machine: the report gives its CPU time
-    /// over the measured window, and that per GB of records moved
-    #[arg(long)]
-    broker_pid: Option<u32>,
+    /// over the measured window, and that per GB of records moved. Repeated (or
+    /// comma-separated) for the brokers of a cluster: their CPU times add up
+    #[arg(long, value_delimiter = ',')]
+    broker_pid: Vec<u32>,
     /// With --null-broker: records each partition pretends to hold
     #[arg(long, default_value_t = 1_000_000)]
     null_records: i64,
@@ -124,9 +130,13 @@ fn main() -> Result<()> {
         rewind: a.rewind,
         consume_records: None,
         progress: !a.quiet,
-        broker_pid: a.broker_pid,
+        broker_pid: a.broker_pid.first().copied(),
     };
-    let outcome = ringbench::run(&cfg)?;
+    let cluster = ringbench::ClusterConfig {
+        replication_factor: a.replication_factor,
+        more_broker_pids: a.broker_pid.iter().skip(1).copied().collect(),
+    };
+    let outcome = ringbench::run_with(&cfg, &cluster)?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let report = ringbench::report::Report::new(&cfg, &outcome, command);
     print!("{}", report.text());

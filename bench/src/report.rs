@@ -43,6 +43,11 @@ pub struct Report {
     pub topic: String,
     /// Partitions of the topic, from the broker's metadata.
     pub partitions: i32,
+    /// Replicas of partition 0, from the broker's metadata.
+    pub replicas: usize,
+    /// Brokers leading the topic's partitions (more than 1: a cluster, each partition's
+    /// batches sent to its leader).
+    pub leader_brokers: usize,
     pub producers: usize,
     /// Producer connections (more than `producers` when spread over them).
     pub connections: usize,
@@ -64,6 +69,8 @@ pub struct Report {
     pub records_acked: u64,
     pub records_consumed: u64,
     pub produce_errors: u64,
+    /// `produce_errors` by Kafka error code.
+    pub produce_error_codes: std::collections::BTreeMap<i16, u64>,
     /// Acknowledged records per second over the measured window.
     pub publish_rate: f64,
     pub publish_mb_per_s: f64,
@@ -74,7 +81,7 @@ pub struct Report {
     pub publish_delay_ms: Percentiles,
     pub end_to_end_latency_ms: Percentiles,
     /// The broker's CPU seconds (user + system, every thread) within the measured window,
-    /// when ringbench was given its pid.
+    /// when ringbench was given its pid (the sum over every `--broker-pid`).
     pub broker_cpu_s: Option<f64>,
     /// `broker_cpu_s` per GB (10^9 bytes) of record payload acknowledged plus consumed
     /// within the window: what moving the data cost the broker.
@@ -94,6 +101,8 @@ impl Report {
             broker: cfg.broker.to_string(),
             topic: cfg.topic.clone(),
             partitions: out.partitions,
+            replicas: out.replicas,
+            leader_brokers: out.leader_brokers,
             producers: cfg.producers,
             connections: cfg.connections.unwrap_or(cfg.producers),
             consumers: cfg.consumers,
@@ -111,6 +120,7 @@ impl Report {
             records_acked: out.records_acked,
             records_consumed: out.records_consumed,
             produce_errors: out.produce_errors,
+            produce_error_codes: out.produce_error_codes.clone(),
             publish_rate: out.measured_acked as f64 / measured,
             publish_mb_per_s: mb(out.measured_acked),
             consume_rate: out.measured_consumed as f64 / measured,
@@ -131,12 +141,13 @@ impl Report {
             )
         };
         let mut s = format!(
-            "records sent {}  acknowledged {}  consumed {}  errors {}\n\
+            "records sent {}  acknowledged {}  consumed {}  errors {} {:?}\n\
              publish rate {:.0} rec/s  {:.2} MB/s, consume rate {:.0} rec/s  {:.2} MB/s, over {:.1} of {:.1} s\n",
             self.records_sent,
             self.records_acked,
             self.records_consumed,
             self.produce_errors,
+            self.produce_error_codes,
             self.publish_rate,
             self.publish_mb_per_s,
             self.consume_rate,

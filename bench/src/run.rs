@@ -11,7 +11,7 @@
 //! the warm-up are not recorded.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -24,7 +24,7 @@ use ringbroker::protocol::messages::list_offsets_request::{ListOffsetsPartition,
 use ringbroker::protocol::messages::metadata_request::MetadataRequestTopic;
 use ringbroker::protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use ringbroker::protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, ListOffsetsRequest,
+    ApiKey, BrokerId, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, ListOffsetsRequest,
     ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
 };
 use ringbroker::protocol::records::Compression;
@@ -87,6 +87,24 @@ pub struct Config {
     pub broker_pid: Option<u32>,
 }
 
+/// What a run against a cluster of brokers needs beyond `Config` (kept apart so that code
+/// building a `Config` literal stays as it is).
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// Replicas of each partition if the topic has to be created; above 1 the run also waits
+    /// until every replica is in sync before it starts.
+    pub replication_factor: i16,
+    /// More broker processes on this machine (the other brokers of a cluster): their CPU time
+    /// is added to `Config::broker_pid`'s in `Outcome::broker_cpu`.
+    pub more_broker_pids: Vec<u32>,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> ClusterConfig {
+        ClusterConfig { replication_factor: 1, more_broker_pids: Vec::new() }
+    }
+}
+
 /// What a run measured.
 pub struct Outcome {
     /// Partitions of the topic, as the broker's metadata tells them.
@@ -103,12 +121,19 @@ pub struct Outcome {
     pub records_acked: u64,
     pub records_consumed: u64,
     pub produce_errors: u64,
+    /// `produce_errors` by Kafka error code.
+    pub produce_error_codes: BTreeMap<i16, u64>,
     pub bytes_sent: u64,
     pub publish_latency: Histogram<u64>,
     pub publish_delay: Histogram<u64>,
     pub e2e_latency: Histogram<u64>,
-    /// CPU time the broker process (`Config::broker_pid`) spent within `measured`.
+    /// CPU time the broker process (`Config::broker_pid`, plus
+    /// `ClusterConfig::more_broker_pids`) spent within `measured`.
     pub broker_cpu: Option<Duration>,
+    /// Replicas of the topic's partition 0, as the metadata tells them.
+    pub replicas: usize,
+    /// Brokers leading the topic's partitions (1 for a single broker).
+    pub leader_brokers: usize,
 }
 
 #[derive(Default)]
@@ -117,6 +142,8 @@ pub(crate) struct Counters {
     pub(crate) acked: AtomicU64,
     pub(crate) consumed: AtomicU64,
     pub(crate) errors: AtomicU64,
+    /// Records refused, by the error code of their partition's answer.
+    pub(crate) error_codes: Mutex<BTreeMap<i16, u64>>,
 }
 
 pub(crate) fn now_ns() -> u64 {
@@ -124,7 +151,12 @@ pub(crate) fn now_ns() -> u64 {
 }
 
 pub(crate) fn connect(cfg: &Config) -> Result<Conn> {
-    let mut c = Conn::connect(cfg.broker)?;
+    connect_at(cfg.broker)
+}
+
+/// A connection to one broker of a cluster (`Layout::leaders`).
+pub(crate) fn connect_at(addr: SocketAddr) -> Result<Conn> {
+    let mut c = Conn::connect(addr)?;
     c.set_client_id("ringbench");
     Ok(c)
 }
@@ -137,13 +169,66 @@ fn topic_name(s: &str) -> TopicName {
 /// thousands of partitions.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Creates the topic if it does not exist and returns its partition count.
-fn prepare_topic(cfg: &Config) -> Result<i32> {
+/// A topic as the broker's metadata describes it, once every partition has a leader.
+#[derive(Debug, PartialEq)]
+struct Layout {
+    partitions: i32,
+    /// Replicas of partition 0.
+    replicas: usize,
+    /// Each partition's leader, by partition index, when the metadata names more than one
+    /// broker and some partition is led by another one than `Config::broker`: then requests
+    /// for a partition go to its leader (a follower answers NOT_LEADER_OR_FOLLOWER). None:
+    /// everything goes to `Config::broker`, as with a single broker.
+    leaders: Option<Vec<SocketAddr>>,
+}
+
+/// The topic's layout from a Metadata response, or None while it is not ready: the topic
+/// missing or in error, a partition without a leader (or a leader the response does not
+/// list), or with `full_isr` a partition with a replica out of sync.
+fn layout(m: &MetadataResponse, bootstrap: SocketAddr, full_isr: bool) -> Option<Layout> {
+    let t = m.topics.first()?;
+    if t.error_code != 0 || t.partitions.is_empty() {
+        return None;
+    }
+    let n = t.partitions.len();
+    let mut leaders: Vec<Option<SocketAddr>> = vec![None; n];
+    for p in &t.partitions {
+        if p.error_code != 0 || p.leader_id.0 < 0 || (full_isr && p.isr_nodes.len() < p.replica_nodes.len()) {
+            return None;
+        }
+        let slot = leaders.get_mut(usize::try_from(p.partition_index).ok()?)?;
+        if m.brokers.len() > 1 {
+            let b = m.brokers.iter().find(|b| b.node_id == p.leader_id)?;
+            *slot = Some((b.host.as_str(), u16::try_from(b.port).ok()?).to_socket_addrs().ok()?.next()?);
+        } else {
+            *slot = Some(bootstrap);
+        }
+    }
+    let leaders: Vec<SocketAddr> = leaders.into_iter().collect::<Option<_>>()?;
+    let replicas = t.partitions.iter().find(|p| p.partition_index == 0).map_or(0, |p| p.replica_nodes.len());
+    let routed = leaders.iter().any(|a| *a != bootstrap);
+    Some(Layout { partitions: n as i32, replicas, leaders: routed.then_some(leaders) })
+}
+
+/// The distinct leaders of `leaders` (in address order) and, for each partition, the index
+/// of its leader among them: which of a producer's per-leader connections a partition's
+/// batches go to.
+fn routes(leaders: &[SocketAddr]) -> (Vec<SocketAddr>, Vec<usize>) {
+    let mut distinct = leaders.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let route = leaders.iter().map(|a| distinct.binary_search(a).expect("listed above")).collect();
+    (distinct, route)
+}
+
+/// Creates the topic if it does not exist and returns its layout, once every partition has a
+/// leader (and, with a replication factor above 1, all its replicas in sync).
+fn prepare_topic(cfg: &Config, cluster: &ClusterConfig) -> Result<Layout> {
     let mut c = connect(cfg)?;
     let mut t = CreatableTopic::default();
     t.name = topic_name(&cfg.topic);
     t.num_partitions = cfg.partitions;
-    t.replication_factor = 1;
+    t.replication_factor = cluster.replication_factor;
     let mut req = CreateTopicsRequest::default();
     req.topics = vec![t];
     req.timeout_ms = CREATE_TIMEOUT.as_millis() as i32;
@@ -160,28 +245,29 @@ fn prepare_topic(cfg: &Config) -> Result<i32> {
     let deadline = Instant::now() + CREATE_TIMEOUT;
     loop {
         let m: MetadataResponse = c.call(ApiKey::Metadata, METADATA_V, &mreq)?;
-        if let Some(t) = m.topics.first() {
-            if t.error_code == 0 && !t.partitions.is_empty() && t.partitions.iter().all(|p| p.leader_id.0 >= 0) {
-                let n = t.partitions.len() as i32;
-                if n != cfg.partitions {
-                    eprintln!("topic {} exists with {n} partitions, not --partitions {}", cfg.topic, cfg.partitions);
-                }
-                return Ok(n);
+        if let Some(l) = layout(&m, cfg.broker, cluster.replication_factor > 1) {
+            if l.partitions != cfg.partitions {
+                eprintln!(
+                    "topic {} exists with {} partitions, not --partitions {}",
+                    cfg.topic, l.partitions, cfg.partitions
+                );
             }
+            return Ok(l);
         }
         if Instant::now() > deadline {
-            bail!("topic {} has no leaders after {} s", cfg.topic, CREATE_TIMEOUT.as_secs());
+            bail!("topic {} has no leaders (or replicas out of sync) after {} s", cfg.topic, CREATE_TIMEOUT.as_secs());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
 /// ListOffsets for every partition, retried while a just-created topic's leaders settle
-/// (Kafka answers NOT_LEADER_OR_FOLLOWER for a moment after creating a topic).
-fn offsets(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>> {
+/// (Kafka answers NOT_LEADER_OR_FOLLOWER for a moment after creating a topic). With
+/// `leaders`, each leader is asked for its own partitions.
+fn offsets(cfg: &Config, leaders: Option<&[SocketAddr]>, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        match offsets_once(cfg, partitions, timestamp) {
+        match offsets_at_leaders(cfg, leaders, partitions, timestamp) {
             Ok(o) => return Ok(o),
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
             Err(e) => return Err(e),
@@ -189,8 +275,25 @@ fn offsets(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>>
     }
 }
 
-fn offsets_once(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>> {
-    let mut c = connect(cfg)?;
+fn offsets_at_leaders(
+    cfg: &Config,
+    leaders: Option<&[SocketAddr]>,
+    partitions: &[i32],
+    timestamp: i64,
+) -> Result<Vec<i64>> {
+    let Some(leaders) = leaders else { return offsets_once(cfg, cfg.broker, partitions, timestamp) };
+    let mut found = BTreeMap::new();
+    for addr in routes(leaders).0 {
+        let mine: Vec<i32> = partitions.iter().copied().filter(|&p| leaders[p as usize] == addr).collect();
+        if !mine.is_empty() {
+            found.extend(mine.iter().copied().zip(offsets_once(cfg, addr, &mine, timestamp)?));
+        }
+    }
+    partitions.iter().map(|p| found.get(p).copied().context("ListOffsets lost a partition")).collect()
+}
+
+fn offsets_once(cfg: &Config, addr: SocketAddr, partitions: &[i32], timestamp: i64) -> Result<Vec<i64>> {
+    let mut c = connect_at(addr)?;
     let mut t = ListOffsetsTopic::default();
     t.name = topic_name(&cfg.topic);
     t.partitions = partitions
@@ -204,7 +307,7 @@ fn offsets_once(cfg: &Config, partitions: &[i32], timestamp: i64) -> Result<Vec<
         })
         .collect();
     let mut req = ListOffsetsRequest::default();
-    req.replica_id = ringbroker::protocol::messages::BrokerId(-1);
+    req.replica_id = BrokerId(-1);
     req.topics = vec![t];
     let resp: ListOffsetsResponse = c.call(ApiKey::ListOffsets, LIST_OFFSETS_V, &req)?;
     let parts = &resp.topics.first().context("ListOffsets answered no topic")?.partitions;
@@ -258,6 +361,8 @@ pub(crate) fn note_answer(
 ) {
     if !produce_ok(resp) {
         counters.errors.fetch_add(f.records, Ordering::Relaxed);
+        let code = resp.responses.iter().flat_map(|t| &t.partition_responses).map(|p| p.error_code).find(|&c| c != 0);
+        *counters.error_codes.lock().expect("not poisoned").entry(code.unwrap_or(-1)).or_default() += f.records;
         return;
     }
     counters.acked.fetch_add(f.records, Ordering::Relaxed);
@@ -374,7 +479,7 @@ fn fetch_once(
         })
         .collect();
     let mut req = FetchRequest::default();
-    req.replica_id = ringbroker::protocol::messages::BrokerId(-1);
+    req.replica_id = BrokerId(-1);
     req.max_wait_ms = 100;
     req.min_bytes = 1;
     req.max_bytes = 50 << 20;
@@ -461,6 +566,13 @@ fn group_consumer(
 }
 
 pub fn run(cfg: &Config) -> Result<Outcome> {
+    run_with(cfg, &ClusterConfig::default())
+}
+
+/// `run`, with a cluster's settings: the topic's replication factor and the other brokers'
+/// processes. Producers send each partition's batches to its leader, over a connection per
+/// leader (see `Layout::leaders`); consumers read from `Config::broker` only.
+pub fn run_with(cfg: &Config, cluster: &ClusterConfig) -> Result<Outcome> {
     if cfg.batch_records == 0 || cfg.record_size < 8 {
         bail!("--batch-records must be at least 1 and --record-size at least 8 (the send timestamp)");
     }
@@ -469,10 +581,25 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
             bail!("--connections {c} is fewer than --producers {}: each producer needs a connection", cfg.producers);
         }
     }
-    let partitions = prepare_topic(cfg)?;
+    let layout = prepare_topic(cfg, cluster)?;
+    let partitions = layout.partitions;
+    let leaders = layout.leaders.as_deref();
+    let (targets, route) = leaders.map(routes).unwrap_or_default();
+    if leaders.is_some() {
+        if cfg.consumers > 0 {
+            bail!(
+                "topic {} is led by {} brokers: consumers read from --broker alone, so this runs producers only",
+                cfg.topic,
+                targets.len()
+            );
+        }
+        if cfg.connections.is_some() {
+            bail!("--connections with a topic led by {} brokers: not supported", targets.len());
+        }
+    }
     let all: Vec<i32> = (0..partitions).collect();
-    let start_offsets = offsets(cfg, &all, if cfg.from_beginning { -2 } else { -1 })?;
-    let end_offsets = if cfg.producers == 0 { offsets(cfg, &all, -1)? } else { start_offsets.clone() };
+    let start_offsets = offsets(cfg, leaders, &all, if cfg.from_beginning { -2 } else { -1 })?;
+    let end_offsets = if cfg.producers == 0 { offsets(cfg, leaders, &all, -1)? } else { start_offsets.clone() };
     // Spread producers' connections are all open before the clock starts; a producer with a
     // connection of its own opens it in its thread.
     let mut shares: Vec<Option<Vec<Conn>>> = (0..cfg.producers).map(|_| None).collect();
@@ -483,9 +610,23 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
             eprintln!("{n} producer connections open in {:.1} s", t.elapsed().as_secs_f64());
         }
     }
+    // Producers of a topic led by several brokers: a connection to each leader, opened before
+    // the clock starts too.
+    if leaders.is_some() {
+        for s in &mut shares {
+            *s = Some(targets.iter().map(|&a| connect_at(a)).collect::<Result<Vec<Conn>>>()?);
+        }
+    }
     let mut shares = shares.into_iter();
     let counters = Arc::new(Counters::default());
-    let broker_cpu = || cfg.broker_pid.and_then(crate::cpu::process_cpu);
+    let pids: Vec<u32> = cfg.broker_pid.into_iter().chain(cluster.more_broker_pids.iter().copied()).collect();
+    // Every process's CPU time, or none if one cannot be read.
+    let broker_cpu = || {
+        if pids.is_empty() {
+            return None;
+        }
+        pids.iter().map(|&p| crate::cpu::process_cpu(p)).sum::<Option<Duration>>()
+    };
     let cpu_at_start = broker_cpu();
     let start = Instant::now();
     let measure_from = start + cfg.warmup;
@@ -516,8 +657,11 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     for p in 0..cfg.producers {
         let (cfg, stop, counters, live) = (cfg.clone(), stop_producers.clone(), counters.clone(), live.clone());
         let conns = shares.next().flatten();
+        let route = leaders.map(|_| route.clone());
         producer_threads.push(std::thread::spawn(move || match conns {
-            Some(conns) => spread::producer(cfg, p, conns, partitions, start, measure_from, stop, counters, live),
+            Some(conns) => {
+                spread::producer(cfg, p, conns, route, partitions, start, measure_from, stop, counters, live)
+            }
             None => producer(cfg, p, partitions, start, measure_from, stop, counters, live),
         }));
     }
@@ -601,6 +745,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         _ => (elapsed, acked, consumed, cpu_at_start),
     };
     let broker_cpu = cpu_from.zip(cpu_at_end).map(|(from, to)| to.saturating_sub(from));
+    let error_codes = counters.error_codes.lock().expect("not poisoned").clone();
     Ok(Outcome {
         partitions,
         elapsed,
@@ -611,10 +756,86 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         records_acked: counters.acked.load(Ordering::Relaxed),
         records_consumed: counters.consumed.load(Ordering::Relaxed),
         produce_errors: counters.errors.load(Ordering::Relaxed),
+        produce_error_codes: error_codes,
         bytes_sent: sent * cfg.record_size as u64,
         publish_latency,
         publish_delay,
         e2e_latency,
         broker_cpu,
+        replicas: layout.replicas,
+        leader_brokers: targets.len().max(1),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringbroker::protocol::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    /// A Metadata response naming brokers 1.. on ports 9001.. and partitions led by `leaders`
+    /// (one entry per partition, listed in reverse order), each with `replicas` replicas of
+    /// which `in_sync` are in sync.
+    fn metadata(brokers: i32, leaders: &[i32], replicas: i32, in_sync: i32) -> MetadataResponse {
+        let mut m = MetadataResponse::default();
+        m.brokers = (1..=brokers)
+            .map(|id| {
+                let mut b = MetadataResponseBroker::default();
+                b.node_id = BrokerId(id);
+                b.host = StrBytes::from_static_str("127.0.0.1");
+                b.port = 9000 + id;
+                b
+            })
+            .collect();
+        let mut t = MetadataResponseTopic::default();
+        t.partitions = leaders
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, &l)| {
+                let mut p = MetadataResponsePartition::default();
+                p.partition_index = i as i32;
+                p.leader_id = BrokerId(l);
+                p.replica_nodes = (1..=replicas).map(BrokerId).collect();
+                p.isr_nodes = (1..=in_sync).map(BrokerId).collect();
+                p
+            })
+            .collect();
+        m.topics = vec![t];
+        m
+    }
+
+    #[test]
+    fn a_single_broker_gets_every_request_whatever_it_advertises() {
+        let l = layout(&metadata(1, &[1, 1, 1], 1, 1), addr(19092), true).expect("ready");
+        assert_eq!(l, Layout { partitions: 3, replicas: 1, leaders: None });
+    }
+
+    #[test]
+    fn a_cluster_topic_is_routed_to_each_partitions_leader() {
+        let l = layout(&metadata(3, &[1, 2, 3, 2], 3, 3), addr(9001), true).expect("ready");
+        assert_eq!(l.replicas, 3);
+        let leaders = l.leaders.expect("led by three brokers");
+        assert_eq!(leaders, [addr(9001), addr(9002), addr(9003), addr(9002)], "by partition index");
+        let (targets, route) = routes(&leaders);
+        assert_eq!(targets, [addr(9001), addr(9002), addr(9003)]);
+        assert_eq!(route, [0, 1, 2, 1]);
+        // Every partition led by the bootstrap broker: nothing to route.
+        let l = layout(&metadata(3, &[2, 2], 3, 3), addr(9002), true).expect("ready");
+        assert_eq!(l.leaders, None);
+    }
+
+    #[test]
+    fn a_topic_is_not_ready_without_leaders_or_with_replicas_out_of_sync() {
+        assert_eq!(layout(&metadata(3, &[1, -1, 3], 3, 3), addr(9001), false), None, "a partition has no leader");
+        assert_eq!(layout(&metadata(2, &[1, 3], 1, 1), addr(9001), false), None, "leader 3 is not listed");
+        assert_eq!(layout(&metadata(3, &[1, 2, 3], 3, 2), addr(9001), true), None, "a follower is out of sync");
+        assert!(layout(&metadata(3, &[1, 2, 3], 3, 2), addr(9001), false).is_some(), "in sync or not: no matter");
+        assert_eq!(layout(&MetadataResponse::default(), addr(9001), false), None, "no topic");
+    }
 }

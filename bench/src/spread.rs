@@ -6,6 +6,10 @@
 //! thousand on two cores. Latency is measured per request as on a connection of its own, from
 //! when the request was due to when its response was read, and a response is read as soon as
 //! its connection is readable, whatever the other connections are waiting for.
+//!
+//! The same loop serves a topic whose partitions are led by several brokers (a cluster): each
+//! producer thread then has one connection per leader, and a partition's batches go to its
+//! leader's connection (`route`), partitions in turn as on a single connection.
 
 use std::collections::VecDeque;
 use std::os::fd::AsFd;
@@ -62,6 +66,11 @@ impl<T> Window<T> {
         self.in_flight.iter().any(|q| q.len() < self.max)
     }
 
+    /// Whether `connection` can take another request.
+    pub fn has_room_on(&self, connection: usize) -> bool {
+        self.in_flight[connection].len() < self.max
+    }
+
     pub fn sent(&mut self, connection: usize, request: T) {
         self.in_flight[connection].push_back(request);
     }
@@ -110,12 +119,14 @@ pub(crate) fn connect_shares(cfg: &Config) -> Result<Vec<Vec<Conn>>> {
 
 /// One producer thread over its share of the connections (`conns`); what `run::producer` is
 /// for a single connection and its reader thread: returns the publish latency and delay
-/// histograms.
+/// histograms. With `route` (partition index -> connection), `conns` are connections to the
+/// partitions' leaders and each batch goes to its partition's.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn producer(
     cfg: Config,
     index: usize,
     mut conns: Vec<Conn>,
+    route: Option<Vec<usize>>,
     partitions: i32,
     start: Instant,
     measure_from: Instant,
@@ -135,6 +146,11 @@ pub(crate) fn producer(
     let shape = Shape { record_size: cfg.record_size, key_size: cfg.key_size, compression: cfg.compression };
     let mut builder = BatchBuilder::new(shape, cfg.batch_records, index as u64 + 1);
     let mut sending = true;
+    // Whether the next batch (for `partition`) has a connection with room for it.
+    let room = |window: &Window<InFlight>, partition: i32| match &route {
+        Some(r) => window.has_room_on(r[partition as usize]),
+        None => window.has_room(),
+    };
     loop {
         // Send everything that is due, while a connection has room for it.
         while sending {
@@ -151,7 +167,14 @@ pub(crate) fn producer(
             if schedule.next_due().is_some_and(|due| due > Instant::now()) {
                 break;
             }
-            let Some(c) = window.pick() else { break };
+            let c = match &route {
+                Some(r) if window.has_room_on(r[partition as usize]) => r[partition as usize],
+                Some(_) => break,
+                None => match window.pick() {
+                    Some(c) => c,
+                    None => break,
+                },
+            };
             let now = Instant::now();
             let due = schedule.take(now);
             if due >= measure_from {
@@ -173,7 +196,7 @@ pub(crate) fn producer(
         }
         // Wait for responses, or until the next send is due if a connection has room for it.
         let until_due = match schedule.next_due() {
-            Some(due) if sending && window.has_room() => due.saturating_duration_since(Instant::now()),
+            Some(due) if sending && room(&window, partition) => due.saturating_duration_since(Instant::now()),
             _ => TICK,
         };
         for c in readable(&conns, &window, until_due.min(TICK))? {
@@ -225,5 +248,17 @@ mod tests {
             w.answered(c);
         }
         assert!(w.idle());
+    }
+
+    #[test]
+    fn a_routed_connection_has_room_of_its_own() {
+        let mut w: Window<u32> = Window::new(2, 1);
+        assert!(w.has_room_on(0) && w.has_room_on(1));
+        w.sent(1, 7);
+        assert!(w.has_room_on(0), "connection 0 still takes a request");
+        assert!(!w.has_room_on(1), "connection 1 has its one request in flight");
+        assert!(w.has_room());
+        w.answered(1);
+        assert!(w.has_room_on(1));
     }
 }
