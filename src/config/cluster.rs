@@ -18,6 +18,8 @@ pub struct ClusterSettings {
     pub tick: Duration,
     pub election_ticks: usize,
     pub replica_lag: Duration,
+    /// How often leaderships go back to preferred replicas (None: never).
+    pub rebalance: Option<Duration>,
 }
 
 impl ClusterSettings {
@@ -101,6 +103,9 @@ impl Config {
             tick: Duration::from_millis(self.raft_tick_ms),
             election_ticks: self.raft_election_ticks as usize,
             replica_lag: Duration::from_millis(self.replica_lag_time_max_ms),
+            rebalance: self
+                .auto_leader_rebalance_enable
+                .then(|| Duration::from_secs(self.leader_imbalance_check_interval_seconds)),
         }))
     }
 
@@ -118,6 +123,12 @@ impl Config {
         }
         if self.replica_lag_time_max_ms == 0 {
             return Err(bad("replica_lag_time_max_ms", "must be at least 1"));
+        }
+        if self.leader_imbalance_check_interval_seconds == 0 {
+            return Err(bad(
+                "leader_imbalance_check_interval_seconds",
+                "must be at least 1 (auto_leader_rebalance_enable = false turns it off)",
+            ));
         }
         if let Some(rack) = &self.broker_rack {
             if rack.is_empty() {
@@ -173,5 +184,12 @@ mod tests {
         assert_eq!(c.validate().unwrap_err().setting, "default_replication_factor", "one broker holds one copy");
         let c = Config { raft_election_ticks: 1, ..member("1@127.0.0.1:9101", Some("127.0.0.1:9101"), 1) };
         assert_eq!(c.validate().unwrap_err().setting, "raft_election_ticks");
+        let c = Config { leader_imbalance_check_interval_seconds: 0, ..Config::default() };
+        assert_eq!(c.validate().unwrap_err().setting, "leader_imbalance_check_interval_seconds");
+        let off =
+            Config { auto_leader_rebalance_enable: false, ..member("1@127.0.0.1:9101", Some("127.0.0.1:9101"), 1) };
+        assert_eq!(off.cluster().unwrap().unwrap().rebalance, None, "turned off");
+        let on = member("1@127.0.0.1:9101", Some("127.0.0.1:9101"), 1).cluster().unwrap().unwrap();
+        assert_eq!(on.rebalance, Some(std::time::Duration::from_secs(300)), "Kafka's default interval");
     }
 }

@@ -209,6 +209,11 @@ settings! {
     raft_election_ticks: u32 = 10, "RINGBROKER_RAFT_ELECTION_TICKS", "Ticks without a leader before an election, cluster mode (election timeout = ticks × raft_tick_ms, randomised up to twice) [default: 10]";
     /// `replica.lag.time.max.ms`: a follower not heard from for this long leaves the ISR.
     replica_lag_time_max_ms: u64 = 30_000, "RINGBROKER_REPLICA_LAG_TIME_MAX_MS", "A follower silent this long is out of sync, cluster mode (replica.lag.time.max.ms) [default: 30000]";
+    /// `auto.leader.rebalance.enable`: a partition led by another replica than its preferred
+    /// one (the first of its replicas) hands the leadership back once that is caught up.
+    auto_leader_rebalance_enable: bool = true, "RINGBROKER_AUTO_LEADER_REBALANCE_ENABLE", "Hand each partition's leadership back to its preferred replica once that is in sync, cluster mode (auto.leader.rebalance.enable) [default: true]";
+    /// `leader.imbalance.check.interval.seconds`: how often that is checked.
+    leader_imbalance_check_interval_seconds: u64 = 300, "RINGBROKER_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", "How often leaderships go back to preferred replicas, cluster mode, s (leader.imbalance.check.interval.seconds) [default: 300]";
     /// `broker.rack`: this broker's rack, told to clients and used to spread replicas.
     broker_rack: Option<String> = None, "RINGBROKER_BROKER_RACK", "This broker's rack, told to clients in Metadata and used to spread replicas [default: none]";
     flush: FlushPolicy = FlushPolicy::Always, "RINGBROKER_FLUSH", "Durability: always (fdatasync before ack), interval, os (never fsync) [default: always]";

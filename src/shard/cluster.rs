@@ -78,6 +78,8 @@ pub struct ShardCluster {
     tasks: RefCell<Vec<Task<()>>>,
     /// Partitions whose finished reassignment is being reported to the controller.
     pub(super) reporting: RefCell<std::collections::HashSet<Tp>>,
+    /// When this shard next hands leaderships back to preferred replicas.
+    pub(super) next_rebalance: Cell<Option<std::time::Instant>>,
 }
 
 fn id64(id: i32) -> u64 {
@@ -105,6 +107,7 @@ impl ShardCluster {
             controller_id: Cell::new(-1),
             tasks: RefCell::default(),
             reporting: RefCell::default(),
+            next_rebalance: Cell::new(None),
         })
     }
 
@@ -355,6 +358,7 @@ impl Shard {
         }
         self.follow_offsets_leadership();
         self.drive_reassignments(cluster);
+        self.rebalance_leaders(cluster);
         if self.id.0 == 0 {
             self.tell_peers_leaderships(cluster);
         }

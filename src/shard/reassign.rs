@@ -10,6 +10,12 @@
 //! replicas) to take the leadership: raft-rs forwards the request from that follower to the
 //! leader, which hands over once the preferred replica has caught up. The broker that
 //! received the request calls the preferred replica's broker over the cluster transport.
+//!
+//! Kafka's automatic preferred-leader election (`auto_leader_rebalance_enable`): every
+//! `leader_imbalance_check_interval_seconds`, a partition this broker leads whose preferred
+//! replica is another one, in sync and holding everything committed, is handed to it, so
+//! that a broker that restarted gets its leaderships back. Kafka first checks each broker's
+//! imbalance against `leader.imbalance.per.broker.percentage`; here every such partition moves.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -57,6 +63,32 @@ impl Shard {
                     }
                     Step::Done => self.report_reassigned(cluster, tp, t.name.clone(), &g),
                 }
+            }
+        }
+    }
+
+    /// Hands leaderships back to preferred replicas, once per check interval (from
+    /// `tick_raft`; see the module doc). The first check comes one interval after start.
+    pub(super) fn rebalance_leaders(&self, cluster: &Rc<ShardCluster>) {
+        let Some(every) = cluster.settings.rebalance else { return };
+        let now = Instant::now();
+        let due = *cluster.next_rebalance.get().get_or_insert(now + every);
+        if now < due {
+            cluster.next_rebalance.set(Some(due));
+            return;
+        }
+        cluster.next_rebalance.set(Some(now + every));
+        let cat = self.catalog();
+        for (tp, g) in cluster.groups() {
+            let Some(t) = cat.topic_by_id(&tp.topic) else { continue };
+            if !g.serving() || g.changing_membership() || t.reassigning.contains_key(&tp.partition) {
+                continue;
+            }
+            let Some(&preferred) = t.replicas_of(tp.partition).first() else { continue };
+            let to = preferred as u64;
+            if preferred != cluster.node_id && g.voters().contains(&to) && g.caught_up(to) {
+                tracing::info!(topic = %t.name, partition = tp.partition, to, "handing the leadership back to the preferred replica");
+                g.transfer_leader(to);
             }
         }
     }

@@ -357,3 +357,27 @@ fn retention_trims_a_replicated_topic_and_a_replica_that_missed_it_gets_a_snapsh
     );
     assert!(read == held, "each at its offset");
 }
+
+/// Kafka's automatic preferred-leader election: a broker that was killed gets the leadership
+/// of the partition it is the preferred replica of back once it is in sync again.
+#[test]
+fn a_restarted_broker_gets_its_preferred_leaderships_back() {
+    let mut cluster = Cluster::start(3, &["--leader-imbalance-check-interval-seconds", "1"]);
+    cluster.create_topic("balanced", 3, 3);
+    let preferred = |cluster: &Cluster, p: i32| {
+        let mut c = Client::connect(cluster.addr((1..=3).find(|n| cluster.is_up(*n)).unwrap()));
+        let md = c.metadata(Some(&["balanced"]), false);
+        md.topics[0].partitions.iter().find(|x| x.partition_index == p).unwrap().replica_nodes[0].0
+    };
+    let first = preferred(&cluster, 0);
+    let led = support::client::wait_until(Duration::from_secs(20), || cluster.leader("balanced", 0) == Some(first));
+    assert!(led, "partition 0 is led by its preferred replica {first}");
+    cluster.kill9(first);
+    let moved = support::client::wait_until(Duration::from_secs(20), || {
+        cluster.leader("balanced", 0).is_some_and(|l| l != first)
+    });
+    assert!(moved, "another replica leads while broker {first} is down");
+    cluster.restart(first);
+    let back = support::client::wait_until(Duration::from_secs(30), || cluster.leader("balanced", 0) == Some(first));
+    assert!(back, "broker {first} leads partition 0 again, led by {:?}", cluster.leader("balanced", 0));
+}
