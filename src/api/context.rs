@@ -76,8 +76,9 @@ pub trait Broker: Clone + 'static {
     /// Completes when any partition's high watermark passes its offset, or after about `wait`.
     async fn watch(&self, asks: Share<i64>, wait: Duration);
     async fn offsets(&self, partitions: Vec<Tp>) -> Vec<PartResult<Offsets>>;
-    /// Moves each log start (-1: to the high watermark); the new log starts.
-    async fn delete_records(&self, asks: Share<i64>) -> Vec<PartResult<i64>>;
+    /// Moves each log start (-1: to the high watermark); the new log starts. A replicated
+    /// partition's answer waits for its raft group to commit the start, at most `timeout`.
+    async fn delete_records(&self, asks: Share<i64>, timeout: Duration) -> Vec<PartResult<i64>>;
     /// Each partition's idempotent producers.
     async fn producers(&self, partitions: Vec<Tp>) -> Vec<PartResult<Vec<ProducerSummary>>>;
     /// The (offset, timestamp, leader epoch) each query finds, (-1, -1, -1) for none, asked by
@@ -245,8 +246,8 @@ impl Broker for Rc<Shard> {
         Shard::offsets(self, partitions).await
     }
 
-    async fn delete_records(&self, asks: Share<i64>) -> Vec<PartResult<i64>> {
-        Shard::delete_records(self, asks).await
+    async fn delete_records(&self, asks: Share<i64>, timeout: Duration) -> Vec<PartResult<i64>> {
+        Shard::delete_records(self, asks, timeout).await
     }
 
     async fn producers(&self, partitions: Vec<Tp>) -> Vec<PartResult<Vec<ProducerSummary>>> {

@@ -3,7 +3,9 @@
 //! segments wholly below it are deleted; fetches below the new start get
 //! OFFSET_OUT_OF_RANGE and ListOffsets EARLIEST answers it. An offset past the high
 //! watermark is OFFSET_OUT_OF_RANGE; the internal offsets topic is refused
-//! (INVALID_TOPIC_EXCEPTION), as in Kafka.
+//! (INVALID_TOPIC_EXCEPTION), as in Kafka. On a replicated partition the leader proposes the
+//! start through raft and answers once it is committed (every replica moves its own start as
+//! it applies the entry); REQUEST_TIMED_OUT after the request's `timeout_ms`.
 //!
 //! Authorization, Kafka's: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED (decided
 //! before its existence).
@@ -38,7 +40,9 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             });
         }
     }
-    let mut results = checked::run(checked, |asks| broker.delete_records(asks)).await.into_iter();
+    // Kafka's admin client sends its own timeout; a non-positive one still gets a commit's chance.
+    let timeout = std::time::Duration::from_millis(r.timeout_ms.max(1000) as u64);
+    let mut results = checked::run(checked, |asks| broker.delete_records(asks, timeout)).await.into_iter();
     let mut resp = DeleteRecordsResponse::default();
     for t in r.topics {
         let mut tr = DeleteRecordsTopicResult::default();

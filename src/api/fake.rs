@@ -489,7 +489,7 @@ impl Broker for Fake {
             .collect()
     }
 
-    async fn delete_records(&self, asks: Share<i64>) -> Vec<PartResult<i64>> {
+    async fn delete_records(&self, asks: Share<i64>, _timeout: Duration) -> Vec<PartResult<i64>> {
         let mut logs = self.0.logs.borrow_mut();
         let mut delete = |tp: Tp, offset: i64| -> PartResult<i64> {
             let log = logs.get_mut(&tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;

@@ -8,6 +8,7 @@
 //! | normal, with data               | the data itself: the batch the leader proposed         |
 //! | normal, empty (a leader's no-op)| control batch, type 2 (Kafka's LEADER_CHANGE), no value |
 //! | configuration change (v1 or v2) | control batch, type 6 (KRAFT_VOTERS), value = kind byte + the change |
+//! | a new log start (DeleteRecords) | control batch, type 0x5253 (this broker's own), value = the offset (i64) |
 //!
 //! The term is the batch's `partitionLeaderEpoch`; the index is implicit: the n-th batch after
 //! the log's first index. Raft's own entries carry no offset when raft creates them, so their
@@ -15,6 +16,10 @@
 //! two replicas holding the same previous entry write the same bytes. Consumers skip control
 //! batches of every type (Java's fetcher and librdkafka both do), so they never see these.
 //! The value layout of type 6 is this broker's own; Kafka's KRaft tools would not parse it.
+//! A log start is a normal entry the leader proposes like data (so it carries its offset and
+//! epoch), and every replica moves its log start when it applies the entry: DeleteRecords
+//! reaches all of them through the log. Kafka defines control types 0 to 6; an unknown type
+//! is skipped by consumers like any control batch.
 
 use bytes::Bytes;
 use raft::prelude::{Entry, EntryType};
@@ -25,6 +30,9 @@ use crate::protocol::batch::{self, BatchError};
 const NO_OP: i16 = 2;
 /// Kafka's control type for a change of the voter set, used for configuration changes.
 const CONF_CHANGE: i16 = 6;
+
+/// This broker's control type for a DeleteRecords log start ("RS").
+const LOG_START: i16 = 0x5253;
 
 const KIND_V1: u8 = 1;
 const KIND_V2: u8 = 2;
@@ -108,6 +116,20 @@ pub fn from_batch(index: u64, batch: Bytes) -> Result<Entry, EntryError> {
     Ok(e)
 }
 
+/// The batch a leader proposes to move every replica's log start to `offset`.
+pub fn log_start_batch(offset: i64) -> Vec<u8> {
+    batch::build_control(LOG_START, Some(&offset.to_be_bytes()))
+}
+
+/// The log start a committed data entry moves the log to, if it is a `log_start_batch`.
+pub fn log_start_of(data: &[u8]) -> Option<i64> {
+    if batch::control_type(data)? != LOG_START {
+        return None;
+    }
+    let value = batch::records(data).next()?.value?;
+    Some(i64::from_be_bytes(value.try_into().ok()?))
+}
+
 /// The `partitionLeaderEpoch` of a batch: its raft term.
 pub fn epoch_of(batch: &[u8]) -> i32 {
     i32::from_be_bytes(batch[12..16].try_into().expect("a batch header"))
@@ -169,6 +191,23 @@ mod tests {
         let mut torn = b.clone();
         torn.truncate(b.len() - 1);
         assert!(matches!(to_batch(&entry(2, 1, EntryType::EntryNormal, &torn), 10), Err(EntryError::Batch { .. })));
+    }
+
+    #[test]
+    fn a_log_start_is_a_data_entry_every_replica_reads_back() {
+        let mut b = log_start_batch(1234);
+        batch::patch(&mut b, 50, 4);
+        let h = batch::check_batch(&b).unwrap();
+        assert!(h.is_control() && !h.is_transactional());
+        let e = entry(7, 4, EntryType::EntryNormal, &b);
+        let stored = to_batch(&e, 50).unwrap();
+        let back = from_batch(7, stored).unwrap();
+        assert_eq!(back.get_entry_type(), EntryType::EntryNormal);
+        assert_eq!(log_start_of(&back.data), Some(1234));
+        let mut data = batch::build(0, &[b"12345678"]);
+        batch::patch(&mut data, 50, 4);
+        assert_eq!(log_start_of(&data), None, "a data batch whose value looks like an offset");
+        assert_eq!(log_start_of(&batch::build_control(NO_OP, None)), None);
     }
 
     #[test]

@@ -128,6 +128,8 @@ pub struct Replica {
     /// Ticks each peer has spent waiting for a snapshot this leader sent (see `tick`).
     snapshot_waits: std::collections::HashMap<u64, usize>,
     election_tick: usize,
+    /// The furthest log start a committed entry asked for (DeleteRecords), not yet taken.
+    log_start: Option<i64>,
 }
 
 impl Replica {
@@ -178,6 +180,7 @@ impl Replica {
             failed: None,
             installing: None,
             snapshot_waits: std::collections::HashMap::new(),
+            log_start: None,
             election_tick: cfg.election_tick,
         })
     }
@@ -432,6 +435,12 @@ impl Replica {
         std::mem::take(&mut self.settled)
     }
 
+    /// The log start committed entries moved the log to since the last call (DeleteRecords;
+    /// a restarted replica applies them again, so the log must take it idempotently).
+    pub fn take_log_start(&mut self) -> Option<i64> {
+        self.log_start.take()
+    }
+
     /// The next Ready as work for the driver; None when raft has nothing to do (or the
     /// replica failed: see `failed`).
     pub fn next_work(&mut self) -> Option<Work> {
@@ -545,7 +554,12 @@ impl Replica {
         let Some(last) = committed.last().map(|e| e.index) else { return };
         for e in committed {
             let change = match e.get_entry_type() {
-                EntryType::EntryNormal => continue,
+                EntryType::EntryNormal => {
+                    if let Some(offset) = entry::log_start_of(&e.data) {
+                        self.log_start = self.log_start.max(Some(offset));
+                    }
+                    continue;
+                }
                 // Already in the configuration a snapshot brought.
                 _ if e.index <= self.conf_index => continue,
                 EntryType::EntryConfChange => ConfChange::parse_from_bytes(&e.data).map(v1_to_v2),

@@ -274,8 +274,35 @@ impl Shard {
     }
 
     /// DeleteRecords: moves each log start (-1: to the high watermark); the new log starts.
-    pub async fn delete_records(self: &Rc<Self>, asks: Share<i64>) -> Vec<PartResult<i64>> {
-        self.on_partitions(asks, |p, offset| p.delete_records(offset)).await
+    /// A replicated partition's goes through its raft group (answered once committed, within
+    /// `timeout`).
+    pub async fn delete_records(self: &Rc<Self>, asks: Share<i64>, timeout: Duration) -> Vec<PartResult<i64>> {
+        self.scatter(asks, move |here: Rc<Shard>, share: Share<i64>| -> Served<i64> {
+            Box::pin(async move {
+                let moves = share.into_iter().map(|(tp, offset)| {
+                    let here = &here;
+                    async move {
+                        let p = here.leader_log(&tp)?;
+                        let Some(g) = here.cluster().and_then(|c| c.group(&tp)) else {
+                            return p.delete_records(offset);
+                        };
+                        let rx = g.delete_records(offset)?;
+                        // A group that stops drops its waiters: the client retries at the next leader.
+                        let answer = async { Some(rx.await.unwrap_or(Err(ErrorCode::NotLeaderOrFollower))) };
+                        let committed = futures_lite::future::or(answer, async {
+                            glommio::timer::sleep(timeout).await;
+                            None
+                        });
+                        match committed.await {
+                            Some(appended) => Ok(appended?.log_start_offset),
+                            None => Err(ErrorCode::RequestTimedOut),
+                        }
+                    }
+                });
+                join_all(moves).await
+            })
+        })
+        .await
     }
 
     /// Each partition's idempotent producers.

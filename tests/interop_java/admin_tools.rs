@@ -339,6 +339,65 @@ fn delete_records_tool_moves_the_log_start_and_drops_whole_segments() {
     );
 }
 
+/// The same tool on a three-broker cluster, the topic replicated three times: the admin client
+/// sends each partition's deletion to its leader, every replica's log start moves (a new
+/// leader answers the same start), and each broker deletes the segments below it.
+#[test]
+fn delete_records_tool_moves_the_log_start_of_every_replica() {
+    let _machine = machine::alone();
+    java::classpath();
+    let mut cluster = support::cluster::Cluster::start(3, &["--retention-check-interval-ms", "300"]);
+    cluster.create_topic_with("trim3", 2, 3, &[("segment.bytes", "1024")]);
+    let b = cluster.bootstrap();
+    let leader = cluster.leader("trim3", 0).expect("a leader");
+    let mut c = Client::connect(cluster.addr(leader));
+    fill(&mut c, "trim3", 0, 60, now_ms());
+    let end = c.latest("trim3", 0);
+    let target = end / 2;
+    let other = cluster.leader("trim3", 1).expect("a leader");
+    let mut c1 = Client::connect(cluster.addr(other));
+    fill(&mut c1, "trim3", 1, 10, now_ms());
+    let end1 = c1.latest("trim3", 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("offsets.json");
+    let json = format!(
+        r#"{{"version":1,"partitions":[{{"topic":"trim3","partition":0,"offset":{target}}},{{"topic":"trim3","partition":1,"offset":-1}}]}}"#
+    );
+    std::fs::write(&f, json).unwrap();
+    let out = ok(DELETE_RECORDS, &b, &["--offset-json-file", &f.display().to_string()]);
+    assert!(out.contains(&format!("partition: trim3-0\tlow_watermark: {target}")), "{out}");
+    assert!(out.contains(&format!("partition: trim3-1\tlow_watermark: {end1}")), "{out}");
+    let earliest = |b: &str| -> BTreeSet<String> {
+        ok(GET_OFFSETS, b, &["--topic", "trim3", "--time", "-2"]).lines().map(str::to_string).collect()
+    };
+    let want: BTreeSet<String> = [format!("trim3:0:{target}"), format!("trim3:1:{end1}")].into();
+    assert_eq!(earliest(&b), want, "kafka-get-offsets --time -2");
+
+    // Every broker drops its segments wholly below the start (the one holding it stays).
+    for node in 1..=3 {
+        wait_for(&format!("broker {node} deleting segments below {target}"), Duration::from_secs(20), || {
+            let segs = segments(cluster.data_dir(node), "trim3", 0);
+            segs[0].0 > 0 && segs[0].0 <= target && segs.get(1).is_none_or(|s| s.0 > target)
+        });
+    }
+    // The leader goes: the next one answers the same start and refuses a fetch below it.
+    cluster.kill9(leader);
+    wait_for("another leader of trim3-0", Duration::from_secs(30), || {
+        cluster.leader("trim3", 0).is_some_and(|l| l != leader)
+    });
+    let next = cluster.leader("trim3", 0).unwrap();
+    let mut n = Client::connect(cluster.addr(next));
+    assert_eq!(n.earliest("trim3", 0), target, "the new leader's log start");
+    assert_eq!(n.fetch("trim3", 0, target - 1, 1 << 20).error_code, ErrorCode::OffsetOutOfRange.code());
+    let at = harness(&["read-at", "--bootstrap", &b, "--topic", "trim3", "--partition", "0", "--offset", "1"]);
+    assert_eq!(at, ["OUT_OF_RANGE 1"]);
+    cluster.restart(leader);
+    assert!(cluster.settled("trim3", 2, Duration::from_secs(30)), "the restarted broker is back in sync");
+    let mut back = Client::connect(cluster.addr(next));
+    assert_eq!(back.earliest("trim3", 0), target);
+}
+
 // ---------------------------------------------------------------------------------------------
 // kafka-log-dirs
 // ---------------------------------------------------------------------------------------------

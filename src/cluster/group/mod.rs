@@ -299,6 +299,41 @@ impl Group {
         Ok(rx)
     }
 
+    /// DeleteRecords on the leader: proposes the log start `offset` (-1: the high watermark)
+    /// as an entry; every replica moves its start as it applies it (`settle`). Answered once
+    /// committed, with the log start in `log_start_offset`; OFFSET_OUT_OF_RANGE past the high
+    /// watermark, NOT_LEADER_OR_FOLLOWER if this replica is not the serving leader or stops
+    /// leading first. A start at or below the current one is answered at once.
+    pub fn delete_records(
+        self: &Rc<Self>,
+        offset: i64,
+    ) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
+        if !self.serving() || self.stopped.get() {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        let now = self.log.offsets();
+        let target = if offset == -1 { now.high_watermark } else { offset };
+        if target < 0 || target > now.high_watermark {
+            return Err(ErrorCode::OffsetOutOfRange);
+        }
+        let (tx, rx) = oneshot::channel();
+        if target <= now.log_start {
+            let _ = tx.send(Ok(self.log.appended(-1, -1)));
+            return Ok(rx);
+        }
+        let p = self.replica.borrow_mut().propose(super::entry::log_start_batch(target)).map_err(|e| {
+            tracing::debug!(group = ?self.id, "DeleteRecords refused: {e}");
+            ErrorCode::NotLeaderOrFollower
+        })?;
+        // Answered at commit (no copies beyond a majority asked for): by then `settle` has
+        // moved this replica's start.
+        let waiter =
+            Waiter { reply: tx, log_append_time: -1, acks: Acks::All { min_insync: 1 }, base_offset: p.base_offset };
+        self.waiting.borrow_mut().insert(p.index, waiter);
+        self.pump();
+        Ok(rx)
+    }
+
     /// Voters in sync, as a leader sees them: itself, and each follower it heard from within
     /// the lag bound whose log it is replicating to (not probing for a match). Kafka's ISR.
     pub fn in_sync(&self) -> usize {
@@ -558,6 +593,13 @@ impl Group {
     /// Answers the produces raft settled, follows leadership changes and moves the log's high
     /// watermark to the replica's.
     fn settle(&self) {
+        let start = self.replica.borrow_mut().take_log_start();
+        if let Some(offset) = start {
+            if let Err(e) = self.log.move_start(offset) {
+                self.fail(format!("cannot move the log start to {offset}: {e}"));
+                return;
+            }
+        }
         let mut r = self.replica.borrow_mut();
         let settled = r.take_settled();
         let serving = r.serving();

@@ -490,16 +490,19 @@ fn a_learner_catches_up_and_a_joint_change_swaps_it_in_for_a_voter() {
     });
 }
 
+/// Gives `g`'s log 2 KiB segments and the retention `set` makes.
+fn small_segments(g: &Group, set: impl FnOnce(&mut LogConfig)) {
+    let mut c = g.log().config();
+    c.segment_bytes = 2048;
+    set(&mut c);
+    g.log().set_config(c);
+}
+
 #[test]
 fn a_replica_that_missed_what_retention_deleted_is_sent_a_snapshot_and_catches_up() {
     with_cluster(3, Duration::from_millis(300), async |nodes, peers| {
         // Small segments and retention by size: everything but the active segment may go.
-        let small = |g: &Group| {
-            let mut c = g.log().config();
-            c.segment_bytes = 2048;
-            c.retention_bytes = 0;
-            g.log().set_config(c);
-        };
+        let small = |g: &Group| small_segments(g, |c| c.retention_bytes = 0);
         for n in nodes.iter() {
             small(&n.group().unwrap());
         }
@@ -532,5 +535,62 @@ fn a_replica_that_missed_what_retention_deleted_is_sent_a_snapshot_and_catches_u
         acked.extend(produce(nodes, 215, 5).await);
         agreed(nodes, &acked).await;
         assert_eq!(nodes[away].group().unwrap().log().offsets().log_start, start);
+    });
+}
+
+#[test]
+fn delete_records_moves_every_replicas_log_start_through_the_log() {
+    with_cluster(3, Duration::from_secs(10), async |nodes, peers| {
+        // The records' timestamps are near 1970: no time retention, only DeleteRecords.
+        let small = |g: &Group| small_segments(g, |c| c.retention_ms = -1);
+        for n in nodes.iter() {
+            small(&n.group().unwrap());
+        }
+        let mut acked = produce(nodes, 0, 60).await;
+        let l = leader(nodes).unwrap();
+        let g = nodes[l].group().unwrap();
+        let hwm = g.log().offsets().high_watermark;
+        assert_eq!(g.delete_records(hwm + 1).err(), Some(ErrorCode::OffsetOutOfRange), "past the high watermark");
+        let target = acked[40].0;
+        let answer = g.delete_records(target).unwrap().await.unwrap().expect("committed");
+        assert_eq!(answer.log_start_offset, target, "the low watermark answered");
+        assert_eq!(g.log().offsets().log_start, target);
+        assert_eq!(g.log().read(target - 1, 1 << 20, true).err(), Some(ErrorCode::OffsetOutOfRange));
+        // Every follower applies the entry: its start moves too, durably.
+        until("every replica's start moved", || {
+            nodes.iter().all(|n| n.group().is_some_and(|g| g.log().offsets().log_start == target))
+        })
+        .await;
+        let again = g.delete_records(target - 5).unwrap().await.unwrap().unwrap();
+        assert_eq!(again.log_start_offset, target, "an earlier start changes nothing");
+        let follower = (l + 1) % 3;
+        nodes[follower].stop().await;
+        nodes[follower].start(peers).await;
+        small(&nodes[follower].group().unwrap());
+        assert_eq!(nodes[follower].group().unwrap().log().offsets().log_start, target, "kept over a restart");
+        // The segments wholly below the start go at the next retention pass, on every replica.
+        acked.extend(produce(nodes, 60, 5).await);
+        agreed(nodes, &acked).await;
+        for n in nodes.iter() {
+            let g = n.group().unwrap();
+            until("a retention pass with no write under way", || g.apply_retention(crate::sys::unix_now_ms()) > 0)
+                .await;
+            let first = crate::storage::list(g.log().dir())
+                .unwrap()
+                .iter()
+                .filter_map(|p| p.file_name()?.to_str()?.strip_suffix(".log")?.parse::<i64>().ok())
+                .min()
+                .unwrap();
+            assert!(first > 0 && first <= target, "node {}: first segment at {first}, start {target}", n.id);
+            assert_eq!(g.log().offsets().log_start, target);
+        }
+        // A new leader answers the same start.
+        nodes[l].stop().await;
+        until("another leader", || leader(nodes).is_some_and(|i| i != l)).await;
+        let new = nodes[leader(nodes).unwrap()].group().unwrap();
+        assert_eq!(new.log().offsets().log_start, target);
+        nodes[l].start(peers).await;
+        acked.extend(produce(nodes, 65, 5).await);
+        agreed(nodes, &acked).await;
     });
 }

@@ -5,6 +5,11 @@
 //! empties its log and starts it afresh at the snapshot's offset (`reset_to`). At open the
 //! log is checked against the start its replica recorded (`starts_at`).
 //!
+//! DeleteRecords moves the log start of every replica through the raft log: the leader
+//! proposes the start as an entry, and each replica applying it calls `move_start`, which
+//! records it as a standalone log's DeleteRecords does (`log-start-offset`); the segments
+//! wholly below then go at the next retention pass, as retention's own do.
+//!
 //! Producer state travels with the start: `producers_before` carries the state at the old
 //! start over the batches up to the new one, for the snapshot a lagging peer will get.
 
@@ -21,6 +26,10 @@ impl Partition {
     pub fn retention_point(&self, now_ms: i64, limit: i64) -> Option<i64> {
         let mut n = self.expired_segments(now_ms);
         let st = self.st.borrow();
+        // And the segments DeleteRecords left wholly below the log start (never the active one).
+        while n + 1 < st.segments.len() && st.segments[n + 1].base_offset <= st.log_start {
+            n += 1;
+        }
         while n > 0 && st.segments[n].base_offset > limit {
             n -= 1;
         }
@@ -49,6 +58,21 @@ impl Partition {
             }
         }
         Ok(state)
+    }
+
+    /// A committed DeleteRecords entry moves the log start to `offset` (no further than the
+    /// log's end), durably: fetches below it get OFFSET_OUT_OF_RANGE and ListOffsets EARLIEST
+    /// answers it. A start at or below the current one changes nothing. Returns the start.
+    pub fn move_start(&self, offset: i64) -> Result<i64, BrokerError> {
+        let mut st = self.st.borrow_mut();
+        let target = offset.min(st.written);
+        if target <= st.log_start {
+            return Ok(st.log_start);
+        }
+        self.persist_log_start(target)?;
+        st.log_start = target;
+        tracing::info!(topic = %self.topic, partition = self.index, log_start = target, "records deleted");
+        Ok(target)
     }
 
     /// The log starts at `offset` from now on: fetches below it get OFFSET_OUT_OF_RANGE and

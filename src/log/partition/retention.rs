@@ -1,7 +1,8 @@
 //! What moves a log's start: time and size retention (whole old segments, never the active
 //! one, and nothing of a compacted topic), and DeleteRecords (a durable log start offset).
 
-use super::{Partition, State, LOG_START_FILE};
+use super::{storage, Partition, State, LOG_START_FILE};
+use crate::error::BrokerError;
 use crate::protocol::ErrorCode;
 
 impl Partition {
@@ -11,10 +12,9 @@ impl Partition {
     pub fn delete_records(&self, offset: i64) -> Result<i64, ErrorCode> {
         let mut st = self.st.borrow_mut();
         if st.replicated {
-            // A start set here would have to reach every replica through the raft log (a
-            // retention pass moves each replica's start on its own, at segment boundaries).
-            tracing::warn!(topic = %self.topic, partition = self.index, "DeleteRecords refused: not supported on a replicated topic yet (retention.ms / retention.bytes trim it)");
-            return Err(ErrorCode::PolicyViolation);
+            // Every replica's start moves through the raft log (`Group::delete_records`).
+            tracing::error!(topic = %self.topic, partition = self.index, "DeleteRecords on a replicated log reached the log instead of its raft group");
+            return Err(ErrorCode::UnknownServerError);
         }
         let target = if offset == -1 { st.hwm } else { offset };
         if target < 0 || target > st.hwm {
@@ -23,8 +23,7 @@ impl Partition {
         if target <= st.log_start {
             return Ok(st.log_start);
         }
-        let path = self.dir.join(LOG_START_FILE);
-        if let Err(e) = crate::storage::write_atomic(&path, target.to_string().as_bytes(), 0o644) {
+        if let Err(e) = self.persist_log_start(target) {
             tracing::error!(topic = %self.topic, partition = self.index, "cannot persist the log start offset: {e}");
             return Err(ErrorCode::KafkaStorageError);
         }
@@ -32,6 +31,12 @@ impl Partition {
         let deleted = self.remove_segments_below(&mut st, target);
         tracing::info!(topic = %self.topic, partition = self.index, log_start = target, deleted, "records deleted");
         Ok(target)
+    }
+
+    /// Writes the log start offset where the next open reads it, durably.
+    pub(super) fn persist_log_start(&self, offset: i64) -> Result<(), BrokerError> {
+        let path = self.dir.join(LOG_START_FILE);
+        crate::storage::write_atomic(&path, offset.to_string().as_bytes(), 0o644).map_err(|e| storage(&path, e))
     }
 
     /// Deletes whole old segments beyond `retention_bytes` / `retention_ms` (never the
