@@ -86,7 +86,7 @@ macro_rules! plain_settings {
         }
     )*};
 }
-plain_settings!(String, PathBuf, bool, u32, u64, i32, i64, usize, FlushPolicy, LogFormat, ClientAuth);
+plain_settings!(String, PathBuf, bool, u32, u64, i32, i64, usize, f64, FlushPolicy, LogFormat, ClientAuth);
 
 macro_rules! optional_settings {
     ($($t:ty),*) => {$(
@@ -229,6 +229,23 @@ settings! {
     retention_ms: i64 = 7 * 24 * 3600 * 1000, "RINGBROKER_RETENTION_MS", "Delete segments whose newest record is older than this, ms, -1 = forever [default: 7 days]", allow_hyphen_values;
     /// `log.retention.check.interval.ms`
     retention_check_interval_ms: u64 = 300_000, "RINGBROKER_RETENTION_CHECK_INTERVAL_MS", "How often retention runs, ms [default: 300000]";
+    /// `log.cleaner.enable`: whether compacted topics are cleaned.
+    log_cleaner_enable: bool = true, "RINGBROKER_LOG_CLEANER_ENABLE", "Clean compacted topics (log.cleaner.enable) [default: true]";
+    /// `log.cleaner.backoff.ms`: how long a shard's cleaner sleeps when no log is due.
+    log_cleaner_backoff_ms: u64 = 15_000, "RINGBROKER_LOG_CLEANER_BACKOFF_MS", "How often a shard's cleaner looks for a compacted log due for cleaning, ms [default: 15000]";
+    /// `log.cleaner.dedupe.buffer.size`: memory for the cleaners' key maps, all shards together.
+    log_cleaner_dedupe_buffer_size: u64 = 128 << 20, "RINGBROKER_LOG_CLEANER_DEDUPE_BUFFER_SIZE", "Memory for the cleaners' key maps, all shards together, bytes [default: 134217728]";
+    /// `log.cleaner.io.max.bytes.per.second`: each shard's cleaner reads and writes at most
+    /// this much; 0 sets no limit (Kafka's default, Double.MAX_VALUE).
+    log_cleaner_io_max_bytes_per_second: u64 = 0, "RINGBROKER_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", "Bytes a shard's cleaner reads and writes per second at most, 0 = no limit [default: 0]";
+    /// `log.cleaner.min.cleanable.ratio`: the default `min.cleanable.dirty.ratio`.
+    log_cleaner_min_cleanable_ratio: f64 = 0.5, "RINGBROKER_LOG_CLEANER_MIN_CLEANABLE_RATIO", "Dirty share of a compacted log that makes it due for cleaning, 0 to 1 [default: 0.5]";
+    /// `log.cleaner.min.compaction.lag.ms`: the default `min.compaction.lag.ms`.
+    log_cleaner_min_compaction_lag_ms: u64 = 0, "RINGBROKER_LOG_CLEANER_MIN_COMPACTION_LAG_MS", "Records newer than this are not compacted yet, ms [default: 0]";
+    /// `log.cleaner.max.compaction.lag.ms`: the default `max.compaction.lag.ms`.
+    log_cleaner_max_compaction_lag_ms: u64 = i64::MAX as u64, "RINGBROKER_LOG_CLEANER_MAX_COMPACTION_LAG_MS", "A dirty record older than this makes its log due for cleaning, ms [default: 9223372036854775807]";
+    /// `log.cleaner.delete.retention.ms`: the default `delete.retention.ms`.
+    log_cleaner_delete_retention_ms: u64 = 86_400_000, "RINGBROKER_LOG_CLEANER_DELETE_RETENTION_MS", "Tombstones stay this long after the cleaning that kept them, ms [default: 86400000]";
     /// `log.index.interval.bytes`: bytes of log between two sparse index entries.
     index_interval_bytes: u32 = 4096, "RINGBROKER_INDEX_INTERVAL_BYTES", "Log bytes between two sparse index entries [default: 4096]";
     /// `socket.request.max.bytes`: largest request frame accepted.
@@ -298,6 +315,8 @@ settings! {
     group_max_size: u32 = i32::MAX as u32, "RINGBROKER_GROUP_MAX_SIZE", "Most members one consumer group may have [default: 2147483647]";
     /// `offsets.retention.minutes`: committed offsets of an empty group are kept this long.
     offsets_retention_minutes: u64 = 7 * 24 * 60, "RINGBROKER_OFFSETS_RETENTION_MINUTES", "Keep committed offsets of an empty group this long, minutes [default: 10080]";
+    /// `offsets.topic.segment.bytes`: `__consumer_offsets` rolls its segments at this size.
+    offsets_topic_segment_bytes: u64 = 100 << 20, "RINGBROKER_OFFSETS_TOPIC_SEGMENT_BYTES", "Segment size of __consumer_offsets, bytes (its active segment is never compacted) [default: 104857600]";
     /// `offsets.retention.check.interval.ms`
     offsets_retention_check_interval_ms: u64 = 600_000, "RINGBROKER_OFFSETS_RETENTION_CHECK_INTERVAL_MS", "How often expired committed offsets are removed, ms [default: 600000]";
     /// `producer.id.expiration.ms`: idempotence state of a producer idle this long is dropped.

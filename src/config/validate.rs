@@ -64,6 +64,18 @@ impl Config {
         if self.offsets_retention_minutes == 0 || self.offsets_retention_check_interval_ms == 0 {
             return Err(bad("offsets_retention_minutes", "retention and its check interval must be at least 1"));
         }
+        if !(0.0..=1.0).contains(&self.log_cleaner_min_cleanable_ratio) {
+            return Err(bad("log_cleaner_min_cleanable_ratio", "must be from 0 to 1"));
+        }
+        if self.log_cleaner_max_compaction_lag_ms == 0 || self.log_cleaner_max_compaction_lag_ms > i64::MAX as u64 {
+            return Err(bad("log_cleaner_max_compaction_lag_ms", "must be between 1 and 9223372036854775807"));
+        }
+        if self.log_cleaner_backoff_ms == 0 {
+            return Err(bad("log_cleaner_backoff_ms", "must be at least 1"));
+        }
+        if self.offsets_topic_segment_bytes < 1024 {
+            return Err(bad("offsets_topic_segment_bytes", "must be at least 1024"));
+        }
         if self.group_max_size == 0 {
             return Err(bad("group_max_size", "must be at least 1"));
         }

@@ -288,7 +288,20 @@ impl Coordinator {
         if self.groups.borrow().get(group).is_some_and(|g| !g.is_empty()) {
             return Err(ErrorCode::NonEmptyGroup);
         }
-        self.append(&[Record::DeleteGroup { group: group.to_string() }], log).await?;
+        // A tombstone of each offset, then of the group: compaction then drops them all.
+        let mut records: Vec<Record> = match self.offsets.borrow().group(group) {
+            Some(offsets) => offsets
+                .keys()
+                .map(|(topic, partition)| Record::DeleteOffset {
+                    group: group.to_string(),
+                    topic: topic.clone(),
+                    partition: *partition,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        records.push(Record::DeleteGroup { group: group.to_string() });
+        self.append(&records, log).await?;
         self.offsets.borrow_mut().apply(Record::DeleteGroup { group: group.to_string() });
         if let Some(mut g) = self.groups.borrow_mut().remove(group) {
             g.mark_dead();

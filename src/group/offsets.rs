@@ -3,16 +3,17 @@
 //! of the group id, modulo the partition count). The log is replayed at start, so the
 //! latest record per key wins. Pure code: encoding, decoding, and the in-memory map.
 //!
-//! Record key (big-endian):
+//! The records are Kafka's own (its `OffsetCommitKey`, `OffsetCommitValue` and
+//! `GroupMetadataKey`), so that compaction keeps exactly the live offsets and Kafka's tools
+//! can read the topic. Big-endian; a string is an i16 length and its bytes:
 //! ```text
-//! u8 kind (1 = offset commit, 2 = offset deleted, 3 = group deleted)
-//! u16 group length, group bytes
-//! kinds 1 and 2: u16 topic length, topic bytes, i32 partition
+//! offset commit   key   i16 version 1 | group | topic | i32 partition
+//!                 value i16 version 3 | i64 offset | i32 leader epoch | metadata | i64 commit timestamp (ms)
+//! offset deleted  the same key, null value (a tombstone)
+//! group deleted   key   i16 version 2 | group; null value (after a tombstone of each of its offsets)
 //! ```
-//! Record value for kind 1:
-//! ```text
-//! i64 offset | i32 leader epoch | i64 commit timestamp (ms) | i16 metadata length (-1 = null), bytes
-//! ```
+//! Logs written before this format (a kind byte 1, 2 or 3 first, never 0 as Kafka's
+//! versions start) still replay: `decode` reads both.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -53,51 +54,69 @@ pub fn partition_for(group: &str, partitions: u32) -> i32 {
     abs % partitions.max(1) as i32
 }
 
+/// A Kafka string: i16 length, then the bytes (cut at i16::MAX, far past any group id or
+/// topic name).
 fn put_str(out: &mut Vec<u8>, s: &str) {
-    let b = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
-    out.extend_from_slice(&(b.len() as u16).to_be_bytes());
+    let b = &s.as_bytes()[..s.len().min(i16::MAX as usize)];
+    out.extend_from_slice(&(b.len() as i16).to_be_bytes());
     out.extend_from_slice(b);
 }
 
 fn get_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
-    let len = u16::from_be_bytes(b.get(..2)?.try_into().ok()?) as usize;
+    let len = usize::try_from(i16::from_be_bytes(b.get(..2)?.try_into().ok()?)).ok()?;
     let s = std::str::from_utf8(b.get(2..2 + len)?).ok()?;
     *b = &b[2 + len..];
     Some(s)
 }
 
+fn get_i16(b: &mut &[u8]) -> Option<i16> {
+    let v = i16::from_be_bytes(b.get(..2)?.try_into().ok()?);
+    *b = &b[2..];
+    Some(v)
+}
+
+fn get_i32(b: &mut &[u8]) -> Option<i32> {
+    let v = i32::from_be_bytes(b.get(..4)?.try_into().ok()?);
+    *b = &b[4..];
+    Some(v)
+}
+
+fn get_i64(b: &mut &[u8]) -> Option<i64> {
+    let v = i64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+    *b = &b[8..];
+    Some(v)
+}
+
+/// Kafka's key versions: 0 and 1 are an offset commit's key, 2 a group's.
+const OFFSET_KEY: i16 = 1;
+const GROUP_KEY: i16 = 2;
+/// The OffsetCommitValue version written: offset, leader epoch, metadata, commit timestamp.
+const OFFSET_VALUE: i16 = 3;
+
+fn offset_key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
+    let mut key = OFFSET_KEY.to_be_bytes().to_vec();
+    put_str(&mut key, group);
+    put_str(&mut key, topic);
+    key.extend_from_slice(&partition.to_be_bytes());
+    key
+}
+
 impl Record {
     pub fn encode(&self) -> (Vec<u8>, Option<Vec<u8>>) {
-        let mut key = Vec::new();
         match self {
             Record::Commit { group, topic, partition, value } => {
-                key.push(1);
-                put_str(&mut key, group);
-                put_str(&mut key, topic);
-                key.extend_from_slice(&partition.to_be_bytes());
                 let mut v = Vec::with_capacity(32);
+                v.extend_from_slice(&OFFSET_VALUE.to_be_bytes());
                 v.extend_from_slice(&value.offset.to_be_bytes());
                 v.extend_from_slice(&value.leader_epoch.to_be_bytes());
+                // Kafka's metadata is never null: none is stored as "", as Kafka does.
+                put_str(&mut v, value.metadata.as_deref().unwrap_or(""));
                 v.extend_from_slice(&value.commit_ts.to_be_bytes());
-                match &value.metadata {
-                    Some(m) => {
-                        let m = &m.as_bytes()[..m.len().min(i16::MAX as usize)];
-                        v.extend_from_slice(&(m.len() as i16).to_be_bytes());
-                        v.extend_from_slice(m);
-                    }
-                    None => v.extend_from_slice(&(-1i16).to_be_bytes()),
-                }
-                (key, Some(v))
+                (offset_key(group, topic, *partition), Some(v))
             }
-            Record::DeleteOffset { group, topic, partition } => {
-                key.push(2);
-                put_str(&mut key, group);
-                put_str(&mut key, topic);
-                key.extend_from_slice(&partition.to_be_bytes());
-                (key, None)
-            }
+            Record::DeleteOffset { group, topic, partition } => (offset_key(group, topic, *partition), None),
             Record::DeleteGroup { group } => {
-                key.push(3);
+                let mut key = GROUP_KEY.to_be_bytes().to_vec();
                 put_str(&mut key, group);
                 (key, None)
             }
@@ -105,6 +124,51 @@ impl Record {
     }
 
     pub fn decode(key: &[u8], value: Option<&[u8]>) -> Option<Record> {
+        if key.first() != Some(&0) {
+            return legacy::decode(key, value);
+        }
+        let mut k = key;
+        match get_i16(&mut k)? {
+            0 | 1 => {
+                let group = get_str(&mut k)?.to_string();
+                let topic = get_str(&mut k)?.to_string();
+                let partition = get_i32(&mut k)?;
+                let Some(mut v) = value else { return Some(Record::DeleteOffset { group, topic, partition }) };
+                let version = get_i16(&mut v)?;
+                let offset = get_i64(&mut v)?;
+                let leader_epoch = if version >= 3 { get_i32(&mut v)? } else { -1 };
+                let metadata = get_str(&mut v)?;
+                let commit_ts = get_i64(&mut v)?;
+                let metadata = (!metadata.is_empty()).then(|| metadata.to_string());
+                Some(Record::Commit {
+                    group,
+                    topic,
+                    partition,
+                    value: Committed { offset, leader_epoch, metadata, commit_ts },
+                })
+            }
+            // A group's metadata (members, generation) is not kept; its tombstone deletes it.
+            GROUP_KEY => {
+                let group = get_str(&mut k)?.to_string();
+                value.is_none().then_some(Record::DeleteGroup { group })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The format of logs written before Kafka's records: a kind byte, u16-length strings.
+mod legacy {
+    use super::{Committed, Record};
+
+    fn get_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
+        let len = u16::from_be_bytes(b.get(..2)?.try_into().ok()?) as usize;
+        let s = std::str::from_utf8(b.get(2..2 + len)?).ok()?;
+        *b = &b[2 + len..];
+        Some(s)
+    }
+
+    pub(super) fn decode(key: &[u8], value: Option<&[u8]>) -> Option<Record> {
         let (&kind, mut k) = key.split_first()?;
         let group = get_str(&mut k)?.to_string();
         if kind == 3 {
@@ -237,6 +301,62 @@ mod tests {
         let b = to_batch(&recs, 5);
         batch::check_batch(&b).unwrap();
         assert_eq!(from_batch(&b), recs);
+    }
+
+    #[test]
+    fn records_are_kafkas_offset_commit_and_group_metadata_records() {
+        let commit = Record::Commit {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 2,
+            value: Committed { offset: 42, leader_epoch: 7, metadata: Some("m".into()), commit_ts: 1000 },
+        };
+        let (key, value) = commit.encode();
+        assert_eq!(key, b"\0\x01\0\x01g\0\x01t\0\0\0\x02", "OffsetCommitKey v1: group, topic, partition");
+        let mut want = b"\0\x03".to_vec(); // OffsetCommitValue v3
+        want.extend_from_slice(&42i64.to_be_bytes());
+        want.extend_from_slice(&7i32.to_be_bytes());
+        want.extend_from_slice(b"\0\x01m");
+        want.extend_from_slice(&1000i64.to_be_bytes());
+        assert_eq!(value.as_deref(), Some(&want[..]));
+        // Deleting an offset is a tombstone of the commit's own key: compaction drops both.
+        let (del, none) = Record::DeleteOffset { group: "g".into(), topic: "t".into(), partition: 2 }.encode();
+        assert_eq!((del, none), (key.clone(), None));
+        let (gk, gv) = Record::DeleteGroup { group: "g".into() }.encode();
+        assert_eq!((gk.as_slice(), gv), (&b"\0\x02\0\x01g"[..], None), "GroupMetadataKey v2, tombstone");
+        // Kafka's older value versions read too (v1: offset, metadata, commit and expire time).
+        let mut v1 = b"\0\x01".to_vec();
+        v1.extend_from_slice(&5i64.to_be_bytes());
+        v1.extend_from_slice(b"\0\0");
+        v1.extend_from_slice(&9i64.to_be_bytes());
+        v1.extend_from_slice(&99i64.to_be_bytes());
+        let Some(Record::Commit { value, .. }) = Record::decode(&key, Some(&v1)) else { panic!("a v1 value") };
+        assert_eq!(value, Committed { offset: 5, leader_epoch: -1, metadata: None, commit_ts: 9 });
+    }
+
+    #[test]
+    fn logs_in_the_earlier_format_still_replay() {
+        let mut key = vec![1u8];
+        for s in ["g", "t"] {
+            key.extend_from_slice(&(s.len() as u16).to_be_bytes());
+            key.extend_from_slice(s.as_bytes());
+        }
+        key.extend_from_slice(&3i32.to_be_bytes());
+        let mut value = 42i64.to_be_bytes().to_vec();
+        value.extend_from_slice(&0i32.to_be_bytes());
+        value.extend_from_slice(&1000i64.to_be_bytes());
+        value.extend_from_slice(&(-1i16).to_be_bytes());
+        let want = Committed { offset: 42, leader_epoch: 0, metadata: None, commit_ts: 1000 };
+        assert_eq!(
+            Record::decode(&key, Some(&value)),
+            Some(Record::Commit { group: "g".into(), topic: "t".into(), partition: 3, value: want })
+        );
+        key[0] = 2;
+        assert_eq!(
+            Record::decode(&key, None),
+            Some(Record::DeleteOffset { group: "g".into(), topic: "t".into(), partition: 3 })
+        );
+        assert_eq!(Record::decode(b"\x03\0\x01g", None), Some(Record::DeleteGroup { group: "g".into() }));
     }
 
     #[test]

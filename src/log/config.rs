@@ -14,7 +14,10 @@
 //!
 //! | config | takes effect |
 //! |---|---|
-//! | `cleanup.policy` | retention pass: only `delete` alone trims by time or size; a policy containing `compact` is never trimmed (there is no compaction yet, and trimming would lose the latest values), nor is an empty one |
+//! | `cleanup.policy` | retention pass: `delete` trims by time or size; `compact` has the shard's cleaner keep only each key's latest record (see `cleaner`); an empty one does neither |
+//! | `delete.retention.ms` | cleaning: how long a tombstone stays after the cleaning that first kept it |
+//! | `min.cleanable.dirty.ratio`, `max.compaction.lag.ms` | the cleaner's check: when a compacted log is due |
+//! | `min.compaction.lag.ms` | cleaning: segments holding newer records are not cleaned yet |
 //! | `compression.type` | append: a batch in another codec is recompressed (`producer` keeps it) |
 //! | `flush.messages`, `flush.ms` | append: the durability policy of the topic (see `FlushPolicy`) |
 //! | `index.interval.bytes` | append: sparse index density |
@@ -80,6 +83,15 @@ pub struct LogConfig {
     pub compact: bool,
     /// `cleanup.policy` contains `delete`.
     pub delete: bool,
+    /// `min.cleanable.dirty.ratio`: the dirty share of the cleanable bytes that makes a
+    /// compacted log due for cleaning.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: records newer than this are not compacted yet.
+    pub min_compaction_lag_ms: u64,
+    /// `max.compaction.lag.ms`: a dirty record older than this makes the log due.
+    pub max_compaction_lag_ms: u64,
+    /// `delete.retention.ms`: tombstones stay this long after the cleaning that kept them.
+    pub delete_retention_ms: u64,
     pub min_insync_replicas: i32,
 }
 
@@ -122,6 +134,10 @@ impl LogConfig {
             compression: TopicCompression::Producer,
             compact: false,
             delete: true,
+            min_cleanable_dirty_ratio: c.log_cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms: c.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms: c.log_cleaner_max_compaction_lag_ms,
+            delete_retention_ms: c.log_cleaner_delete_retention_ms,
             min_insync_replicas: c.min_insync_replicas.min(i32::MAX as u32) as i32,
         }
     }
@@ -149,9 +165,10 @@ impl LogConfig {
         (self.message_max_bytes as usize).saturating_mul(DECOMPRESSION_FACTOR)
     }
 
-    /// Whether time and size retention may delete this log's old segments.
+    /// Whether time and size retention may delete this log's old segments (`delete` alone,
+    /// or with `compact`, as Kafka's `compact,delete`).
     pub fn retention_deletes(&self) -> bool {
-        self.delete && !self.compact
+        self.delete
     }
 
     /// These settings with `configs` (name → value, as the named `Form` calls them) applied
@@ -235,6 +252,7 @@ pub enum Kind {
     String = 2,
     Int = 3,
     Long = 5,
+    Double = 6,
     List = 7,
 }
 
@@ -276,6 +294,15 @@ fn long(v: &str, min: i64) -> Result<i64, BadValue> {
 fn int(v: &str, min: i64) -> Result<i32, BadValue> {
     let n = long(v, min)?;
     i32::try_from(n).map_err(|_| BadValue::TooLarge(i32::MAX.into()))
+}
+
+/// A number from 0 to 1 (`min.cleanable.dirty.ratio`).
+fn ratio(v: &str) -> Result<f64, BadValue> {
+    let r: f64 = v.parse().map_err(|_| BadValue::NotOneOf("a number from 0 to 1"))?;
+    match (0.0..=1.0).contains(&r) {
+        true => Ok(r),
+        false => Err(BadValue::NotOneOf("a number from 0 to 1")),
+    }
 }
 
 fn boolean(v: &str) -> Result<bool, BadValue> {
@@ -343,6 +370,16 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         show: |c| codec_name(c.compression).into(),
     },
     TopicConfig {
+        name: "delete.retention.ms",
+        broker_name: "log.cleaner.delete.retention.ms",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.delete_retention_ms = long(v, 0)? as u64;
+            Ok(())
+        },
+        show: |c| c.delete_retention_ms.to_string(),
+    },
+    TopicConfig {
         name: "flush.messages",
         broker_name: "log.flush.interval.messages",
         kind: Kind::Long,
@@ -383,6 +420,16 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         show: |c| c.message_max_bytes.to_string(),
     },
     TopicConfig {
+        name: "max.compaction.lag.ms",
+        broker_name: "log.cleaner.max.compaction.lag.ms",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.max_compaction_lag_ms = long(v, 1)? as u64;
+            Ok(())
+        },
+        show: |c| c.max_compaction_lag_ms.to_string(),
+    },
+    TopicConfig {
         name: "message.timestamp.after.max.ms",
         broker_name: "log.message.timestamp.after.max.ms",
         kind: Kind::Long,
@@ -418,6 +465,26 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
             TimestampType::CreateTime => "CreateTime".into(),
             TimestampType::LogAppendTime => "LogAppendTime".into(),
         },
+    },
+    TopicConfig {
+        name: "min.cleanable.dirty.ratio",
+        broker_name: "log.cleaner.min.cleanable.ratio",
+        kind: Kind::Double,
+        set: |c, v| {
+            c.min_cleanable_dirty_ratio = ratio(v)?;
+            Ok(())
+        },
+        show: |c| format!("{:?}", c.min_cleanable_dirty_ratio),
+    },
+    TopicConfig {
+        name: "min.compaction.lag.ms",
+        broker_name: "log.cleaner.min.compaction.lag.ms",
+        kind: Kind::Long,
+        set: |c, v| {
+            c.min_compaction_lag_ms = long(v, 0)? as u64;
+            Ok(())
+        },
+        show: |c| c.min_compaction_lag_ms.to_string(),
     },
     TopicConfig {
         name: "min.insync.replicas",
@@ -505,14 +572,6 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
 /// Why a Kafka topic config the table does not hold is refused.
 pub fn refusal(name: &str) -> ConfigRefused {
     let why = match name {
-        "delete.retention.ms"
-        | "min.compaction.lag.ms"
-        | "max.compaction.lag.ms"
-        | "min.cleanable.dirty.ratio"
-        | "log.cleaner.delete.retention.ms"
-        | "log.cleaner.min.compaction.lag.ms"
-        | "log.cleaner.max.compaction.lag.ms"
-        | "log.cleaner.min.cleanable.ratio" => "it tunes log compaction, which Ringbroker does not do yet",
         "compression.gzip.level" | "compression.lz4.level" | "compression.zstd.level" => {
             "Ringbroker compresses at each codec's default level"
         }
@@ -561,13 +620,17 @@ mod tests {
         let values = [
             ("cleanup.policy", "compact,delete"),
             ("compression.type", "zstd"),
+            ("delete.retention.ms", "1000"),
             ("flush.messages", "1000"),
             ("flush.ms", "250"),
             ("index.interval.bytes", "8192"),
+            ("max.compaction.lag.ms", "600000"),
             ("max.message.bytes", "2000000"),
             ("message.timestamp.after.max.ms", "3600000"),
             ("message.timestamp.before.max.ms", "86400000"),
             ("message.timestamp.type", "LogAppendTime"),
+            ("min.cleanable.dirty.ratio", "0.25"),
+            ("min.compaction.lag.ms", "5000"),
             ("min.insync.replicas", "2"),
             ("preallocate", "false"),
             ("retention.bytes", "1048576"),
@@ -601,7 +664,8 @@ mod tests {
             ("min.insync.replicas", "0", "at least 1"),
             ("preallocate", "true", "not preallocated"),
             ("unclean.leader.election.enable", "true", "out-of-sync"),
-            ("delete.retention.ms", "1000", "compaction"),
+            ("min.cleanable.dirty.ratio", "1.5", "from 0 to 1"),
+            ("min.cleanable.dirty.ratio", "half", "from 0 to 1"),
             ("compression.zstd.level", "3", "default level"),
             ("retention.hours", "1", "unknown config"),
         ] {
@@ -624,10 +688,10 @@ mod tests {
     }
 
     #[test]
-    fn compacted_topics_are_not_trimmed_by_retention() {
+    fn compacted_topics_are_trimmed_by_retention_only_with_delete() {
         assert!(base().retention_deletes());
         assert!(!topic(&[("cleanup.policy", "compact")]).unwrap().retention_deletes());
-        assert!(!topic(&[("cleanup.policy", "delete,compact")]).unwrap().retention_deletes());
+        assert!(topic(&[("cleanup.policy", "delete,compact")]).unwrap().retention_deletes(), "Kafka's compact,delete");
         let neither = topic(&[("cleanup.policy", "")]).unwrap();
         assert!(!neither.retention_deletes(), "an empty policy keeps everything");
         assert_eq!((lookup(Form::Topic, "cleanup.policy").unwrap().show)(&neither), "");

@@ -1,6 +1,7 @@
 //! Partition logs on their home shard. `partition` is the appender/reader, `segment` one
-//! file set, `index` the sparse indexes, `config` the settings and the table of topic configs. Recovery is `Partition::open` + `Segment::rebuild`.
+//! file set, `index` the sparse indexes, `config` the settings and the table of topic configs, `cleaner` log compaction. Recovery is `Partition::open` + `Segment::rebuild`.
 
+pub mod cleaner;
 pub mod config;
 pub mod index;
 pub mod partition;

@@ -192,6 +192,16 @@ pub struct ShardMetrics {
     /// Append writes refused because the data disk was full (their batches got
     /// KAFKA_STORAGE_ERROR; later appends try again).
     pub log_writes_refused: Counter,
+    /// Log cleaning (compacted topics): bytes of old segments cleaned, and what they became.
+    pub cleaner_bytes_read: Counter,
+    pub cleaner_bytes_written: Counter,
+    pub cleaner_runs: Counter,
+    /// Time spent cleaning, in µs.
+    pub cleaner_micros: Counter,
+    /// The dirty share of the dirtiest compacted log, in thousandths, at the last check.
+    pub cleaner_max_dirty_permille: Gauge,
+    /// Compacted logs due for cleaning at the last check.
+    pub cleaner_backlog: Gauge,
     /// SASL authentications that succeeded and that failed.
     pub authentications: Counter,
     pub authentication_failures: Counter,
@@ -240,6 +250,12 @@ impl ShardMetrics {
             creation_throttled: Counter::default(),
             log_recoveries: Counter::default(),
             log_writes_refused: Counter::default(),
+            cleaner_bytes_read: Counter::default(),
+            cleaner_bytes_written: Counter::default(),
+            cleaner_runs: Counter::default(),
+            cleaner_micros: Counter::default(),
+            cleaner_max_dirty_permille: Gauge::default(),
+            cleaner_backlog: Gauge::default(),
             authentications: Counter::default(),
             authentication_failures: Counter::default(),
             tls_handshake_failures: Counter::default(),
@@ -440,6 +456,20 @@ impl Probe {
     /// A partition opened without its clean-shutdown marker: its tail was scanned.
     pub fn log_recovery(&self) {
         self.m.log_recoveries.inc();
+    }
+
+    /// One cleaning done: the bytes it read and wrote, and how long it took.
+    pub fn cleaned(&self, read: u64, written: u64, took: Duration) {
+        self.m.cleaner_runs.inc();
+        self.m.cleaner_bytes_read.add(read);
+        self.m.cleaner_bytes_written.add(written);
+        self.m.cleaner_micros.add(took.as_micros() as u64);
+    }
+
+    /// What the cleaner's last look at the shard's compacted logs found.
+    pub fn cleaner_backlog(&self, due: usize, max_dirty_ratio: f64) {
+        self.m.cleaner_backlog.set(due as i64);
+        self.m.cleaner_max_dirty_permille.set((max_dirty_ratio * 1000.0).round() as i64);
     }
 
     /// An append write found the data disk full.

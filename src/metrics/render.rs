@@ -319,6 +319,42 @@ impl Collector for Shards {
             "Append writes refused because the data disk was full; their batches got KAFKA_STORAGE_ERROR and later appends try again.",
             &per_shard(&|m| m.log_writes_refused.get()),
         )?;
+        counter(
+            &mut enc,
+            "cleaner_runs",
+            "Cleanings of compacted logs finished.",
+            &per_shard(&|m| m.cleaner_runs.get()),
+        )?;
+        counter(
+            &mut enc,
+            "cleaner_bytes_read",
+            "Bytes of old segments the cleaner rewrote.",
+            &per_shard(&|m| m.cleaner_bytes_read.get()),
+        )?;
+        counter(
+            &mut enc,
+            "cleaner_bytes_written",
+            "Bytes of the cleaned segments that replaced them.",
+            &per_shard(&|m| m.cleaner_bytes_written.get()),
+        )?;
+        counter_seconds(
+            &mut enc,
+            "cleaner_time_seconds",
+            "Time spent cleaning compacted logs (key map and rewrite).",
+            &per_shard(&|m| m.cleaner_micros.get()),
+        )?;
+        gauge(
+            &mut enc,
+            "cleaner_max_dirty_ratio_permille",
+            "Dirty share of the shard's dirtiest compacted log at the cleaner's last check, in thousandths.",
+            &per_shard_gauge(&|m| m.cleaner_max_dirty_permille.get()),
+        )?;
+        gauge(
+            &mut enc,
+            "cleaner_backlog",
+            "Compacted logs due for cleaning at the cleaner's last check.",
+            &per_shard_gauge(&|m| m.cleaner_backlog.get()),
+        )?;
         counter(&mut enc, "mesh_messages_sent", "Messages sent to other shards.", &per_shard(&|m| m.mesh_sent.get()))?;
         counter(
             &mut enc,

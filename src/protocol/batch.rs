@@ -36,6 +36,9 @@ const ATTR_CODEC: i16 = 0x7;
 const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
 const ATTR_TRANSACTIONAL: i16 = 1 << 4;
 const ATTR_CONTROL: i16 = 1 << 5;
+/// KIP-534: the base timestamp holds the time after which the cleaner may remove the
+/// batch's tombstones (record timestamps stay base timestamp + delta).
+const ATTR_DELETE_HORIZON: i16 = 1 << 6;
 
 /// The fields of a batch header the broker uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +73,10 @@ impl BatchHeader {
     /// Whether the broker's clock stamped the batch (LogAppendTime).
     pub fn is_log_append_time(&self) -> bool {
         self.attributes & ATTR_LOG_APPEND_TIME != 0
+    }
+    /// When the log cleaner may remove this batch's tombstones, if a cleaning set it (KIP-534).
+    pub fn delete_horizon(&self) -> Option<i64> {
+        (self.attributes & ATTR_DELETE_HORIZON != 0).then_some(self.base_timestamp)
     }
 }
 
@@ -167,7 +174,8 @@ pub fn read_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
 }
 
 /// Fully checks the single batch that makes up `buf` (length, magic, CRC, record count):
-/// what recovery applies to each batch on disk.
+/// what recovery applies to each batch on disk. A compacted batch may hold fewer records
+/// than its offset range (none at all: a producer's last batch the cleaner kept).
 pub fn check_batch(buf: &[u8]) -> Result<BatchHeader, BatchError> {
     let h = read_header(buf)?;
     if buf.len() < h.size {
@@ -178,7 +186,7 @@ pub fn check_batch(buf: &[u8]) -> Result<BatchHeader, BatchError> {
     if stored != computed {
         return Err(BatchError::Crc { stored, computed });
     }
-    if h.record_count < 1 || h.last_offset_delta != h.record_count - 1 {
+    if h.record_count < 0 || h.last_offset_delta < 0 || h.record_count > h.last_offset_delta.saturating_add(1) {
         return Err(BatchError::CountMismatch { delta: h.last_offset_delta, count: h.record_count });
     }
     Ok(h)
@@ -199,6 +207,10 @@ pub fn validate_produce(records: &[u8], max_size: usize) -> Result<BatchHeader, 
         return Err(BatchError::BatchCount(count_batches(records)));
     }
     let h = check_batch(records)?;
+    // What a producer sends holds every offset of its range.
+    if h.record_count < 1 || h.last_offset_delta != h.record_count - 1 {
+        return Err(BatchError::CountMismatch { delta: h.last_offset_delta, count: h.record_count });
+    }
     if h.is_control() {
         return Err(BatchError::Control);
     }
@@ -261,17 +273,7 @@ pub fn recompress(buf: &[u8], codec: u8, limit: usize) -> Result<Vec<u8>, BatchE
         let reason = format!("{found} records where the header says {}", h.record_count);
         return Err(BatchError::Records(CodecError::Corrupt { codec: compression::name(h.codec()), reason }));
     }
-    let packed = compression::compress(codec, &records).map_err(BatchError::Records)?;
-    let mut out = Vec::with_capacity(HEADER_LEN + packed.len());
-    out.extend_from_slice(&buf[..HEADER_LEN]);
-    out.extend_from_slice(&packed);
-    let len = i32::try_from(out.len() - LOG_OVERHEAD)
-        .map_err(|_| BatchError::TooLarge { size: out.len(), max: i32::MAX as usize })?;
-    out[8..12].copy_from_slice(&len.to_be_bytes());
-    let attributes = (h.attributes & !ATTR_CODEC) | codec as i16;
-    out[21..23].copy_from_slice(&attributes.to_be_bytes());
-    set_crc(&mut out);
-    Ok(out)
+    rebuild(buf, &records, h.record_count, codec, h.delete_horizon())
 }
 
 /// The smallest record timestamp of a whole, checked batch, records without one (-1) left
@@ -410,6 +412,89 @@ pub fn parse_records(buf: &[u8], base_ts: i64) -> impl Iterator<Item = RawRecord
         // A client chooses both numbers: add as Java's long does (wrapping), never panic.
         Some(RawRecord { offset_delta: off_delta as i32, timestamp: base_ts.wrapping_add(ts_delta), key, value })
     })
+}
+
+/// One record of a batch with the bytes it is made of: for rewriting a batch (the log
+/// cleaner) without decoding what it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordSpan<'a> {
+    pub record: RawRecord<'a>,
+    /// The whole record, its length prefix included.
+    pub bytes: &'a [u8],
+    /// The record's attributes byte.
+    pub attributes: u8,
+    /// Everything after the offset delta: key, value and headers, as encoded.
+    pub tail: &'a [u8],
+}
+
+/// The records in uncompressed record bytes, each with its encoding; stops quietly at the
+/// first malformed one (as `parse_records`).
+pub fn record_spans(buf: &[u8], base_ts: i64) -> impl Iterator<Item = RecordSpan<'_>> + '_ {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        let (len, n) = get_varint(buf.get(pos..)?)?;
+        let end = (pos + n).checked_add(usize::try_from(len).ok()?)?;
+        let bytes = buf.get(pos..end)?;
+        let rec = &bytes[n..];
+        pos = end;
+        let attributes = *rec.first()?;
+        let mut r = &rec[1..];
+        let (ts_delta, n) = get_varint(r)?;
+        r = &r[n..];
+        let (off_delta, n) = get_varint(r)?;
+        r = &r[n..];
+        let tail = r;
+        let key = bytes_field(&mut r)?;
+        let value = bytes_field(&mut r)?;
+        let record =
+            RawRecord { offset_delta: off_delta as i32, timestamp: base_ts.wrapping_add(ts_delta), key, value };
+        Some(RecordSpan { record, bytes, attributes, tail })
+    })
+}
+
+/// `span`'s record encoded against another base timestamp (the same timestamp, offset
+/// delta, key, value and headers), appended to `out`.
+pub fn reencode_record(out: &mut Vec<u8>, span: &RecordSpan, base_ts: i64) {
+    let mut r = Vec::with_capacity(span.bytes.len() + 8);
+    r.push(span.attributes);
+    put_varint(&mut r, span.record.timestamp.wrapping_sub(base_ts));
+    put_varint(&mut r, span.record.offset_delta as i64);
+    r.extend_from_slice(span.tail);
+    put_varint(out, r.len() as i64);
+    out.extend_from_slice(&r);
+}
+
+/// A batch with the header of `original` (offsets, producer, epoch, sequence, timestamps'
+/// maximum) holding `count` of its records, `records` (uncompressed, as encoded), in
+/// `codec`; `delete_horizon` stamps KIP-534's horizon in as the base timestamp, which the
+/// records were then encoded against. Length, attributes and CRC are rewritten.
+pub fn rebuild(
+    original: &[u8],
+    records: &[u8],
+    count: i32,
+    codec: u8,
+    delete_horizon: Option<i64>,
+) -> Result<Vec<u8>, BatchError> {
+    let h = read_header(original)?;
+    let packed = match codec {
+        compression::NONE => Cow::Borrowed(records),
+        _ => Cow::Owned(compression::compress(codec, records).map_err(BatchError::Records)?),
+    };
+    let mut out = Vec::with_capacity(HEADER_LEN + packed.len());
+    out.extend_from_slice(&original[..HEADER_LEN]);
+    out.extend_from_slice(&packed);
+    let len = i32::try_from(out.len() - LOG_OVERHEAD)
+        .map_err(|_| BatchError::TooLarge { size: out.len(), max: i32::MAX as usize })?;
+    out[8..12].copy_from_slice(&len.to_be_bytes());
+    let mut attributes = (h.attributes & !ATTR_CODEC) | codec as i16;
+    if let Some(horizon) = delete_horizon {
+        attributes |= ATTR_DELETE_HORIZON;
+        out[27..35].copy_from_slice(&horizon.to_be_bytes());
+    }
+    out[21..23].copy_from_slice(&attributes.to_be_bytes());
+    out[57..61].copy_from_slice(&count.to_be_bytes());
+    set_crc(&mut out);
+    Ok(out)
 }
 
 /// A varint-length-prefixed byte field (-1 = null), advancing `r` past it.

@@ -1,5 +1,5 @@
-//! A shard's periodic work: retention and the expiry of committed offsets in the
-//! `background` queue, group timers (rebalance and session deadlines) in the shard's default
+//! A shard's periodic work: retention, log cleaning and the expiry of committed offsets in
+//! the `background` queue, group timers (rebalance and session deadlines) in the shard's default
 //! queue, since clients wait on those. (Syncs for `flush = "interval"` and `flush.ms` are
 //! scheduled by each partition.)
 
@@ -28,6 +28,19 @@ pub(super) fn spawn(shard: &Rc<Shard>, queues: Queues) {
         s.tick_groups();
         async {}
     });
+    if shard.config.log_cleaner_enable {
+        let s = shard.clone();
+        let backoff = Duration::from_millis(s.config.log_cleaner_backoff_ms.max(1));
+        queues::spawn_into(queues.background, async move {
+            loop {
+                if s.clean_once().await {
+                    glommio::yield_if_needed().await;
+                } else {
+                    glommio::timer::sleep(backoff).await;
+                }
+            }
+        });
+    }
     let s = shard.clone();
     let expiry = Duration::from_millis(s.config.offsets_retention_check_interval_ms.max(1));
     every(queues.background, expiry, move || {

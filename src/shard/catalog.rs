@@ -21,9 +21,15 @@ impl Shard {
     }
 
     /// A topic's effective log settings: the broker's static ones, the catalog's dynamic
-    /// broker defaults over them, then the topic's own configs.
-    pub fn topic_log_config(&self, catalog: &Catalog, configs: &BTreeMap<String, String>) -> LogConfig {
-        self.broker_log_config(catalog).with_stored(Form::Topic, configs)
+    /// broker defaults over them, then the topic's own configs. `__consumer_offsets` rolls at
+    /// `offsets_topic_segment_bytes` (its configs are fixed at creation; this one follows the
+    /// setting), so that compaction, which never touches the active segment, keeps it small.
+    pub fn topic_log_config(&self, catalog: &Catalog, name: &str, configs: &BTreeMap<String, String>) -> LogConfig {
+        let mut cfg = self.broker_log_config(catalog).with_stored(Form::Topic, configs);
+        if name == crate::group::offsets::TOPIC {
+            cfg.segment_bytes = self.config.offsets_topic_segment_bytes;
+        }
+        cfg
     }
 
     /// The broker-wide log defaults: static settings, then the dynamic cluster-wide
@@ -84,13 +90,13 @@ impl Shard {
         // defaults under them, may have changed).
         for (tp, p) in self.logs.borrow().iter() {
             if let Some(t) = catalog.topic_by_id(&tp.topic) {
-                p.set_config(self.topic_log_config(&catalog, &t.configs));
+                p.set_config(self.topic_log_config(&catalog, &t.name, &t.configs));
             }
         }
         for (name, tp) in wanted {
             let topic = &catalog.topics[&name];
             let dir = self.config.data_dir.join(Partition::dir_name(&name, tp.partition));
-            let cfg = self.topic_log_config(&catalog, &topic.configs);
+            let cfg = self.topic_log_config(&catalog, &name, &topic.configs);
             match Partition::open(&name, tp.partition, dir, cfg, self.probe.clone()).await {
                 Ok(p) if topic.replicated() => {
                     let Some(cluster) = self.cluster() else {

@@ -11,6 +11,7 @@
 //! remote time.
 
 mod catalog;
+mod cleaning;
 pub mod cluster;
 pub mod controller;
 mod forward;

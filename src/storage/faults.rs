@@ -50,6 +50,8 @@ struct Rule {
     fault: Fault,
     /// Calls left to fail; `None`: every one until cleared.
     remaining: Option<u32>,
+    /// Matching calls to let through first.
+    skip: u32,
 }
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -62,7 +64,13 @@ fn rules() -> std::sync::MutexGuard<'static, Vec<Rule>> {
 /// Makes `op` calls on paths under `dir` fail with `fault`: the next `times` of them, or all
 /// until `clear` when `None`.
 pub fn inject(dir: &Path, op: Op, fault: Fault, times: Option<u32>) {
-    rules().push(Rule { dir: dir.to_path_buf(), op, fault, remaining: times });
+    inject_after(dir, op, fault, 0, times);
+}
+
+/// `inject`, letting the first `skip` matching calls through: a crash at the `skip`-th step
+/// of a sequence of such calls (the failing call and everything after it never happen).
+pub fn inject_after(dir: &Path, op: Op, fault: Fault, skip: u32, times: Option<u32>) {
+    rules().push(Rule { dir: dir.to_path_buf(), op, fault, remaining: times, skip });
     ACTIVE.store(true, Ordering::Release);
 }
 
@@ -80,6 +88,10 @@ pub(super) fn check(op: Op, path: &Path) -> Option<Fault> {
     }
     let mut r = rules();
     let rule = r.iter_mut().find(|rule| rule.op == op && path.starts_with(&rule.dir) && rule.remaining != Some(0))?;
+    if rule.skip > 0 {
+        rule.skip -= 1;
+        return None;
+    }
     if let Some(n) = &mut rule.remaining {
         *n -= 1;
     }

@@ -134,6 +134,12 @@ pub fn zero(file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()> {
     }
 }
 
+/// Renames `from` to `to` (replacing it), atomically; durable once the directory is synced.
+pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    hit(Op::Rename, to)?;
+    std::fs::rename(from, to)
+}
+
 pub fn remove_file(path: &Path) -> io::Result<()> {
     hit(Op::Remove, path)?;
     match std::fs::remove_file(path) {

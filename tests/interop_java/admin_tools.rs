@@ -398,6 +398,46 @@ fn delete_records_tool_moves_the_log_start_of_every_replica() {
     assert_eq!(back.earliest("trim3", 0), target);
 }
 
+/// `__consumer_offsets` holds Kafka's own records: Kafka's console consumer with its
+/// OffsetsMessageFormatter reads the commits `kafka-consumer-groups` made, and the deletion of
+/// an offset as a tombstone of that offset's key.
+#[test]
+fn consumer_offsets_hold_kafkas_records_and_its_formatter_reads_them() {
+    const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
+    const CONSOLE: &str = "org.apache.kafka.tools.consumer.ConsoleConsumer";
+    let _machine = machine::shared();
+    java::classpath();
+    let broker = Broker::start_args(&["--flush", "os"]);
+    let b = broker.bootstrap();
+    let mut c = Client::connect(broker.addr);
+    c.create_topic("fmt", 2, &[]);
+    fill(&mut c, "fmt", 0, 10, now_ms());
+    fill(&mut c, "fmt", 1, 10, now_ms());
+    for (partition, offset) in [("fmt:0", "42"), ("fmt:1", "7")] {
+        ok(
+            GROUPS,
+            &b,
+            &["--reset-offsets", "--group", "fmtg", "--topic", partition, "--to-offset", offset, "--execute"],
+        );
+    }
+    ok(GROUPS, &b, &["--delete-offsets", "--group", "fmtg", "--topic", "fmt:1"]);
+    let formatter = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter";
+    let args = ["--topic", "__consumer_offsets", "--from-beginning", "--formatter", formatter, "--timeout-ms", "6000"];
+    let run = tool(CONSOLE, &b, &args);
+    let lines: Vec<&str> = run.stdout.lines().filter(|l| l.contains("\"group\":\"fmtg\"")).collect();
+    assert!(
+        lines.iter().any(|l| l.contains("\"partition\":0") && l.contains("\"offset\":42")),
+        "the commit of fmt-0 at 42, as Kafka's formatter reads it:\n{}",
+        run.all
+    );
+    assert!(lines.iter().any(|l| l.contains("\"partition\":1") && l.contains("\"offset\":7")), "{}", run.all);
+    assert!(
+        lines.iter().any(|l| l.contains("\"partition\":1") && l.contains("\"value\":null")),
+        "the deletion of fmt-1's offset is a tombstone of its key:\n{}",
+        run.all
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // kafka-log-dirs
 // ---------------------------------------------------------------------------------------------
@@ -499,12 +539,12 @@ fn configs_tool_alters_and_describes_topic_configs() {
     let r = alter(&["--delete-config", "retention.bytes"]);
     assert!(!r.ok && r.all.contains("Invalid config(s): retention.bytes"), "{}", r.all);
     // Configs Ringbroker does not implement are refused, saying why (Kafka 4.4 accepts
-    // delete.retention.ms, a compaction setting).
-    let r = alter(&["--add-config", "delete.retention.ms=1000"]);
+    // segment.index.bytes).
+    let r = alter(&["--add-config", "segment.index.bytes=4096"]);
     assert!(
         !r.ok
             && r.all.contains(
-                "InvalidConfigurationException: delete.retention.ms is not supported: it tunes log compaction"
+                "InvalidConfigurationException: segment.index.bytes is not supported: index sizes follow segment.bytes"
             ),
         "{}",
         r.all
@@ -895,7 +935,7 @@ fn legacy_alter_configs_replaces_the_dynamic_configs() {
         // A refused change leaves the configs as they were.
         let (code, msg) = legacy_alter(&mut c, version, TOPIC, &name, &[("retention.ms", "soon")]);
         assert_eq!(code, ErrorCode::InvalidConfig.code(), "{msg}");
-        let (code, msg) = legacy_alter(&mut c, version, TOPIC, &name, &[("delete.retention.ms", "1")]);
+        let (code, msg) = legacy_alter(&mut c, version, TOPIC, &name, &[("segment.index.bytes", "4096")]);
         assert_eq!(code, ErrorCode::InvalidConfig.code(), "{msg}");
         assert!(msg.contains("not supported"), "{msg}");
         assert_eq!(described(&b, &topic), map(&[("cleanup.policy", "compact")]), "v{version}");
@@ -1068,7 +1108,7 @@ fn java_admin_client_drives_the_admin_apis() {
         "incrementalAlterConfigs topic subtract OK",
         "config TOPIC 'apis' cleanup.policy=compact DYNAMIC_TOPIC_CONFIG",
         "incrementalAlterConfigs topic append non-list InvalidConfigurationException",
-        // Kafka 4.4 accepts it (log compaction is not implemented here).
+        // Kafka 4.4 accepts it (index sizes here follow segment.bytes).
         "incrementalAlterConfigs topic unsupported InvalidConfigurationException",
         "incrementalAlterConfigs topic delete OK",
         "config TOPIC 'apis' retention.ms=604800000 DEFAULT_CONFIG",

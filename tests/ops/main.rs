@@ -1,5 +1,5 @@
 //! Running the broker and its tools as an operator does: the admin CLI (`cli_run` runs it),
-//! the command line and config file, restarts and recovery, shutdown under load, a full disk,
+//! the command line and config file, restarts and recovery, log compaction, shutdown under load, a full disk,
 //! `ringbroker tune`, and the load tool.
 //!
 //! `tune` reads this test process's own resource limits: no test here may change them.
@@ -8,6 +8,7 @@ mod cli;
 mod cli_run;
 mod cli_security;
 mod cluster;
+mod compaction;
 mod faults;
 mod layers;
 mod ringbench;

@@ -1040,7 +1040,7 @@ fn topic_configs_take_effect_or_are_refused() {
 
     // Accepted configs do something; the rest are refused with the reason.
     for (config, value, says) in [
-        ("delete.retention.ms", "1000", "log compaction"),
+        ("compression.zstd.level", "3", "default level"),
         ("preallocate", "true", "not preallocated"),
         ("retention.ms", "soon", "whole number"),
         ("no.such.config", "1", "unknown config"),

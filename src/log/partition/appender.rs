@@ -70,6 +70,14 @@ impl Partition {
         if cfg.timestamp_type == TimestampType::CreateTime {
             check_timestamps(records, &header, &cfg, now).map_err(refuse)?;
         }
+        if cfg.compact {
+            // Kafka: "Compacted topic cannot accept message without key".
+            let body = batch::record_bytes(records, cfg.decompressed_limit()).map_err(refuse)?;
+            if batch::parse_records(&body, header.base_timestamp).any(|r| r.key.is_none()) {
+                tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: a compacted topic takes only records with a key");
+                return Err(ErrorCode::InvalidRecord);
+            }
+        }
         let log_start = {
             let st = self.st.borrow();
             if st.failed {

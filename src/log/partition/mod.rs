@@ -20,6 +20,7 @@
 //!
 //! The parts: this file holds the state, opening (with recovery) and closing; `appender`
 //! the write path; `reader` fetches and lookups; `retention` what moves the log start;
+//! `compaction` a compacted log's side of a cleaning (see `log::cleaner`);
 //! `replicated` and `replicated_start` the operations a raft replica drives.
 //!
 //! Metrics (through the home shard's probe): each fdatasync's latency (one per group
@@ -36,10 +37,13 @@ use glommio::channels::local_channel::{self, LocalSender};
 use glommio::io::BufferedFile;
 
 mod appender;
+mod compaction;
 mod reader;
 mod replicated;
 mod replicated_start;
 mod retention;
+
+pub use compaction::Due;
 
 use super::config::LogConfig;
 use super::segment::{self, Segment};
@@ -109,7 +113,12 @@ const CLEAN_MARKER: &str = ".clean-shutdown";
 const LOG_START_FILE: &str = "log-start-offset";
 
 fn read_log_start(dir: &Path) -> Result<Option<i64>, BrokerError> {
-    let path = dir.join(LOG_START_FILE);
+    read_offset_file(&dir.join(LOG_START_FILE))
+}
+
+/// An offset kept as decimal text in its own file (None: no such file).
+fn read_offset_file(path: &Path) -> Result<Option<i64>, BrokerError> {
+    let path = path.to_path_buf();
     let Some(bytes) = crate::storage::read(&path).map_err(|e| storage(&path, e))? else { return Ok(None) };
     let text = String::from_utf8_lossy(&bytes);
     let not_an_offset = || std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not an offset: {text:?}"));
@@ -178,6 +187,8 @@ pub struct Partition {
     producers_written: RefCell<ProducerState>,
     /// Retried batches answered with their first offsets once those are committed.
     duplicates: RefCell<Vec<(i64, Appended, AppendReply)>>,
+    /// Offsets below are clean: where the last cleaning's key map ended (compacted topics).
+    first_dirty: Cell<i64>,
     probe: Probe,
 }
 
@@ -200,6 +211,12 @@ impl Partition {
         probe: Probe,
     ) -> Result<Rc<Partition>, BrokerError> {
         crate::storage::create_dir_all(&dir).map_err(|e| storage(&dir, e))?;
+        // A cleaning the last run committed is finished before the segments are listed;
+        // one it had not committed is thrown away.
+        if crate::log::cleaner::swap::recover(&dir).map_err(|e| storage(&dir, e))? {
+            tracing::info!(topic, partition = index, "finished swapping in cleaned segments");
+        }
+        let first_dirty = read_offset_file(&dir.join(compaction::CHECKPOINT_FILE))?.unwrap_or(0);
         let marker = dir.join(CLEAN_MARKER);
         let clean = marker.exists();
         let mut bases: Vec<i64> = crate::storage::list(&dir)
@@ -311,6 +328,7 @@ impl Partition {
             producers_written: RefCell::new(producers.clone()),
             producers: RefCell::new(producers),
             duplicates: RefCell::new(Vec::new()),
+            first_dirty: Cell::new(first_dirty),
             probe,
         });
         let writer = p.clone();
@@ -398,5 +416,7 @@ impl Partition {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_compaction;
 #[cfg(test)]
 mod tests_replicated;

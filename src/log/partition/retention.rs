@@ -1,5 +1,5 @@
 //! What moves a log's start: time and size retention (whole old segments, never the active
-//! one, and nothing of a compacted topic), and DeleteRecords (a durable log start offset).
+//! one, and nothing unless the policy has `delete`), and DeleteRecords (a durable log start offset).
 
 use super::{storage, Partition, State, LOG_START_FILE};
 use crate::error::BrokerError;
@@ -40,7 +40,7 @@ impl Partition {
     }
 
     /// Deletes whole old segments beyond `retention_bytes` / `retention_ms` (never the
-    /// active one); a topic whose `cleanup.policy` contains `compact` keeps them all. Returns
+    /// active one) when `cleanup.policy` contains `delete`. Returns
     /// how many were deleted. A replicated log's start moves with its replica instead
     /// (`retention_point`, `drop_below`).
     pub fn apply_retention(&self, now_ms: i64) -> usize {
@@ -78,11 +78,11 @@ impl Partition {
     }
 
     /// How many of the oldest segments retention would delete now: beyond `retention_bytes`
-    /// or all older than `retention_ms`, never the active one, none of a compacted topic.
+    /// or all older than `retention_ms`, never the active one, none unless the policy has `delete`.
     pub(super) fn expired_segments(&self, now_ms: i64) -> usize {
         let cfg = self.cfg.get();
         if !cfg.retention_deletes() {
-            return 0; // compacted topics keep every segment until compaction exists
+            return 0; // `compact` alone: the cleaner keeps the latest of each key, nothing goes by age
         }
         let st = self.st.borrow();
         let total: u64 = st.segments.iter().map(|s| s.size.get()).sum();

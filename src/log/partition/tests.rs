@@ -376,19 +376,26 @@ fn delete_records_moves_the_log_start_for_good_and_drops_whole_segments() {
 }
 
 #[test]
-fn compacted_topics_are_never_trimmed_by_retention() {
+fn compacted_topics_are_trimmed_by_retention_only_with_delete() {
     let dir = tempfile::tempdir().unwrap();
     run(async move {
         let mut c = cfg(FlushPolicy::Os, 2048);
         c.retention_bytes = 1;
         c.retention_ms = 0;
-        c.compact = true;
+        (c.compact, c.delete) = (true, false);
         let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
-        append_n(&p, 0, 60).await;
-        assert_eq!(p.apply_retention(unix_now_ms()), 0);
-        c.compact = false;
+        for i in 0..60 {
+            let v = format!("value-{i}");
+            p.append(&Bytes::from(batch::build_keyed(1_000, &[(Some(b"k"), Some(v.as_bytes()))])))
+                .unwrap()
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(p.apply_retention(unix_now_ms()), 0, "compact alone");
+        c.delete = true;
         p.set_config(c);
-        assert!(p.apply_retention(unix_now_ms()) > 0, "the same log with cleanup.policy=delete is trimmed");
+        assert!(p.apply_retention(unix_now_ms()) > 0, "compact,delete is trimmed, as in Kafka");
     });
 }
 

@@ -1,0 +1,38 @@
+//! Log compaction (`cleanup.policy=compact`): the cleaner keeps, of each key, only its
+//! latest record, in the segments a cleaning may touch (inactive, committed, and older than
+//! `min.compaction.lag.ms`), preserving every kept record's offset, timestamp and headers.
+//!
+//! A cleaning of one partition, on its home shard:
+//!
+//! 1. the partition plans it (`Partition::cleaning_due`): the cleanable segments, the first
+//!    dirty offset (where the last cleaning's key map ended, `cleaner-checkpoint`), and
+//!    whether it is due: the dirty part's share of the cleanable bytes is at least
+//!    `min.cleanable.dirty.ratio`, or its newest record in the first dirty segment is older
+//!    than `max.compaction.lag.ms`;
+//! 2. `pass` reads and writes files on the blocking pool: the key map over the dirty part
+//!    (`keymap`, at most `log_cleaner_dedupe_buffer_size` bytes, so a large dirty part is
+//!    cleaned over several passes), then each run of old segments of up to `segment.bytes`
+//!    rewritten as one new segment (`filter` says what stays);
+//! 3. back on the shard, `Partition::swap_cleaned` checks the old segments are all still
+//!    there and swaps the new ones in (`swap`: crash-safe, with the order of fsyncs it
+//!    documents). Fetches in flight keep reading the old files they hold.
+//!
+//! Replicated logs are not cleaned yet: a raft replica's log below its start would have to
+//! reach a lagging replica as data, not only as a snapshot of producer state.
+
+pub mod filter;
+pub mod keymap;
+pub mod pass;
+pub mod swap;
+
+pub use filter::Counts;
+pub use pass::{Cleaned, Job};
+
+/// The cleaner's broker settings, the same for every partition of a shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanerSettings {
+    /// Keys one cleaning's map may hold.
+    pub map_capacity: usize,
+    /// Bytes read and written per second by one shard's cleaner (None: no limit).
+    pub io_limit: Option<u64>,
+}

@@ -1,0 +1,286 @@
+//! One cleaning of one partition, the part that reads and writes files: it runs on the
+//! shard's blocking pool (`spawn_blocking`), so the shard goes on serving meanwhile. It
+//! reads only inactive segments, which appends never touch; it builds the key map over the
+//! dirty part, then writes each group of old segments as one new segment (log and indexes,
+//! fsynced) into `cleaner.tmp/` beside them. Replacing the old segments is the shard's
+//! business (`swap`), once it has checked that they are all still there.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::filter::{self, Counts, Kept, Rules};
+use super::keymap::KeyMap;
+use crate::log::segment::{self, Segment};
+use crate::protocol::batch::{self, BatchHeader};
+use crate::storage;
+
+/// Where a cleaning writes its new segments, inside the partition's directory.
+pub const TMP_DIR: &str = "cleaner.tmp";
+
+/// Bytes written to a new segment at a time.
+const WRITE_CHUNK: usize = 1 << 20;
+
+/// An old segment the cleaning may read: its base offset and size when planned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OldSegment {
+    pub base: i64,
+    pub size: u64,
+}
+
+/// Everything a cleaning needs, plain data (it crosses to the blocking pool).
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub dir: PathBuf,
+    pub topic: String,
+    pub partition: i32,
+    /// The cleanable segments, oldest first: inactive, wholly committed, old enough.
+    pub segments: Vec<OldSegment>,
+    /// Offsets below are clean: a cleaning has already kept only their latest values.
+    pub first_dirty: i64,
+    /// The offset the cleanable segments end at (the next one's base).
+    pub end: i64,
+    pub log_start: i64,
+    /// The size a group of old segments may add up to (the topic's `segment.bytes`).
+    pub segment_bytes: u64,
+    pub index_interval: u32,
+    /// Keys the map may hold (`log_cleaner_dedupe_buffer_size`).
+    pub map_capacity: usize,
+    pub now_ms: i64,
+    pub delete_retention_ms: i64,
+    /// Base offsets of each producer's last batch: kept even when emptied.
+    pub keep: HashSet<i64>,
+    pub decompress_limit: usize,
+    /// Bytes read and written per second at most (`log_cleaner_io_max_bytes_per_second`).
+    pub io_limit: Option<u64>,
+}
+
+/// One new segment replacing a run of old ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSegment {
+    pub base: i64,
+    /// The old segments it replaces, by base offset; the first is `base`.
+    pub replaces: Vec<i64>,
+    pub size: u64,
+}
+
+/// What a cleaning wrote, for the shard to swap in.
+#[derive(Debug, Clone)]
+pub struct Cleaned {
+    pub segments: Vec<NewSegment>,
+    /// The new first dirty offset: where the key map ended.
+    pub map_end: i64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub counts: Counts,
+    pub elapsed: Duration,
+}
+
+/// Holds I/O to `limit` bytes per second on average.
+struct Throttle {
+    limit: Option<u64>,
+    started: Instant,
+    bytes: u64,
+}
+
+impl Throttle {
+    fn account(&mut self, n: u64) {
+        self.bytes += n;
+        let Some(limit) = self.limit.filter(|l| *l > 0) else { return };
+        let due = Duration::from_secs_f64(self.bytes as f64 / limit as f64);
+        if let Some(wait) = due.checked_sub(self.started.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// Reads the batches of one old segment in order: (position, header, bytes).
+struct Batches {
+    file: std::fs::File,
+    path: PathBuf,
+    pos: u64,
+    size: u64,
+}
+
+impl Batches {
+    fn open(dir: &Path, base: i64) -> io::Result<Batches> {
+        let path = dir.join(segment::file_name(base, "log"));
+        let file = std::fs::File::open(&path)?;
+        let size = file.metadata()?.len();
+        Ok(Batches { file, path, pos: 0, size })
+    }
+
+    fn next(&mut self, throttle: &mut Throttle) -> io::Result<Option<(BatchHeader, Vec<u8>)>> {
+        if self.pos + batch::LOG_OVERHEAD as u64 > self.size {
+            return Ok(None);
+        }
+        let mut pre = [0u8; batch::LOG_OVERHEAD];
+        storage::read_exact_at(&self.file, &self.path, &mut pre, self.pos)?;
+        let len = match batch::batch_size(&pre) {
+            Some(Ok(len)) if self.pos + len as u64 <= self.size => len,
+            _ => return Err(corrupt(&self.path, self.pos, "a batch runs past the end of a sealed segment")),
+        };
+        let mut buf = vec![0u8; len];
+        storage::read_exact_at(&self.file, &self.path, &mut buf, self.pos)?;
+        let h = batch::check_batch(&buf).map_err(|e| corrupt(&self.path, self.pos, &e.to_string()))?;
+        self.pos += len as u64;
+        throttle.account(len as u64);
+        Ok(Some((h, buf)))
+    }
+}
+
+fn corrupt(path: &Path, pos: u64, why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("{} at byte {pos}: {why}", path.display()))
+}
+
+/// Runs `job`: the key map, then the new segments in `cleaner.tmp/`. An error leaves the old
+/// segments as they were (the next open removes `cleaner.tmp/`).
+pub fn run(job: &Job) -> io::Result<Cleaned> {
+    let started = Instant::now();
+    let mut throttle = Throttle { limit: job.io_limit, started, bytes: 0 };
+    let (map, map_end) = build_map(job, &mut throttle)?;
+    // Every cleanable segment that starts below where the map ends is rewritten; records at
+    // or past `map_end` in the last of them are not in the map and stay.
+    let olds: Vec<OldSegment> = job.segments.iter().copied().filter(|s| s.base < map_end).collect();
+    let tmp = job.dir.join(TMP_DIR);
+    if tmp.exists() {
+        storage::remove_dir_all(&tmp)?;
+    }
+    storage::create_dir_all(&tmp)?;
+    let rules = Rules {
+        map: &map,
+        now_ms: job.now_ms,
+        delete_retention_ms: job.delete_retention_ms,
+        keep: &job.keep,
+        log_start: job.log_start,
+        decompress_limit: job.decompress_limit,
+    };
+    let mut counts = Counts::default();
+    let mut out = Vec::new();
+    for group in groups(&olds, job.segment_bytes) {
+        out.push(write_group(job, &tmp, &group, &rules, &mut counts, &mut throttle)?);
+    }
+    storage::sync_dir(&tmp)?;
+    Ok(Cleaned {
+        bytes_before: olds.iter().map(|s| s.size).sum(),
+        bytes_after: out.iter().map(|s| s.size).sum(),
+        segments: out,
+        map_end,
+        counts,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The key map over the dirty part, [first_dirty, end), and the offset it ends at: `end`,
+/// or the first record that did not fit.
+fn build_map(job: &Job, throttle: &mut Throttle) -> io::Result<(KeyMap, i64)> {
+    let mut map = KeyMap::new(job.map_capacity);
+    for (i, s) in job.segments.iter().enumerate() {
+        let next_base = job.segments.get(i + 1).map_or(job.end, |n| n.base);
+        if next_base <= job.first_dirty {
+            continue;
+        }
+        let mut batches = Batches::open(&job.dir, s.base)?;
+        while let Some((h, raw)) = batches.next(throttle)? {
+            if h.last_offset() < job.first_dirty || h.is_control() {
+                continue;
+            }
+            let records = batch::record_bytes(&raw, job.decompress_limit)
+                .map_err(|e| corrupt(&batches.path, batches.pos, &e.to_string()))?;
+            for r in batch::parse_records(&records, h.base_timestamp) {
+                let offset = h.base_offset + r.offset_delta as i64;
+                let Some(key) = r.key.filter(|_| offset >= job.first_dirty) else { continue };
+                if !map.put(key, offset) {
+                    return Ok((map, offset));
+                }
+            }
+        }
+    }
+    Ok((map, job.end))
+}
+
+/// Runs of consecutive segments whose sizes add up to at most `limit` (each run at least
+/// one segment), so that a new segment is never larger than the topic's segments.
+fn groups(segments: &[OldSegment], limit: u64) -> Vec<Vec<OldSegment>> {
+    let mut out: Vec<Vec<OldSegment>> = Vec::new();
+    let mut size = 0;
+    for s in segments {
+        match out.last_mut() {
+            Some(g) if size + s.size <= limit => {
+                g.push(*s);
+                size += s.size;
+            }
+            _ => {
+                out.push(vec![*s]);
+                size = s.size;
+            }
+        }
+    }
+    out
+}
+
+fn write_group(
+    job: &Job,
+    tmp: &Path,
+    group: &[OldSegment],
+    rules: &Rules,
+    counts: &mut Counts,
+    throttle: &mut Throttle,
+) -> io::Result<NewSegment> {
+    let base = group[0].base;
+    let cap = Segment::index_capacity(job.segment_bytes.max(group.iter().map(|s| s.size).sum()), job.index_interval);
+    let mut seg = Segment::open(tmp, base, cap, false)?;
+    let mut pending = Vec::with_capacity(WRITE_CHUNK);
+    let mut pos = 0u64;
+    let flush = |seg: &Segment, pending: &mut Vec<u8>, pos: &mut u64, throttle: &mut Throttle| -> io::Result<()> {
+        storage::write_at(&seg.file, &seg.path, pending, *pos)?;
+        *pos += pending.len() as u64;
+        throttle.account(pending.len() as u64);
+        pending.clear();
+        Ok(())
+    };
+    for old in group {
+        let mut batches = Batches::open(&job.dir, old.base)?;
+        while let Some((h, raw)) = batches.next(throttle)? {
+            let kept = filter::filter(&raw, &h, rules, counts)
+                .map_err(|e| corrupt(&batches.path, batches.pos, &e.to_string()))?;
+            let bytes = match &kept {
+                Kept::Whole => &raw,
+                Kept::Rewritten(b) => b,
+                Kept::Dropped => continue,
+            };
+            let nh = batch::read_header(bytes).map_err(|e| corrupt(&batches.path, batches.pos, &e.to_string()))?;
+            seg.note_batch(&nh, pos + pending.len() as u64, job.index_interval);
+            pending.extend_from_slice(bytes);
+            if pending.len() >= WRITE_CHUNK {
+                flush(&seg, &mut pending, &mut pos, throttle)?;
+            }
+        }
+    }
+    if !pending.is_empty() {
+        flush(&seg, &mut pending, &mut pos, throttle)?;
+    }
+    storage::sync(&seg.file, &seg.path)?;
+    seg.seal_indexes()?;
+    for ext in ["index", "timeindex"] {
+        let path = tmp.join(segment::file_name(base, ext));
+        storage::sync(&std::fs::File::open(&path)?, &path)?;
+    }
+    Ok(NewSegment { base, replaces: group.iter().map(|s| s.base).collect(), size: pos })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_add_up_to_the_segment_size_and_keep_order() {
+        let s = |base, size| OldSegment { base, size };
+        let segs = [s(0, 40), s(10, 40), s(20, 40), s(30, 100), s(40, 10)];
+        let g = groups(&segs, 100);
+        let bases: Vec<Vec<i64>> = g.iter().map(|g| g.iter().map(|s| s.base).collect()).collect();
+        assert_eq!(bases, vec![vec![0, 10], vec![20], vec![30], vec![40]]);
+        assert!(groups(&[], 100).is_empty());
+    }
+}

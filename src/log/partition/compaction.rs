@@ -1,0 +1,164 @@
+//! A compacted log's side of a cleaning (see `log::cleaner`): when one is due and what it
+//! may touch (`cleaning_due`), and putting its segments in place (`swap_cleaned`).
+
+use std::collections::HashSet;
+
+use super::{storage, Partition};
+use crate::error::BrokerError;
+use crate::log::cleaner::{self, Cleaned, CleanerSettings, Job};
+use crate::log::segment::Segment;
+
+/// Where the last cleaning's key map ended, as decimal text: offsets below are clean.
+pub(super) const CHECKPOINT_FILE: &str = "cleaner-checkpoint";
+
+/// A cleaning a log is due for, and how dirty it is.
+pub struct Due {
+    pub job: Job,
+    /// The dirty part's share of the cleanable bytes.
+    pub dirty_ratio: f64,
+}
+
+impl Partition {
+    /// How dirty this log is (0 when it is not compacted or has nothing cleanable), and the
+    /// cleaning it is due for now, if any. Cleanable: every inactive segment wholly below the
+    /// high watermark, up to the first holding a record newer than `min.compaction.lag.ms`.
+    pub fn cleaning_due(&self, now_ms: i64, settings: &CleanerSettings) -> (f64, Option<Due>) {
+        let cfg = self.cfg.get();
+        let st = self.st.borrow();
+        if !cfg.compact || st.replicated || st.failed || self.wake.borrow().is_none() {
+            return (0.0, None);
+        }
+        let lag = i64::try_from(cfg.min_compaction_lag_ms).unwrap_or(i64::MAX);
+        let inactive = &st.segments[..st.segments.len() - 1];
+        let n = inactive
+            .iter()
+            .take_while(|s| {
+                s.next_offset.get() <= st.hwm && (lag == 0 || s.max_timestamp.get() <= now_ms.saturating_sub(lag))
+            })
+            .count();
+        if n == 0 {
+            return (0.0, None);
+        }
+        let end = st.segments[n].base_offset;
+        let first_dirty = self.first_dirty.get().max(st.log_start);
+        let (mut clean, mut dirty, mut first_dirty_ts) = (0u64, 0u64, None);
+        for (i, s) in st.segments[..n].iter().enumerate() {
+            if st.segments[i + 1].base_offset <= first_dirty {
+                clean += s.size.get();
+            } else {
+                dirty += s.size.get();
+                first_dirty_ts.get_or_insert(s.max_timestamp.get());
+            }
+        }
+        if dirty == 0 {
+            return (0.0, None);
+        }
+        let ratio = dirty as f64 / (clean + dirty) as f64;
+        let max_lag = i64::try_from(cfg.max_compaction_lag_ms).unwrap_or(i64::MAX);
+        // The first dirty segment's newest record stands for its age: it is due no earlier
+        // than Kafka would make it, and no later than one segment's span after.
+        let overdue = first_dirty_ts.is_some_and(|ts| ts >= 0 && now_ms.saturating_sub(ts) > max_lag);
+        if ratio < cfg.min_cleanable_dirty_ratio && !overdue {
+            return (ratio, None);
+        }
+        let keep: HashSet<i64> = self
+            .producers_written
+            .borrow()
+            .producers
+            .values()
+            .filter_map(|p| p.batches.back())
+            .map(|b| b.first_offset)
+            .collect();
+        let job = Job {
+            dir: self.dir.clone(),
+            topic: self.topic.clone(),
+            partition: self.index,
+            segments: st.segments[..n]
+                .iter()
+                .map(|s| cleaner::pass::OldSegment { base: s.base_offset, size: s.size.get() })
+                .collect(),
+            first_dirty,
+            end,
+            log_start: st.log_start,
+            segment_bytes: cfg.segment_bytes,
+            index_interval: cfg.index_interval_bytes,
+            map_capacity: settings.map_capacity,
+            now_ms,
+            delete_retention_ms: i64::try_from(cfg.delete_retention_ms).unwrap_or(i64::MAX),
+            keep,
+            decompress_limit: cfg.decompressed_limit(),
+            io_limit: settings.io_limit,
+        };
+        (ratio, Some(Due { job, dirty_ratio: ratio }))
+    }
+
+    /// Puts a cleaning's new segments in place of the old ones it read, unless the log
+    /// changed meanwhile (retention or DeleteRecords removed one of them, or the log closed
+    /// or failed): then the cleaning is discarded and false returned. A failure once the swap
+    /// is committed takes the log offline; the next open finishes the swap.
+    pub fn swap_cleaned(&self, job: &Job, cleaned: &Cleaned) -> Result<bool, BrokerError> {
+        let mut st = self.st.borrow_mut();
+        let olds: Vec<i64> = cleaned.segments.iter().flat_map(|s| s.replaces.iter().copied()).collect();
+        let first = st.segments.iter().position(|s| Some(&s.base_offset) == olds.first());
+        let unchanged = !st.failed
+            && self.wake.borrow().is_some()
+            && first.is_some_and(|at| {
+                olds.len() < st.segments.len() - at
+                    && st.segments[at..at + olds.len()].iter().map(|s| s.base_offset).eq(olds.iter().copied())
+            });
+        let Some(at) = first.filter(|_| unchanged) else {
+            drop(st);
+            let _ = crate::storage::remove_dir_all(&self.dir.join(cleaner::pass::TMP_DIR));
+            tracing::info!(topic = %self.topic, partition = self.index, "cleaning discarded: the log changed meanwhile");
+            return Ok(false);
+        };
+        let fail = |st: &mut super::State, e: std::io::Error| {
+            st.failed = true;
+            tracing::error!(topic = %self.topic, partition = self.index, "swapping in cleaned segments failed, the partition is offline until a restart finishes the swap: {e}");
+            storage(&self.dir, e)
+        };
+        if let Err(e) = cleaner::swap::commit(&self.dir, &cleaned.segments) {
+            return Err(fail(&mut st, e));
+        }
+        let interval = job.index_interval;
+        let mut fresh = Vec::with_capacity(cleaned.segments.len());
+        for s in &cleaned.segments {
+            let opened = Segment::open(&self.dir, s.base, 0, true).and_then(|mut seg| {
+                let from = seg.index.last().map_or(0, |(_, pos)| pos as u64);
+                if let Some((ts, _)) = seg.time_index.last() {
+                    seg.max_timestamp.set(ts);
+                }
+                seg.rebuild(from, false, interval)?;
+                Ok(seg)
+            });
+            match opened {
+                Ok(seg) => {
+                    seg.committed.set(seg.size.get());
+                    fresh.push(seg);
+                }
+                Err(e) => return Err(fail(&mut st, e)),
+            }
+        }
+        // An empty new segment still ends where its old ones did, for the offsets after it.
+        for (seg, s) in fresh.iter().zip(&cleaned.segments) {
+            let old_end = st.segments[at..at + olds.len()]
+                .iter()
+                .filter(|o| s.replaces.contains(&o.base_offset))
+                .map(|o| o.next_offset.get())
+                .max()
+                .unwrap_or(s.base);
+            seg.next_offset.set(seg.next_offset.get().max(old_end));
+        }
+        let removed: Vec<Segment> = st.segments.splice(at..at + olds.len(), fresh).collect();
+        drop(st);
+        drop(removed); // fetches in flight hold their own handles on the old files
+        self.probe.log_bytes(cleaned.bytes_after as i64 - cleaned.bytes_before as i64);
+        self.first_dirty.set(cleaned.map_end);
+        let path = self.dir.join(CHECKPOINT_FILE);
+        if let Err(e) = crate::storage::write_atomic(&path, cleaned.map_end.to_string().as_bytes(), 0o644) {
+            // Only costs cleaning the same range again.
+            tracing::warn!(topic = %self.topic, partition = self.index, "cannot write the cleaner checkpoint: {e}");
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,255 @@
+//! A compacted topic on a running broker: 100k records over 1k keys, updates and tombstones,
+//! 64 KiB segments. The broker's cleaner (throttled, so that a cleaning takes seconds) is
+//! killed with SIGKILL in the middle of a cleaning; after the restart, and after the cleaning
+//! it then finishes, every live key's latest value is at its original offset; a consumer
+//! reading the whole time sees offsets only grow and, at the end of each pass, each key's
+//! latest value; tombstoned keys vanish once `delete.retention.ms` has passed and another
+//! cleaning ran. And `__consumer_offsets` under 100k commits stays small.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ringbroker::protocol::batch;
+use support::client::{now_ms, wait_until, Client};
+
+const TOPIC: &str = "compacted";
+const RECORDS: usize = 100_000;
+const KEYS: usize = 1_000;
+const PER_BATCH: usize = 100;
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key-{:04}", i % KEYS).into_bytes()
+}
+
+/// Record `i`'s value: None (a tombstone) for the last write of every tenth key.
+fn value(i: usize) -> Option<Vec<u8>> {
+    let last_write = i + KEYS >= RECORDS;
+    (!(last_write && (i % KEYS).is_multiple_of(10))).then(|| format!("value-{i:06}-{}", "x".repeat(60)).into_bytes())
+}
+
+/// Produces records `from..to` (record `j` writes `key(j)`, with `value(j)`); returns
+/// (offset, key, value) of each.
+fn produce(c: &mut Client, from: usize, to: usize, value: impl Fn(usize) -> Option<Vec<u8>>) -> Vec<Rec> {
+    let mut out = Vec::new();
+    let mut i = from;
+    while i < to {
+        let n = PER_BATCH.min(to - i);
+        let recs: Vec<(Vec<u8>, Option<Vec<u8>>)> = (i..i + n).map(|j| (key(j), value(j))).collect();
+        let kvs: Vec<batch::KeyValue> = recs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
+        let base = c.produce_ok(TOPIC, 0, batch::build_keyed(now_ms(), &kvs));
+        out.extend(recs.into_iter().enumerate().map(|(d, (k, v))| (base + d as i64, k, v)));
+        i += n;
+    }
+    out
+}
+
+type Rec = (i64, Vec<u8>, Option<Vec<u8>>);
+
+/// The whole partition as a fetch reads it, checking that offsets only grow.
+fn read_all(c: &mut Client) -> Vec<Rec> {
+    let records = c.fetch_all(TOPIC, 0, 0);
+    let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
+    assert!(offsets.windows(2).all(|w| w[0] < w[1]), "offsets only grow");
+    records.into_iter().map(|r| (r.offset, r.key.unwrap_or_default(), r.value)).collect()
+}
+
+/// Checks the latest record of each key is in `got` at its offset (tombstones, unless
+/// `tombstones_gone`, in which case those keys must be absent altogether).
+fn check(got: &[Rec], produced: &[Rec], tombstones_gone: bool, when: &str) {
+    let latest: BTreeMap<&Vec<u8>, &Rec> = produced.iter().map(|r| (&r.1, r)).collect();
+    let seen: BTreeMap<&Vec<u8>, &Rec> = got.iter().map(|r| (&r.1, r)).collect();
+    for (k, rec) in &latest {
+        let key = String::from_utf8_lossy(k);
+        match (rec.2.is_none(), seen.get(k)) {
+            (true, None) if tombstones_gone => {}
+            (true, Some(s)) if tombstones_gone => panic!("{when}: deleted key {key} is still there: {s:?}"),
+            (_, Some(s)) => assert_eq!(s, rec, "{when}: the latest record of {key}"),
+            (_, None) => panic!("{when}: the latest record of {key} is lost"),
+        }
+    }
+}
+
+fn log_bytes(dir: &std::path::Path) -> u64 {
+    log_bytes_of(&dir.join(format!("{TOPIC}-0")))
+}
+
+fn cleanings(b: &support::Broker) -> f64 {
+    support::metric_sum(
+        &support::scrape(b.admin_addr.expect("an admin listener")),
+        "ringbroker_cleaner_runs_total",
+        &[],
+    )
+}
+
+#[test]
+fn a_compacted_topic_keeps_each_keys_latest_value_through_kill_9_mid_cleaning() {
+    let args = ["--flush", "os", "--log-cleaner-backoff-ms", "200", "--log-cleaner-io-max-bytes-per-second", "4000000"];
+    // Written with the cleaner off, so that the first cleaning has all of it to do.
+    let mut broker = support::Broker::start_args(&["--flush", "os", "--log-cleaner-enable", "false"]);
+    let tmp = broker.take_tempdir().unwrap();
+    let mut c = Client::connect(broker.addr);
+    let configs = [
+        ("cleanup.policy", "compact"),
+        ("segment.bytes", "65536"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+        ("delete.retention.ms", "3000"),
+    ];
+    assert_eq!(c.create_topic(TOPIC, 1, &configs).error_code, 0);
+    let mut produced = produce(&mut c, 0, RECORDS, value);
+    let full = log_bytes(tmp.path());
+    broker.stop();
+    let listen = broker.addr.to_string();
+    let mut broker = support::restart(tmp.path(), &listen, &args);
+
+    // A consumer reads the partition over and over while the cleaner works.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, addr, produced) = (stop.clone(), broker.addr, produced.clone());
+        std::thread::spawn(move || {
+            let mut passes = 0;
+            while !stop.load(Ordering::Relaxed) {
+                // The broker going away ends the reads; what a read got is checked outside.
+                let Ok(records) = std::panic::catch_unwind(|| Client::connect(addr).fetch_all(TOPIC, 0, 0)) else {
+                    break;
+                };
+                let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
+                assert!(offsets.windows(2).all(|w| w[0] < w[1]), "pass {passes}: offsets only grow");
+                let got: Vec<Rec> =
+                    records.into_iter().map(|r| (r.offset, r.key.unwrap_or_default(), r.value)).collect();
+                check(&got, &produced, false, &format!("reader pass {passes}"));
+                passes += 1;
+            }
+            passes
+        })
+    };
+    // Killed while a cleaning has written part of its new segments.
+    let dir = tmp.path().join(format!("{TOPIC}-0"));
+    let started = wait_until(Duration::from_secs(60), || dir.join("cleaner.tmp").exists());
+    assert!(started, "a cleaning started");
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(cleanings(&broker), 0.0, "killed before the first cleaning finished");
+    broker.kill9();
+    stop.store(true, Ordering::Relaxed);
+    let passes = reader.join().expect("the reader saw a consistent log on every pass");
+    println!("reader passes during the cleaning: {passes}");
+
+    let broker = support::restart(tmp.path(), &listen, &args);
+    let mut c = Client::connect(broker.addr);
+    check(&read_all(&mut c), &produced, false, "after kill -9 during a cleaning");
+    let cleaned = wait_until(Duration::from_secs(60), || cleanings(&broker) >= 1.0);
+    assert!(cleaned, "the cleaning is done again after the restart");
+    let got = read_all(&mut c);
+    check(&got, &produced, false, "after the cleaning");
+    let now = log_bytes(tmp.path());
+    assert!(now < full / 4, "{full} bytes of log became {now}");
+
+    // New writes to keys 0..600 roll the segment holding the tombstones: the next cleaning
+    // stamps their delete horizon; past delete.retention.ms, the one after drops them.
+    let later = |i: usize| Some(format!("later-{i}-{}", "y".repeat(100)).into_bytes());
+    for round in 0..2 {
+        if round == 1 {
+            std::thread::sleep(Duration::from_millis(3_200));
+        }
+        let runs = cleanings(&broker);
+        let from = RECORDS + round * KEYS; // keys 0..600 both times
+        produced.extend(produce(&mut c, from, from + 600, |i| later(i - from)));
+        let again = wait_until(Duration::from_secs(60), || cleanings(&broker) > runs);
+        assert!(again, "cleaning {round} after the new writes");
+    }
+    let got = read_all(&mut c);
+    check(&got, &produced, true, "after delete.retention.ms");
+    let gone = (RECORDS - KEYS..RECORDS).filter(|i| value(*i).is_none() && i % KEYS >= 600).count();
+    assert!(gone > 0, "{gone} keys stay deleted");
+    drop(broker);
+    drop(tmp);
+}
+
+/// 100k offset commits to one group (1,000 commits of 100 partitions each): the cleaner keeps
+/// `__consumer_offsets` small (only its newest segment of 1 MiB holds more than each
+/// partition's latest commit), a restart replays what is left, and the offsets are exact.
+#[test]
+fn offset_commits_are_compacted_and_replay_exactly_after_a_restart() {
+    use ringbroker::protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use ringbroker::protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
+    use ringbroker::protocol::messages::{
+        ApiKey, GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    };
+    use support::client::{sb, topic_name};
+    const PARTITIONS: i32 = 100;
+    const ROUNDS: i64 = 1_000;
+    let args = ["--log-cleaner-backoff-ms", "200", "--offsets-topic-segment-bytes", "1048576"];
+    let mut broker = support::Broker::start_args(&args);
+    let tmp = broker.take_tempdir().unwrap();
+    let mut c = Client::connect(broker.addr);
+    assert_eq!(c.create_topic("committed", PARTITIONS, &[]).error_code, 0);
+    let offset = |round: i64, p: i32| round * 1_000 + p as i64;
+    for round in 0..ROUNDS {
+        let mut req = OffsetCommitRequest::default();
+        req.group_id = GroupId(sb("busy"));
+        req.generation_id_or_member_epoch = -1;
+        req.member_id = sb("");
+        let mut t = OffsetCommitRequestTopic::default();
+        t.name = topic_name("committed");
+        t.partitions = (0..PARTITIONS)
+            .map(|p| {
+                let mut x = OffsetCommitRequestPartition::default();
+                x.partition_index = p;
+                x.committed_offset = offset(round, p);
+                x
+            })
+            .collect();
+        req.topics = vec![t];
+        let resp: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &req);
+        assert!(resp.topics[0].partitions.iter().all(|p| p.error_code == 0), "round {round} committed");
+    }
+    let offsets_bytes = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("__consumer_offsets-"))
+            .map(|e| log_bytes_of(&e.path()))
+            .sum::<u64>()
+    };
+    let small = wait_until(Duration::from_secs(60), || offsets_bytes() <= 5 << 20);
+    assert!(small, "__consumer_offsets holds {} bytes", offsets_bytes());
+    let fetch = |c: &mut Client| -> Vec<(i32, i64)> {
+        let mut g = OffsetFetchRequestGroup::default();
+        g.group_id = GroupId(sb("busy"));
+        g.member_epoch = -1;
+        let mut t = OffsetFetchRequestTopics::default();
+        t.name = topic_name("committed");
+        t.partition_indexes = (0..PARTITIONS).collect();
+        g.topics = Some(vec![t]);
+        let mut req = OffsetFetchRequest::default();
+        req.groups = vec![g];
+        let resp: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 8, &req);
+        let mut got: Vec<(i32, i64)> =
+            resp.groups[0].topics[0].partitions.iter().map(|p| (p.partition_index, p.committed_offset)).collect();
+        got.sort();
+        got
+    };
+    let want: Vec<(i32, i64)> = (0..PARTITIONS).map(|p| (p, offset(ROUNDS - 1, p))).collect();
+    assert_eq!(fetch(&mut c), want);
+    broker.stop();
+    let listen = broker.addr.to_string();
+    let started = std::time::Instant::now();
+    let broker = support::restart(tmp.path(), &listen, &args);
+    println!("restart with {} bytes of __consumer_offsets: ready in {:?}", offsets_bytes(), started.elapsed());
+    let mut c = Client::connect(broker.addr);
+    assert_eq!(fetch(&mut c), want, "the offsets replayed from the compacted log");
+    drop(broker);
+    drop(tmp);
+}
+
+fn log_bytes_of(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
