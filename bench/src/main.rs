@@ -43,6 +43,9 @@ struct Args {
     /// Bytes per record key (a distinct counter per record); 0 = null keys
     #[arg(long, default_value_t = 0)]
     key_size: usize,
+    /// Distinct keys over all producers (the counter wraps: updates, for compacted topics); 0 = every key distinct
+    #[arg(long, default_value_t = 0)]
+    key_space: u64,
     /// Producer compression: none, gzip, snappy, lz4, zstd
     #[arg(long, default_value = "none")]
     compression: String,
@@ -118,6 +121,7 @@ fn main() -> Result<()> {
         rate: a.rate,
         record_size: a.record_size,
         key_size: a.key_size,
+        key_space: a.key_space,
         compression: ringbench::records::parse_compression(&a.compression)?,
         batch_records: a.batch_records,
         acks: a.acks,

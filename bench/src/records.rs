@@ -5,7 +5,8 @@
 //! symbols, 4 bits of entropy a byte) so that compressed runs compress about as much as
 //! typical JSON or log lines do (about 2:1), not absurdly as zeros would. Keys, when asked
 //! for, are a zero-padded counter of `key_size` bytes: each record's key is distinct, which
-//! is the costlier case for a broker's and a client's encoders.
+//! is the costlier case for a broker's and a client's encoders, unless `key_space` wraps the
+//! counter (updates of the same keys, for compacted topics).
 //!
 //! Uncompressed batches are built with the broker's own batch builder (the fast path).
 //! Compressed ones go through proto-kafka's record encoder, which also decompresses them on
@@ -37,6 +38,9 @@ pub struct Shape {
     pub record_size: usize,
     /// Bytes per key; 0 sends null keys.
     pub key_size: usize,
+    /// Distinct keys, over all producers (0: every key distinct): updates of the same keys,
+    /// for compacted topics.
+    pub key_space: u64,
     pub compression: Compression,
 }
 
@@ -63,8 +67,9 @@ impl BatchBuilder {
         for v in self.values.iter_mut().take(n) {
             v[..8].copy_from_slice(&ts);
         }
+        let space = self.shape.key_space;
         for k in self.keys.iter_mut().take(n) {
-            write_counter(k, self.next_key);
+            write_counter(k, if space > 0 { self.next_key % space } else { self.next_key });
             self.next_key = self.next_key.wrapping_add(1);
         }
         let timestamp_ms = (send_ns / 1_000_000) as i64;
@@ -162,7 +167,7 @@ mod tests {
     use super::*;
 
     fn shape(compression: Compression, key_size: usize) -> Shape {
-        Shape { record_size: 100, key_size, compression }
+        Shape { record_size: 100, key_size, key_space: 0, compression }
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct Config {
     pub record_size: usize,
     /// Bytes per record key; 0 sends null keys.
     pub key_size: usize,
+    /// Distinct keys over all producers; 0: every key distinct.
+    pub key_space: u64,
     pub compression: Compression,
     pub batch_records: usize,
     pub acks: i16,
@@ -409,7 +411,12 @@ fn producer(
     let records_budget = cfg.records.map(|r| share(r, cfg.producers, index));
     let mut produced = 0u64;
     let mut partition = (index as i32) % partitions;
-    let shape = Shape { record_size: cfg.record_size, key_size: cfg.key_size, compression: cfg.compression };
+    let shape = Shape {
+        record_size: cfg.record_size,
+        key_size: cfg.key_size,
+        key_space: cfg.key_space,
+        compression: cfg.compression,
+    };
     let mut builder = BatchBuilder::new(shape, cfg.batch_records, index as u64 + 1);
     loop {
         if stop.load(Ordering::Relaxed) {

@@ -143,7 +143,12 @@ pub(crate) fn producer(
     let budget = cfg.records.map(|r| share(r, cfg.producers, index));
     let mut produced = 0u64;
     let mut partition = (index as i32) % partitions;
-    let shape = Shape { record_size: cfg.record_size, key_size: cfg.key_size, compression: cfg.compression };
+    let shape = Shape {
+        record_size: cfg.record_size,
+        key_size: cfg.key_size,
+        key_space: cfg.key_space,
+        compression: cfg.compression,
+    };
     let mut builder = BatchBuilder::new(shape, cfg.batch_records, index as u64 + 1);
     let mut sending = true;
     // Whether the next batch (for `partition`) has a connection with room for it.

@@ -142,13 +142,19 @@ impl Shard {
             .filter(|(tp, _)| tp.topic == topic && !replicated(tp))
             .map(|(_, p)| p.clone())
             .collect();
+        if logs.is_empty() {
+            return;
+        }
+        let started = std::time::Instant::now();
         let mut records = Vec::new();
         for p in logs {
             if let Err(e) = p.scan_batches(0, |b| records.extend(offsets::from_batch(b))) {
                 tracing::error!(partition = p.index, "cannot replay {}: {e}", offsets::TOPIC);
             }
         }
+        let n = records.len();
         self.groups.replay(records);
+        tracing::info!(records = n, ms = started.elapsed().as_millis() as u64, "replayed committed offsets");
     }
 
     /// Session/rebalance timers of the groups homed here.

@@ -16,6 +16,7 @@ fn config(broker: std::net::SocketAddr) -> ringbench::Config {
         rate: 4_000.0,
         record_size: 100,
         key_size: 0,
+        key_space: 0,
         compression: Compression::None,
         batch_records: 10,
         acks: -1,
@@ -79,6 +80,7 @@ fn compressed_keyed_records_are_all_acknowledged_and_consumed() {
         let cfg = ringbench::Config {
             topic: topic.into(),
             key_size: 12,
+            key_space: 0,
             compression,
             duration: Duration::from_secs(2),
             ..config(broker.addr)

@@ -24,6 +24,83 @@ pub fn classpath() -> String {
     }
 }
 
+/// The classpath of a Kafka Connect worker with the file connectors (`tests/connect`, built by
+/// Maven on first use): `tests/connect/target/lib/*`.
+pub fn connect_classpath() -> String {
+    static BUILT: OnceLock<Result<String, String>> = OnceLock::new();
+    match BUILT.get_or_init(build_connect) {
+        Ok(cp) => cp.clone(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// `java -cp <Connect's classpath> <class> <args>`, with Connect's logging at WARN.
+pub fn connect_tool(class: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(java_bin());
+    c.arg("-Xmx512m")
+        .arg("-XX:+UseSerialGC")
+        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        .arg("-cp")
+        .arg(connect_classpath())
+        .arg(class)
+        .args(args)
+        .stdin(Stdio::null());
+    c
+}
+
+fn build_connect() -> Result<String, String> {
+    require_tool(Command::new(java_bin()).arg("-version"), "java (JDK 17+)")?;
+    require_tool(Command::new("mvn").arg("-v"), "Maven (mvn)")?;
+    let dir = project_dir().parent().expect("tests/").join("connect");
+    maven_package(&dir, &[])?;
+    let lib = dir.join("target").join("lib");
+    let has_runtime = std::fs::read_dir(&lib)
+        .map_err(|e| format!("Maven succeeded but {} is unreadable: {e}", lib.display()))?
+        .filter_map(|e| e.ok())
+        .any(|e| e.file_name().to_string_lossy().starts_with("connect-runtime-"));
+    if !has_runtime {
+        return Err(format!("Maven succeeded but {} holds no connect-runtime jar", lib.display()));
+    }
+    Ok(format!("{}/*", lib.display()))
+}
+
+/// `mvn package` of the Maven project in `dir` (with `args`), one build at a time across
+/// processes (test binaries may run concurrently, e.g. under nextest; threads of one binary
+/// are serialized by their OnceLock already). The lock file lives in the build output
+/// (`target/`), like everything else the build makes.
+fn maven_package(dir: &Path, args: &[&str]) -> Result<(), String> {
+    let pom = dir.join("pom.xml");
+    let target = dir.join("target");
+    std::fs::create_dir_all(&target).map_err(|e| format!("create {}: {e}", target.display()))?;
+    let lock_path = target.join(".ringbroker-build.lock");
+    let lock: File = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("open {}: {e}", lock_path.display()))?;
+    lock.lock().map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
+    let mut mvn = Command::new("mvn");
+    mvn.arg("-q").arg("-B").arg("-f").arg(&pom).arg("package").args(args);
+    if let Ok(extra) = std::env::var("RINGBROKER_MVN_ARGS") {
+        // e.g. RINGBROKER_MVN_ARGS=-o to build offline from ~/.m2.
+        mvn.args(extra.split_whitespace());
+    }
+    let out =
+        mvn.stdin(Stdio::null()).output().map_err(|e| format!("could not run Maven for {}: {e}", pom.display()))?;
+    let _ = lock.unlock();
+    if !out.status.success() {
+        return Err(format!(
+            "building {} failed: `{mvn:?}` exited with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            dir.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
 /// `java -cp … ringbroker.interop.Main <args>`, with client logging at WARN.
 /// Builds the harness first if this test binary has not yet.
 pub fn command(args: &[&str]) -> Command {
@@ -163,39 +240,8 @@ fn build() -> Result<String, String> {
     require_tool(Command::new("mvn").arg("-v"), "Maven (mvn)")?;
 
     let dir = project_dir();
-    let pom = dir.join("pom.xml");
+    maven_package(&dir, &["-DskipTests"])?;
     let target = dir.join("target");
-
-    // One build at a time across processes (test binaries may run concurrently, e.g. under
-    // nextest); threads of this binary are serialized by the OnceLock already. The lock file
-    // lives in the build output (tests/java/target/), like everything else the build makes.
-    std::fs::create_dir_all(&target).map_err(|e| format!("create {}: {e}", target.display()))?;
-    let lock_path = target.join(".ringbroker-build.lock");
-    let lock: File = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("open {}: {e}", lock_path.display()))?;
-    lock.lock().map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
-
-    let mut mvn = Command::new("mvn");
-    mvn.arg("-q").arg("-B").arg("-f").arg(&pom).arg("package").arg("-DskipTests");
-    if let Ok(extra) = std::env::var("RINGBROKER_MVN_ARGS") {
-        // e.g. RINGBROKER_MVN_ARGS=-o to build offline from ~/.m2.
-        mvn.args(extra.split_whitespace());
-    }
-    let out =
-        mvn.stdin(Stdio::null()).output().map_err(|e| format!("could not run Maven for {}: {e}", pom.display()))?;
-    let _ = lock.unlock();
-    if !out.status.success() {
-        return Err(format!(
-            "building the Java interop harness failed: `{mvn:?}` exited with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
 
     let classes = target.join("classes");
     let lib = target.join("lib");

@@ -29,6 +29,8 @@ import java.util.Arrays;
  *   read-at       --bootstrap H:P --topic T --partition P --offset O
  *   quota-produce --bootstrap H:P [--props F] --topic T --client-id C [--bytes 262144]
  *   admin-apis    --bootstrap H:P --topic T
+ *
+ *   streams-wordcount --bootstrap H:P --app-id A --input T --state-dir D --expect-file F [--timeout-sec 120]
  * </pre>
  *
  * The last four are the security subcommands (see {@link Security}): {@code --props F} is a Java
@@ -144,6 +146,9 @@ public final class Main {
                     // Refusals are part of the script; the admin client logs each at ERROR.
                     setDefault("org.slf4j.simpleLogger.log.org.apache.kafka.clients.admin", "off");
                     code = AdminTools.adminApis(args);
+                    break;
+                case "streams-wordcount":
+                    code = StreamsWordCount.run(args);
                     break;
                 case "-h":
                 case "--help":
