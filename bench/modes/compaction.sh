@@ -3,8 +3,8 @@
 #   bench/run.sh compaction
 #   bench/run.sh compaction ROUNDS=1 FILL_RECORDS=500000 DURATION=5   # a short trial
 #
-# One broker with one shard (--cpus 0; its blocking pool, where the cleaner works, is on the
-# same CPU), ringbench on CLIENT_CPUS [1], --flush os. Each round runs, for each workload,
+# One broker with one shard (--cpus 0; its cleaner thread is on the same CPU, at nice 19),
+# ringbench on CLIENT_CPUS [1], --flush os. Each round runs, for each workload,
 # the configuration `idle` then `cleaning`:
 #   1. a fresh broker with the cleaner off fills topic `dirty` (compacted, one partition,
 #      64 MiB segments, min.cleanable.dirty.ratio 0.01) with FILL_RECORDS records of 1 KiB over

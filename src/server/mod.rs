@@ -57,7 +57,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
-use glommio::{CpuSet, LocalExecutorBuilder, Placement, PoolPlacement};
+use glommio::{CpuSet, LocalExecutorBuilder, Placement};
 
 use crate::config::Config;
 use crate::controller::Controller;
@@ -212,9 +212,7 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
             Some(set) => Placement::Fenced(set.clone()),
             None => Placement::Fixed(cpu),
         };
-        let pool = blocking_pool(&placement);
         let builder = LocalExecutorBuilder::new(placement)
-            .blocking_thread_pool_placement(pool)
             .name(&format!("shard-{i}"))
             .io_memory(IO_MEMORY)
             .preempt_timer(PREEMPT);
@@ -286,22 +284,4 @@ pub fn run(cfg: Config) -> Result<(), BrokerError> {
     }
     tracing::info!("clean shutdown complete");
     Ok(())
-}
-
-/// Each shard's blocking pool: two threads where glommio's default is one, placed as the
-/// shard is (its work stays on the shard's core, as thread-per-core wants). One cleaning (its
-/// file work can take seconds) then leaves the other thread to sendfile's page-ins and SASL's
-/// password hashing.
-fn blocking_pool(placement: &Placement) -> PoolPlacement {
-    match placement {
-        Placement::Fenced(set) => PoolPlacement::Fenced(2, set.clone()),
-        Placement::Fixed(cpu) => match CpuSet::online() {
-            Ok(online) => {
-                let one = online.filter(|l| l.cpu == *cpu);
-                PoolPlacement::Custom(vec![one.clone(), one])
-            }
-            Err(_) => PoolPlacement::Unbound(2),
-        },
-        Placement::Unbound => PoolPlacement::Unbound(2),
-    }
 }

@@ -145,6 +145,18 @@ pub fn shutdown(fd: RawFd) -> io::Result<()> {
     nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both).map_err(io::Error::from)
 }
 
+/// Sets the calling thread's nice value (Linux keeps one per thread, so the rest of the
+/// process keeps its own): 19 lets the thread run on what the CPU's other threads leave.
+pub fn nice_this_thread(nice: i32) -> io::Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: setpriority takes plain integers and touches no memory of ours.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The wall clock, ms since the Unix epoch (0 if the clock is before it): record and batch
 /// timestamps, retention and offset expiry.
 pub fn unix_now_ms() -> i64 {

@@ -9,7 +9,8 @@
 //!    whether it is due: the dirty part's share of the cleanable bytes is at least
 //!    `min.cleanable.dirty.ratio`, or its newest record in the first dirty segment is older
 //!    than `max.compaction.lag.ms`;
-//! 2. `pass` reads and writes files on the blocking pool: the key map over the dirty part
+//! 2. `pass` reads and writes files on the shard's cleaner thread (a thread of its own at
+//!    nice 19, see `shard::cleaning`): the key map over the dirty part
 //!    (`keymap`, at most `log_cleaner_dedupe_buffer_size` bytes, so a large dirty part is
 //!    cleaned over several passes), then each run of old segments of up to `segment.bytes`
 //!    rewritten as one new segment (`filter` says what stays);

@@ -1,5 +1,5 @@
-//! One cleaning of one partition, the part that reads and writes files: it runs on the
-//! shard's blocking pool (`spawn_blocking`), so the shard goes on serving meanwhile. It
+//! One cleaning of one partition, the part that reads and writes files: it runs on a
+//! cleaner thread of the shard's own (`shard::cleaning`), so the shard goes on serving. It
 //! reads only inactive segments, which appends never touch; it builds the key map over the
 //! dirty part, then writes each group of old segments as one new segment (log and indexes,
 //! fsynced) into `cleaner.tmp/` beside them. Replacing the old segments is the shard's
@@ -29,7 +29,7 @@ pub struct OldSegment {
     pub size: u64,
 }
 
-/// Everything a cleaning needs, plain data (it crosses to the blocking pool).
+/// Everything a cleaning needs, plain data (it crosses to the cleaner thread).
 #[derive(Debug, Clone)]
 pub struct Job {
     pub dir: PathBuf,
