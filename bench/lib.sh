@@ -36,6 +36,7 @@
 #   rb_admin_listen        the --admin-listen value rb_start passes (RB_ADMIN_PORT=off: off)
 #   rb_stop [LABEL]        SIGTERM, wait (SIGKILL after 30 s; RB_KILLED=1 then)
 #   rb_addr LISTENER       the address a named listener bound, from the broker's ready lines
+#   rb_metric NAME         a metric of the running broker, summed over its shards
 # Apache Kafka (KRaft, one combined broker+controller node)
 #   KAFKA_BENCH_PORT [19092] (the controller: PORT+2)  KAFKA_BENCH_DIR [$RUN/kafka, or
 #   ${TMPDIR:-/tmp}/ringbroker-bench-kafka outside a run]  KAFKA_BENCH_HEAP [1G]
@@ -265,6 +266,10 @@ rb_stop() { # [LABEL]
     stop_pid "$RB_PID" "${1:-ringbroker}" || RB_KILLED=1
     wait "$RB_PID" 2>/dev/null || true
     RB_PID=""
+}
+
+rb_metric() { # NAME
+    curl -s "http://$RB_ADMIN_ADDR/metrics" | awk -v n="$1" 'index($1, n "{") == 1 || $1 == n { s += $2 } END { print s + 0 }'
 }
 
 rb_addr() { # LISTENER

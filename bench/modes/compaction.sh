@@ -40,10 +40,6 @@ require_free_ports "${ADDR##*:}"
 build_release
 rb_private_copy
 
-metric() { # NAME: the broker's metric, summed over shards
-    curl -s "http://$RB_ADMIN_ADDR/metrics" | awk -v n="$1" 'index($1, n "{") == 1 || $1 == n { s += $2 } END { print s + 0 }'
-}
-
 # A broker whose `dirty` topic holds FILL_RECORDS records over KEYS keys, none cleaned yet.
 fill() { # LABEL
     rb_start "$1-fill" "$RB" --cpus 0 --flush os --listen "$ADDR" --log-cleaner-enable false
@@ -69,11 +65,11 @@ run() { # CONFIG WORKLOAD ringbench-args...
     BENCH_BROKER_PID="$RB_PID" ringbench_run "$name" "$ADDR" --topic live --partitions 4 --producers "$PRODUCERS" \
         --consumers 0 --acks 1 "$@"
     if [[ "$config" == cleaning ]]; then
-        if [[ "$(metric ringbroker_cleaner_runs_total)" != 0 ]]; then echo early >"$RUN/$name.early"; fi
+        if [[ "$(rb_metric ringbroker_cleaner_runs_total)" != 0 ]]; then echo early >"$RUN/$name.early"; fi
         local deadline=$((SECONDS + 300))
-        until [[ "$(metric ringbroker_cleaner_runs_total)" != 0 ]] || ((SECONDS >= deadline)); do sleep 0.5; done
-        printf '{"bytes_read": %s, "bytes_written": %s, "seconds": %s}\n' "$(metric ringbroker_cleaner_bytes_read_total)" \
-            "$(metric ringbroker_cleaner_bytes_written_total)" "$(metric ringbroker_cleaner_time_seconds_total)" \
+        until [[ "$(rb_metric ringbroker_cleaner_runs_total)" != 0 ]] || ((SECONDS >= deadline)); do sleep 0.5; done
+        printf '{"bytes_read": %s, "bytes_written": %s, "seconds": %s}\n' "$(rb_metric ringbroker_cleaner_bytes_read_total)" \
+            "$(rb_metric ringbroker_cleaner_bytes_written_total)" "$(rb_metric ringbroker_cleaner_time_seconds_total)" \
             >"$RUN/$name.cleaner.json"
     fi
     rb_stop "$name"
