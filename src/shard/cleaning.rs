@@ -39,6 +39,7 @@ impl Shard {
         let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
         let (mut due, mut max_ratio, mut best) = (0usize, 0f64, None);
         for p in logs {
+            p.roll_if_idle();
             let (ratio, job) = p.cleaning_due(now, &settings);
             max_ratio = max_ratio.max(ratio);
             if let Some(d) = job {

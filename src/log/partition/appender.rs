@@ -126,6 +126,18 @@ impl Partition {
 
     pub(super) async fn write_loop(self: Rc<Self>, wake: LocalReceiver<()>) {
         while wake.recv().await.is_some() {
+            // A wake-up with nothing queued is `roll_if_idle`'s: the roll runs here, where
+            // every other change of a standalone log's active segment does (a replicated
+            // log's writes come from its replica instead, and it is never rolled idle).
+            let idle = self.queue.borrow().items.is_empty() && {
+                let st = self.st.borrow();
+                !st.failed && !st.replicated
+            };
+            if idle {
+                if let Err(e) = self.roll_if_needed(0).await {
+                    self.write_failed(&e, 0);
+                }
+            }
             loop {
                 let q = std::mem::take(&mut *self.queue.borrow_mut());
                 if q.items.is_empty() {

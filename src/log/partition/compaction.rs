@@ -1,5 +1,6 @@
 //! A compacted log's side of a cleaning (see `log::cleaner`): when one is due and what it
-//! may touch (`cleaning_due`), and putting its segments in place (`swap_cleaned`).
+//! may touch (`cleaning_due`), rolling an idle log's active segment so that it can be
+//! (`roll_if_idle`), and putting its segments in place (`swap_cleaned`).
 
 use std::collections::HashSet;
 
@@ -19,6 +20,27 @@ pub struct Due {
 }
 
 impl Partition {
+    /// Rolls the active segment of a compacted log that has had no append for `segment.ms`
+    /// since its first record, so that an idle log gets cleaned too (the active segment
+    /// never is). Appends roll on their own; Kafka rolls only then, so an idle compacted
+    /// partition there keeps its last segment uncleaned. The roll itself runs on the log's
+    /// write loop (`write_loop`), which this only wakes.
+    pub fn roll_if_idle(&self) {
+        let cfg = self.cfg.get();
+        let st = self.st.borrow();
+        if !cfg.compact || st.replicated || st.failed {
+            return;
+        }
+        let seg = st.segments.last().expect("active segment");
+        let old =
+            seg.first_append.get().is_some_and(|t| t.elapsed() >= std::time::Duration::from_millis(cfg.segment_ms));
+        if seg.size.get() > 0 && old {
+            if let Some(w) = self.wake.borrow().as_ref() {
+                let _ = w.try_send(()); // full means a wake-up is already pending
+            }
+        }
+    }
+
     /// How dirty this log is (0 when it is not compacted or has nothing cleanable), and the
     /// cleaning it is due for now, if any. Cleanable: every inactive segment wholly below the
     /// high watermark, up to the first holding a record newer than `min.compaction.lag.ms`.

@@ -253,3 +253,47 @@ async fn copy_dir(_reference: &std::path::Path, dir: &std::path::Path, old: &[Re
     assert_eq!(records(&p), old);
     p.close().await.unwrap();
 }
+
+#[test]
+fn an_idle_compacted_log_rolls_after_segment_ms_and_gets_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let mut c = compacted(1 << 20);
+        c.segment_ms = 3_600_000;
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        let appended = fill(&p, 0, 100, 10, |_| false).await;
+        assert_eq!(p.segment_count(), 1, "everything in the active segment");
+        p.roll_if_idle();
+        glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+        assert_eq!(p.segment_count(), 1, "not rolled before segment.ms");
+        assert!(clean(&p, &SETTINGS).is_none(), "the active segment is never cleaned");
+        c.segment_ms = 1;
+        p.set_config(c);
+        glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+        p.roll_if_idle();
+        let mut waited = 0;
+        while p.segment_count() == 1 && waited < 100 {
+            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+            waited += 1;
+        }
+        assert_eq!(p.segment_count(), 2, "rolled with no append");
+        assert_eq!(clean(&p, &SETTINGS).map(Result::unwrap), Some(true), "the rolled segment is cleaned");
+        let got = records(&p);
+        assert_eq!(got.len(), 10, "each key's latest record: {got:?}");
+        check_compacted(&p, &got, &appended, false);
+        // The next append goes to the new segment at the next offset.
+        let more = fill(&p, 100, 1, 10, |_| false).await;
+        assert_eq!(more[0].0, 100);
+        // A log that is not compacted is left as it is.
+        let dir2 = tempfile::tempdir().unwrap();
+        let mut d = cfg(FlushPolicy::Os, 1 << 20);
+        d.segment_ms = 1;
+        let q = Partition::open("d", 0, dir2.path().join("d-0"), d, Probe::detached()).await.unwrap();
+        fill(&q, 0, 5, 5, |_| false).await;
+        glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+        q.roll_if_idle();
+        glommio::timer::sleep(std::time::Duration::from_millis(30)).await;
+        assert_eq!(q.segment_count(), 1);
+    });
+}
