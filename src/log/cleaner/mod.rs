@@ -7,7 +7,7 @@
 //! 1. the partition plans it (`Partition::cleaning_due`): the cleanable segments, the first
 //!    dirty offset (where the last cleaning's key map ended, `cleaner-checkpoint`), and
 //!    whether it is due: the dirty part's share of the cleanable bytes is at least
-//!    `min.cleanable.dirty.ratio`, or its newest record in the first dirty segment is older
+//!    `min.cleanable.dirty.ratio`, or the first batch of a dirty segment is older
 //!    than `max.compaction.lag.ms`;
 //! 2. `pass` reads and writes files on the shard's cleaner thread (a thread of its own at
 //!    nice 19, see `shard::cleaning`): the key map over the dirty part

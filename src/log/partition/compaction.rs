@@ -63,13 +63,13 @@ impl Partition {
         }
         let end = st.segments[n].base_offset;
         let first_dirty = self.first_dirty.get().max(st.log_start);
-        let (mut clean, mut dirty, mut first_dirty_ts) = (0u64, 0u64, None);
+        let (mut clean, mut dirty, mut first_dirty_segment) = (0u64, 0u64, n);
         for (i, s) in st.segments[..n].iter().enumerate() {
             if st.segments[i + 1].base_offset <= first_dirty {
                 clean += s.size.get();
             } else {
                 dirty += s.size.get();
-                first_dirty_ts.get_or_insert(s.max_timestamp.get());
+                first_dirty_segment = first_dirty_segment.min(i);
             }
         }
         if dirty == 0 {
@@ -77,9 +77,17 @@ impl Partition {
         }
         let ratio = dirty as f64 / (clean + dirty) as f64;
         let max_lag = i64::try_from(cfg.max_compaction_lag_ms).unwrap_or(i64::MAX);
-        // The first dirty segment's newest record stands for its age: it is due no earlier
-        // than Kafka would make it, and no later than one segment's span after.
-        let overdue = first_dirty_ts.is_some_and(|ts| ts >= 0 && now_ms.saturating_sub(ts) > max_lag);
+        // As Kafka: the oldest first batch of the dirty segments stands for the dirty part's
+        // age (each segment's first batch's newest timestamp; none known: not overdue). Read
+        // only when a bound is set (the default is none).
+        let overdue = max_lag < i64::MAX
+            && st.segments[first_dirty_segment..n]
+                .iter()
+                .filter_map(|s| s.header_at(0, s.size.get()).ok().flatten())
+                .map(|h| h.max_timestamp)
+                .filter(|&ts| ts > 0)
+                .min()
+                .is_some_and(|ts| now_ms.saturating_sub(ts) > max_lag);
         if ratio < cfg.min_cleanable_dirty_ratio && !overdue {
             return (ratio, None);
         }

@@ -291,9 +291,38 @@ fn an_idle_compacted_log_rolls_after_segment_ms_and_gets_cleaned() {
         d.segment_ms = 1;
         let q = Partition::open("d", 0, dir2.path().join("d-0"), d, Probe::detached()).await.unwrap();
         fill(&q, 0, 5, 5, |_| false).await;
+        // (Appends more than 1 ms apart roll on their own; only the idle roll is in question.)
+        let segments = q.segment_count();
         glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
         q.roll_if_idle();
         glommio::timer::sleep(std::time::Duration::from_millis(30)).await;
-        assert_eq!(q.segment_count(), 1);
+        assert_eq!(q.segment_count(), segments);
+    });
+}
+
+#[test]
+fn max_compaction_lag_makes_a_log_due_by_its_oldest_dirty_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let mut c = compacted(2048);
+        c.min_cleanable_dirty_ratio = 1.5; // never due by its dirty share alone
+        c.max_compaction_lag_ms = 3_600_000;
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        // The first batch 10 minutes old, the rest new: the first dirty segment's newest
+        // record is new, its first batch is not, and Kafka goes by the first batch.
+        let old = batch::build_keyed(crate::sys::unix_now_ms() - 600_000, &[(Some(b"key-000"), Some(b"old"))]);
+        p.append(&Bytes::from(old)).unwrap().await.unwrap().unwrap();
+        let mut appended = vec![(0, b"key-000".to_vec(), Some(b"old".to_vec()))];
+        appended.extend(fill(&p, 1, 200, 20, |_| false).await);
+        assert!(p.segment_count() > 3);
+        assert!(clean(&p, &SETTINGS).is_none(), "10 minutes is within a max.compaction.lag.ms of an hour");
+        c.max_compaction_lag_ms = 60_000;
+        p.set_config(c);
+        assert_eq!(clean(&p, &SETTINGS).map(Result::unwrap), Some(true), "overdue by its oldest dirty batch");
+        check_compacted(&p, &records(&p), &appended, false);
+        // New records only: dirty again, but none of them is a minute old.
+        appended.extend(fill(&p, 201, 200, 20, |_| false).await);
+        assert!(clean(&p, &SETTINGS).is_none(), "recent dirty records are not overdue");
     });
 }
