@@ -59,6 +59,12 @@ pub struct ScanResult {
 }
 
 impl Segment {
+    /// Whether `segment.ms` has passed since this segment's first append in this process:
+    /// time to roll it.
+    pub fn roll_time_passed(&self, segment_ms: u64) -> bool {
+        self.first_append.get().is_some_and(|t| t.elapsed() >= std::time::Duration::from_millis(segment_ms))
+    }
+
     pub fn index_capacity(segment_bytes: u64, index_interval: u32) -> usize {
         (segment_bytes / index_interval.max(1) as u64) as usize + 16
     }

@@ -52,8 +52,8 @@ impl Shard {
         self.probe.cleaner_backlog(due, max_ratio);
         let Some((p, d)) = best else { return false };
         let job = d.job;
-        let for_pool = job.clone();
-        let result = match run_on_cleaner_thread(for_pool) {
+        let for_thread = job.clone();
+        let result = match run_on_cleaner_thread(for_thread) {
             Some(rx) => rx.await.unwrap_or_else(|_| Err(io::Error::other("the cleaner thread stopped"))),
             None => Err(io::Error::other("cannot start the cleaner thread")),
         };

@@ -410,10 +410,7 @@ impl Partition {
             size > 0
                 && (size + need > self.cfg.get().segment_bytes
                     || seg.index.is_full()
-                    || seg
-                        .first_append
-                        .get()
-                        .is_some_and(|t| t.elapsed() >= Duration::from_millis(self.cfg.get().segment_ms)))
+                    || seg.roll_time_passed(self.cfg.get().segment_ms))
         };
         if !roll {
             return Ok(());

@@ -32,9 +32,7 @@ impl Partition {
             return;
         }
         let seg = st.segments.last().expect("active segment");
-        let old =
-            seg.first_append.get().is_some_and(|t| t.elapsed() >= std::time::Duration::from_millis(cfg.segment_ms));
-        if seg.size.get() > 0 && old {
+        if seg.size.get() > 0 && seg.roll_time_passed(cfg.segment_ms) {
             if let Some(w) = self.wake.borrow().as_ref() {
                 let _ = w.try_send(()); // full means a wake-up is already pending
             }
