@@ -2,8 +2,11 @@
 //! the requests waiting on a rebalance. It feeds requests and the clock into the pure
 //! `state::Group` and delivers the effects; commits and deletions are appended to the
 //! shard's `__consumer_offsets` partition and applied once the flush policy has made them
-//! durable. At start the shard replays that partition to rebuild the committed offsets
-//! (groups come back `Empty`: their members rejoin, as after a Kafka coordinator move).
+//! durable, and so is each group's membership whenever a rebalance completes or the group
+//! empties (`state::Effect::Store`). At start, or on coming to lead the partition in a
+//! cluster, the shard replays it: the committed offsets, and each group as last stored
+//! (`Stable` with its members, who carry on heartbeating with their generation, as after a
+//! Kafka coordinator move).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -60,6 +63,7 @@ impl Coordinator {
         t
     }
 
+    /// Sends replies; a `Store` among them is the caller's (`settle`, `tick`).
     fn deliver(&self, fx: Vec<Effect>) {
         let mut waiting = self.waiting.borrow_mut();
         for e in fx {
@@ -74,8 +78,49 @@ impl Coordinator {
                         let _ = tx.send(r);
                     }
                 }
+                Effect::Store => {}
             }
         }
+    }
+
+    /// Delivers the effects of an operation on `group`: those after a `Store` once the group
+    /// is stored, or, if that fails, as that error (the members find the coordinator again
+    /// and rejoin), so that no member acts on a generation a new coordinator would not know.
+    async fn settle(&self, group: &str, mut fx: Vec<Effect>, log: Option<Rc<dyn OffsetsLog>>) {
+        let Some(at) = fx.iter().position(|e| matches!(e, Effect::Store)) else { return self.deliver(fx) };
+        let after = fx.split_off(at);
+        self.deliver(fx);
+        let after = match self.store(group, log).await {
+            Ok(()) => after,
+            Err(e) => after
+                .into_iter()
+                .map(|fx| match fx {
+                    Effect::Join(t, r) => Effect::Join(
+                        t,
+                        super::JoinResponse {
+                            error: Some(e),
+                            generation: -1,
+                            member_id: r.member_id,
+                            ..Default::default()
+                        },
+                    ),
+                    Effect::Sync(t, _) => Effect::Sync(t, super::SyncResponse { error: Some(e), ..Default::default() }),
+                    Effect::Store => Effect::Store,
+                })
+                .collect(),
+        };
+        self.deliver(after);
+    }
+
+    /// Appends `group` as it is now (Kafka's GroupMetadataValue) to its offsets log.
+    pub async fn store(&self, group: &str, log: Option<Rc<dyn OffsetsLog>>) -> Result<(), ErrorCode> {
+        let record = match self.groups.borrow().get(group) {
+            Some(g) if g.state() != State::Dead => {
+                Record::Group { group: group.to_string(), value: g.to_metadata(wall_ms()) }
+            }
+            _ => return Ok(()),
+        };
+        self.append(&[record], log).await
     }
 
     /// Rebuilds committed offsets from this shard's `__consumer_offsets` records.
@@ -88,6 +133,9 @@ impl Coordinator {
         }
         let now = self.now();
         let mut groups = self.groups.borrow_mut();
+        for (id, stored) in store.take_stored() {
+            groups.entry(id.clone()).or_insert_with(|| Group::restore(&id, &stored, now, self.limits));
+        }
         for g in store.groups() {
             groups.entry(g.clone()).or_insert_with(|| Group::new(g, now, self.limits));
         }
@@ -139,7 +187,7 @@ impl Coordinator {
                     let g = groups.entry(group.clone()).or_insert_with(|| Group::new(&group, now, self.limits));
                     g.join(now, req)
                 };
-                self.deliver(fx);
+                self.settle(&group, fx, log).await;
             }
             GroupOp::Sync { mut req, reply } => {
                 let token = self.token();
@@ -152,7 +200,7 @@ impl Coordinator {
                         super::SyncResponse { error: Some(ErrorCode::UnknownMemberId), ..Default::default() },
                     )],
                 };
-                self.deliver(fx);
+                self.settle(&group, fx, log).await;
             }
             GroupOp::Heartbeat { member_id, instance_id, generation, reply } => {
                 let r = match self.groups.borrow_mut().get_mut(&group) {
@@ -163,16 +211,16 @@ impl Coordinator {
             }
             GroupOp::Leave { members, reply } => {
                 let out = match self.groups.borrow_mut().get_mut(&group) {
-                    Some(g) => {
-                        let (results, fx) = g.leave(now, &members);
-                        Ok((results, fx))
-                    }
+                    Some(g) => Ok(g.leave(now, &members)),
                     None => Err(ErrorCode::UnknownMemberId),
                 };
-                let r = out.map(|(results, fx)| {
-                    self.deliver(fx);
-                    results
-                });
+                let r = match out {
+                    Ok((results, fx)) => {
+                        self.settle(&group, fx, log).await;
+                        Ok(results)
+                    }
+                    Err(e) => Err(e),
+                };
                 let _ = reply.send(r);
             }
             GroupOp::Commit { member_id, instance_id, generation, entries, reply } => {
@@ -302,7 +350,11 @@ impl Coordinator {
         };
         records.push(Record::DeleteGroup { group: group.to_string() });
         self.append(&records, log).await?;
-        self.offsets.borrow_mut().apply(Record::DeleteGroup { group: group.to_string() });
+        let mut store = self.offsets.borrow_mut();
+        for r in records {
+            store.apply(r);
+        }
+        drop(store);
         if let Some(mut g) = self.groups.borrow_mut().remove(group) {
             g.mark_dead();
         }
@@ -343,14 +395,22 @@ impl Coordinator {
         Ok(results)
     }
 
-    /// Session and rebalance timers; call often (every ~100 ms).
-    pub fn tick(&self) {
+    /// Session and rebalance timers; call often (every ~100 ms). Returns the groups to
+    /// store (`store`): a group a timer emptied. (A timer never completes a SyncGroup, so no
+    /// reply here waits for a store.)
+    pub fn tick(&self) -> Vec<String> {
         let now = self.now();
         let mut fx = Vec::new();
-        for g in self.groups.borrow_mut().values_mut() {
-            fx.extend(g.tick(now));
+        let mut to_store = Vec::new();
+        for (id, g) in self.groups.borrow_mut().iter_mut() {
+            let ticked = g.tick(now);
+            if ticked.iter().any(|e| matches!(e, Effect::Store)) {
+                to_store.push(id.clone());
+            }
+            fx.extend(ticked);
         }
         self.deliver(fx);
+        to_store
     }
 
     /// Offset retention for empty groups (Kafka's offsets.retention.minutes), and removal of
@@ -368,25 +428,35 @@ impl Coordinator {
             let empty_since_wall = wall - (now.saturating_sub(g.empty_since)) as i64;
             let expired = store.expired(id, wall, empty_since_wall, self.retention_ms);
             let remaining = store.group(id).map_or(0, |m| m.len()) - expired.len();
-            if !expired.is_empty() {
-                let recs = expired
-                    .into_iter()
-                    .map(|(topic, partition)| Record::DeleteOffset { group: id.clone(), topic, partition })
-                    .collect();
-                out.push((id.clone(), recs));
+            let mut recs: Vec<Record> = expired
+                .into_iter()
+                .map(|(topic, partition)| Record::DeleteOffset { group: id.clone(), topic, partition })
+                .collect();
+            if remaining == 0 {
+                // The group goes: a tombstone of its stored membership, so that compaction
+                // drops that too and a restart does not bring the group back.
+                recs.push(Record::DeleteGroup { group: id.clone() });
             }
+            out.push((id.clone(), recs));
             remaining > 0
         });
         out
     }
 
-    pub async fn apply_expiry(&self, group: &str, records: Vec<Record>, log: Option<Rc<dyn OffsetsLog>>) {
+    pub async fn apply_expiry(&self, group: &str, mut records: Vec<Record>, log: Option<Rc<dyn OffsetsLog>>) {
+        if self.groups.borrow().contains_key(group) {
+            // A member or a commit brought the group back since `expire_offsets`.
+            records.retain(|r| !matches!(r, Record::DeleteGroup { .. }));
+        }
+        let expired = records.iter().filter(|r| matches!(r, Record::DeleteOffset { .. })).count();
         if self.append(&records, log).await.is_ok() {
             let mut store = self.offsets.borrow_mut();
             for r in records {
                 store.apply(r);
             }
-            tracing::info!(group, "expired committed offsets of an empty group");
+            if expired > 0 {
+                tracing::info!(group, offsets = expired, "expired committed offsets of an empty group");
+            }
         }
     }
 

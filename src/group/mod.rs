@@ -1,10 +1,12 @@
 //! Consumer groups: the classic group protocol (`state`, pure), committed offsets and their
-//! record format (`offsets`, pure), and the per-shard driver that owns the groups homed on
+//! record format (`offsets`, pure), a group's stored membership (`metadata`, pure), and the
+//! per-shard driver that owns the groups homed on
 //! its shard (`coordinator`). A group's home is the shard that homes its partition of
 //! `__consumer_offsets` (`offsets::partition_for`), so a group's offsets are always
 //! appended to a local log.
 
 pub mod coordinator;
+pub mod metadata;
 pub mod offsets;
 pub mod state;
 

@@ -3,20 +3,23 @@
 //! of the group id, modulo the partition count). The log is replayed at start, so the
 //! latest record per key wins. Pure code: encoding, decoding, and the in-memory map.
 //!
-//! The records are Kafka's own (its `OffsetCommitKey`, `OffsetCommitValue` and
-//! `GroupMetadataKey`), so that compaction keeps exactly the live offsets and Kafka's tools
+//! The records are Kafka's own (its `OffsetCommitKey`, `OffsetCommitValue`,
+//! `GroupMetadataKey` and `GroupMetadataValue`), so that compaction keeps exactly the live offsets and Kafka's tools
 //! can read the topic. Big-endian; a string is an i16 length and its bytes:
 //! ```text
 //! offset commit   key   i16 version 1 | group | topic | i32 partition
 //!                 value i16 version 3 | i64 offset | i32 leader epoch | metadata | i64 commit timestamp (ms)
 //! offset deleted  the same key, null value (a tombstone)
-//! group deleted   key   i16 version 2 | group; null value (after a tombstone of each of its offsets)
+//! group           key   i16 version 2 | group
+//!                 value GroupMetadataValue v3 (generation, members: see `metadata`)
+//! group deleted   the same key, null value (after a tombstone of each of its offsets)
 //! ```
 //! Logs written before this format (a kind byte 1, 2 or 3 first, never 0 as Kafka's
 //! versions start) still replay: `decode` reads both.
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::metadata::GroupMetadata;
 use crate::protocol::batch;
 
 pub const TOPIC: &str = "__consumer_offsets";
@@ -37,9 +40,33 @@ pub struct Committed {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
-    Commit { group: String, topic: String, partition: i32, value: Committed },
-    DeleteOffset { group: String, topic: String, partition: i32 },
-    DeleteGroup { group: String },
+    Commit {
+        group: String,
+        topic: String,
+        partition: i32,
+        value: Committed,
+    },
+    DeleteOffset {
+        group: String,
+        topic: String,
+        partition: i32,
+    },
+    /// A group's generation and members (Kafka's GroupMetadataValue).
+    Group {
+        group: String,
+        value: GroupMetadata,
+    },
+    /// The group's tombstone: its stored membership goes. Its offsets go by their own
+    /// tombstones, written before it (as Kafka does), so that a tombstone landing after a
+    /// new commit to a group of the same name never takes that commit with it.
+    DeleteGroup {
+        group: String,
+    },
+    /// A deleted group in logs written before Kafka's records, where one record deleted the
+    /// group's offsets too. Read only; written as the group's tombstone.
+    DeleteGroupAndOffsets {
+        group: String,
+    },
 }
 
 /// Kafka's partition for a group: `abs(groupId.hashCode()) % partitions` with Java's
@@ -56,32 +83,49 @@ pub fn partition_for(group: &str, partitions: u32) -> i32 {
 
 /// A Kafka string: i16 length, then the bytes (cut at i16::MAX, far past any group id or
 /// topic name).
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     let b = &s.as_bytes()[..s.len().min(i16::MAX as usize)];
     out.extend_from_slice(&(b.len() as i16).to_be_bytes());
     out.extend_from_slice(b);
 }
 
-fn get_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
+/// A nullable string: length -1 for none.
+pub(super) fn put_nullable_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => put_str(out, s),
+        None => out.extend_from_slice(&(-1i16).to_be_bytes()),
+    }
+}
+
+pub(super) fn get_str<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
     let len = usize::try_from(i16::from_be_bytes(b.get(..2)?.try_into().ok()?)).ok()?;
     let s = std::str::from_utf8(b.get(2..2 + len)?).ok()?;
     *b = &b[2 + len..];
     Some(s)
 }
 
-fn get_i16(b: &mut &[u8]) -> Option<i16> {
+/// `Some(None)` for a null string, None for a value cut short.
+pub(super) fn get_nullable_str<'a>(b: &mut &'a [u8]) -> Option<Option<&'a str>> {
+    if i16::from_be_bytes(b.get(..2)?.try_into().ok()?) < 0 {
+        *b = &b[2..];
+        return Some(None);
+    }
+    get_str(b).map(Some)
+}
+
+pub(super) fn get_i16(b: &mut &[u8]) -> Option<i16> {
     let v = i16::from_be_bytes(b.get(..2)?.try_into().ok()?);
     *b = &b[2..];
     Some(v)
 }
 
-fn get_i32(b: &mut &[u8]) -> Option<i32> {
+pub(super) fn get_i32(b: &mut &[u8]) -> Option<i32> {
     let v = i32::from_be_bytes(b.get(..4)?.try_into().ok()?);
     *b = &b[4..];
     Some(v)
 }
 
-fn get_i64(b: &mut &[u8]) -> Option<i64> {
+pub(super) fn get_i64(b: &mut &[u8]) -> Option<i64> {
     let v = i64::from_be_bytes(b.get(..8)?.try_into().ok()?);
     *b = &b[8..];
     Some(v)
@@ -101,6 +145,12 @@ fn offset_key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
     key
 }
 
+fn group_key(group: &str) -> Vec<u8> {
+    let mut key = GROUP_KEY.to_be_bytes().to_vec();
+    put_str(&mut key, group);
+    key
+}
+
 impl Record {
     pub fn encode(&self) -> (Vec<u8>, Option<Vec<u8>>) {
         match self {
@@ -115,11 +165,8 @@ impl Record {
                 (offset_key(group, topic, *partition), Some(v))
             }
             Record::DeleteOffset { group, topic, partition } => (offset_key(group, topic, *partition), None),
-            Record::DeleteGroup { group } => {
-                let mut key = GROUP_KEY.to_be_bytes().to_vec();
-                put_str(&mut key, group);
-                (key, None)
-            }
+            Record::Group { group, value } => (group_key(group), Some(value.encode())),
+            Record::DeleteGroup { group } | Record::DeleteGroupAndOffsets { group } => (group_key(group), None),
         }
     }
 
@@ -147,10 +194,12 @@ impl Record {
                     value: Committed { offset, leader_epoch, metadata, commit_ts },
                 })
             }
-            // A group's metadata (members, generation) is not kept; its tombstone deletes it.
             GROUP_KEY => {
                 let group = get_str(&mut k)?.to_string();
-                value.is_none().then_some(Record::DeleteGroup { group })
+                match value {
+                    Some(v) => Some(Record::Group { group, value: GroupMetadata::decode(v)? }),
+                    None => Some(Record::DeleteGroup { group }),
+                }
             }
             _ => None,
         }
@@ -172,7 +221,7 @@ mod legacy {
         let (&kind, mut k) = key.split_first()?;
         let group = get_str(&mut k)?.to_string();
         if kind == 3 {
-            return Some(Record::DeleteGroup { group });
+            return Some(Record::DeleteGroupAndOffsets { group });
         }
         let topic = get_str(&mut k)?.to_string();
         let partition = i32::from_be_bytes(k.get(..4)?.try_into().ok()?);
@@ -213,10 +262,12 @@ pub fn from_batch(buf: &[u8]) -> Vec<Record> {
     batch::records(buf).filter_map(|r| Record::decode(r.key?, r.value)).collect()
 }
 
-/// The committed offsets of every group on one shard.
+/// The committed offsets of every group on one shard, and, during a replay, the latest
+/// stored membership of each group (taken by the coordinator once the replay ends).
 #[derive(Debug, Default)]
 pub struct OffsetStore {
     groups: HashMap<String, BTreeMap<(String, i32), Committed>>,
+    stored: HashMap<String, GroupMetadata>,
 }
 
 impl OffsetStore {
@@ -233,10 +284,22 @@ impl OffsetStore {
                     }
                 }
             }
+            Record::Group { group, value } => {
+                self.stored.insert(group, value);
+            }
             Record::DeleteGroup { group } => {
+                self.stored.remove(&group);
+            }
+            Record::DeleteGroupAndOffsets { group } => {
                 self.groups.remove(&group);
+                self.stored.remove(&group);
             }
         }
+    }
+
+    /// The memberships replayed since the last call.
+    pub fn take_stored(&mut self) -> HashMap<String, GroupMetadata> {
+        std::mem::take(&mut self.stored)
     }
 
     pub fn get(&self, group: &str, topic: &str, partition: i32) -> Option<&Committed> {
@@ -254,6 +317,7 @@ impl OffsetStore {
     /// Drops the offsets of the groups `which` picks.
     pub fn forget(&mut self, which: impl Fn(&str) -> bool) {
         self.groups.retain(|g, _| !which(g));
+        self.stored.retain(|g, _| !which(g));
     }
 
     /// Offsets of `group` older than `retention_ms` at `now_ms`, counted from the later of
@@ -296,6 +360,10 @@ mod tests {
                 value: Committed { offset: 7, leader_epoch: -1, metadata: None, commit_ts: 1001 },
             },
             Record::DeleteOffset { group: "g".into(), topic: "t".into(), partition: 3 },
+            Record::Group {
+                group: "g".into(),
+                value: GroupMetadata { protocol_type: "consumer".into(), generation: 3, ..Default::default() },
+            },
             Record::DeleteGroup { group: "h".into() },
         ];
         let b = to_batch(&recs, 5);
@@ -356,7 +424,7 @@ mod tests {
             Record::decode(&key, None),
             Some(Record::DeleteOffset { group: "g".into(), topic: "t".into(), partition: 3 })
         );
-        assert_eq!(Record::decode(b"\x03\0\x01g", None), Some(Record::DeleteGroup { group: "g".into() }));
+        assert_eq!(Record::decode(b"\x03\0\x01g", None), Some(Record::DeleteGroupAndOffsets { group: "g".into() }));
     }
 
     #[test]
@@ -370,8 +438,19 @@ mod tests {
         s.apply(Record::DeleteOffset { group: "g".into(), topic: "t".into(), partition: 0 });
         assert!(s.get("g", "t", 0).is_none());
         assert_eq!(s.get("g", "t", 1).unwrap().offset, 9);
+        let stored =
+            |generation| Record::Group { group: "g".into(), value: GroupMetadata { generation, ..Default::default() } };
+        s.apply(stored(1));
+        s.apply(stored(2));
         s.apply(Record::DeleteGroup { group: "g".into() });
-        assert!(s.group("g").is_none());
+        assert!(s.take_stored().is_empty(), "the group's tombstone removes its membership");
+        assert_eq!(s.get("g", "t", 1).unwrap().offset, 9, "but not its offsets: they have their own tombstones");
+        s.apply(Record::DeleteGroupAndOffsets { group: "g".into() });
+        assert!(s.group("g").is_none(), "a deletion in the earlier format took the offsets too");
+        s.apply(stored(1));
+        s.apply(stored(2));
+        assert_eq!(s.take_stored()["g"].generation, 2, "the latest membership wins");
+        assert!(s.take_stored().is_empty(), "taken");
     }
 
     #[test]

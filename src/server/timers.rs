@@ -25,8 +25,8 @@ pub(super) fn spawn(shard: &Rc<Shard>, queues: Queues) {
     });
     let s = shard.clone();
     every(glommio::executor().current_task_queue(), GROUP_TICK, move || {
-        s.tick_groups();
-        async {}
+        let s = s.clone();
+        async move { s.tick_groups().await }
     });
     if shard.config.log_cleaner_enable {
         let s = shard.clone();

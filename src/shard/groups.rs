@@ -80,7 +80,7 @@ impl Shard {
 
     /// Follows the leaderships of the `__consumer_offsets` partitions homed here (cluster
     /// mode, every tick): a partition this broker came to lead is replayed into the
-    /// coordinator, whose groups' members then rejoin here; one it no longer leads has its
+    /// coordinator, whose groups' members then carry on here; one it no longer leads has its
     /// groups dropped.
     pub(super) fn follow_offsets_leadership(&self) {
         let Some(cluster) = self.cluster() else { return };
@@ -157,9 +157,15 @@ impl Shard {
         tracing::info!(records = n, ms = started.elapsed().as_millis() as u64, "replayed committed offsets");
     }
 
-    /// Session/rebalance timers of the groups homed here.
-    pub fn tick_groups(&self) {
-        self.groups.tick();
+    /// Session/rebalance timers of the groups homed here, and the store of each group a
+    /// timer emptied.
+    pub async fn tick_groups(&self) {
+        for group in self.groups.tick() {
+            let Ok(log) = self.offsets_log(&group) else { continue };
+            if let Err(e) = self.groups.store(&group, log).await {
+                tracing::warn!(group, "cannot store the group's membership: {e:?}");
+            }
+        }
     }
 
     /// Removes committed offsets of empty groups past `offsets_retention_minutes`.

@@ -400,7 +400,8 @@ fn delete_records_tool_moves_the_log_start_of_every_replica() {
 
 /// `__consumer_offsets` holds Kafka's own records: Kafka's console consumer with its
 /// OffsetsMessageFormatter reads the commits `kafka-consumer-groups` made, and the deletion of
-/// an offset as a tombstone of that offset's key.
+/// an offset as a tombstone of that offset's key; its GroupMetadataMessageFormatter reads a
+/// group's stored membership.
 #[test]
 fn consumer_offsets_hold_kafkas_records_and_its_formatter_reads_them() {
     const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
@@ -434,6 +435,27 @@ fn consumer_offsets_hold_kafkas_records_and_its_formatter_reads_them() {
     assert!(
         lines.iter().any(|l| l.contains("\"partition\":1") && l.contains("\"value\":null")),
         "the deletion of fmt-1's offset is a tombstone of its key:\n{}",
+        run.all
+    );
+
+    // A console consumer in a group joins, reads, commits and leaves: the group's membership
+    // as Kafka's GroupMetadataMessageFormatter reads it, first with the member, then empty.
+    let read =
+        ["--topic", "fmt", "--group", "fmtm", "--from-beginning", "--max-messages", "5", "--timeout-ms", "30000"];
+    ok(CONSOLE, &b, &read);
+    let formatter = "org.apache.kafka.tools.consumer.GroupMetadataMessageFormatter";
+    let args = ["--topic", "__consumer_offsets", "--from-beginning", "--formatter", formatter, "--timeout-ms", "6000"];
+    let run = tool(CONSOLE, &b, &args);
+    // One JSON object per record; this formatter writes no line separator between them.
+    let stored: Vec<&str> = run.stdout.split("{\"key\":").filter(|r| r.contains("\"group\":\"fmtm\"")).collect();
+    assert!(
+        stored.iter().any(|l| l.contains("\"protocolType\":\"consumer\"") && l.contains("\"memberId\"")),
+        "the group with its member after the rebalance:\n{}",
+        run.all
+    );
+    assert!(
+        stored.last().is_some_and(|l| l.contains("\"members\":[]") && !l.contains("\"memberId\"")),
+        "the group empty after the member left:\n{}",
         run.all
     );
 }

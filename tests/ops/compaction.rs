@@ -253,3 +253,101 @@ fn log_bytes_of(dir: &std::path::Path) -> u64 {
         .map(|e| e.metadata().unwrap().len())
         .sum()
 }
+
+/// A group's membership is stored in `__consumer_offsets` (Kafka's GroupMetadataValue) when a
+/// rebalance completes and when the group empties: after kill -9 the restarted coordinator
+/// knows the member, its generation and its assignment, so the member carries on without a
+/// rebalance; and an emptied group keeps counting generations, never handing out one a stale
+/// member of an earlier coordinator could still hold.
+#[test]
+fn a_groups_membership_survives_kill_9_and_its_generation_is_never_reused() {
+    use ringbroker::protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use ringbroker::protocol::messages::leave_group_request::MemberIdentity;
+    use ringbroker::protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+    use ringbroker::protocol::messages::{
+        ApiKey, DescribeGroupsRequest, DescribeGroupsResponse, GroupId, HeartbeatRequest, HeartbeatResponse,
+        JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, SyncGroupRequest,
+        SyncGroupResponse,
+    };
+    use support::client::sb;
+    const GROUP: &str = "kept";
+    const ASSIGNMENT: &[u8] = b"\0\0\0\0\0\x01\0\x04kept\0\0\0\x01\0\0\0\0\xff\xff\xff\xff";
+
+    let join = |c: &mut Client| -> (String, i32) {
+        let mut p = JoinGroupRequestProtocol::default();
+        p.name = sb("range");
+        p.metadata = bytes::Bytes::from_static(b"\0\0\0\0\0\x01\0\x04kept\xff\xff\xff\xff");
+        let mut req = JoinGroupRequest::default();
+        req.group_id = GroupId(sb(GROUP));
+        req.session_timeout_ms = 30_000;
+        req.rebalance_timeout_ms = 30_000;
+        req.member_id = sb("");
+        req.protocol_type = sb("consumer");
+        req.protocols = vec![p];
+        let first: JoinGroupResponse = c.call(ApiKey::JoinGroup, 9, &req);
+        assert_eq!(first.error_code, 79, "MEMBER_ID_REQUIRED");
+        req.member_id = first.member_id;
+        let r: JoinGroupResponse = c.call(ApiKey::JoinGroup, 9, &req);
+        assert_eq!(r.error_code, 0, "joined");
+        (r.member_id.to_string(), r.generation_id)
+    };
+    let heartbeat = |c: &mut Client, member: &str, generation: i32| -> i16 {
+        let mut req = HeartbeatRequest::default();
+        req.group_id = GroupId(sb(GROUP));
+        req.member_id = sb(member);
+        req.generation_id = generation;
+        let r: HeartbeatResponse = c.call(ApiKey::Heartbeat, 4, &req);
+        r.error_code
+    };
+    let describe = |c: &mut Client| -> (String, Vec<(String, Vec<u8>)>) {
+        let mut req = DescribeGroupsRequest::default();
+        req.groups = vec![GroupId(sb(GROUP))];
+        let r: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 5, &req);
+        let g = &r.groups[0];
+        let members = g.members.iter().map(|m| (m.member_id.to_string(), m.member_assignment.to_vec())).collect();
+        (g.group_state.to_string(), members)
+    };
+
+    let args = ["--group-initial-rebalance-delay-ms", "0"];
+    let mut broker = support::Broker::start_args(&args);
+    let tmp = broker.take_tempdir().unwrap();
+    let listen = broker.addr.to_string();
+    let mut c = Client::connect(broker.addr);
+    assert_eq!(c.create_topic(GROUP, 1, &[]).error_code, 0);
+    let (member, generation) = join(&mut c);
+    let mut a = SyncGroupRequestAssignment::default();
+    a.member_id = sb(&member);
+    a.assignment = bytes::Bytes::from_static(ASSIGNMENT);
+    let mut req = SyncGroupRequest::default();
+    req.group_id = GroupId(sb(GROUP));
+    req.generation_id = generation;
+    req.member_id = sb(&member);
+    req.assignments = vec![a];
+    let r: SyncGroupResponse = c.call(ApiKey::SyncGroup, 5, &req);
+    assert_eq!((r.error_code, &r.assignment[..]), (0, ASSIGNMENT));
+
+    broker.kill9();
+    let broker = support::restart(tmp.path(), &listen, &args);
+    let mut c = Client::connect(broker.addr);
+    assert_eq!(heartbeat(&mut c, &member, generation), 0, "the member carries on with its generation");
+    assert_eq!(heartbeat(&mut c, &member, generation - 1), 22, "ILLEGAL_GENERATION for an older one");
+    assert_eq!(describe(&mut c), ("Stable".to_string(), vec![(member.clone(), ASSIGNMENT.to_vec())]));
+
+    let mut m = MemberIdentity::default();
+    m.member_id = sb(&member);
+    let mut req = LeaveGroupRequest::default();
+    req.group_id = GroupId(sb(GROUP));
+    req.members = vec![m];
+    let r: LeaveGroupResponse = c.call(ApiKey::LeaveGroup, 5, &req);
+    assert_eq!(r.error_code, 0);
+    assert_eq!(describe(&mut c).0, "Empty");
+    let mut broker = broker;
+    broker.kill9();
+    let broker = support::restart(tmp.path(), &listen, &args);
+    let mut c = Client::connect(broker.addr);
+    assert_eq!(describe(&mut c).0, "Empty", "the emptied group is known after the restart");
+    let (_, next) = join(&mut c);
+    assert_eq!(next, generation + 2, "generations go on from the emptied group's, never back to 1");
+    drop(broker);
+    drop(tmp);
+}

@@ -81,11 +81,15 @@ impl SyncResponse {
     }
 }
 
-/// A reply the driver must deliver.
+/// A reply the driver must deliver, or the group to store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     Join(Token, JoinResponse),
     Sync(Token, SyncResponse),
+    /// Store the group as it is now (`Group::to_metadata`) before delivering the effects
+    /// after this one: they tell members about a generation that must survive a coordinator
+    /// change. If the store fails, they are answered with its error instead.
+    Store,
 }
 
 /// What DescribeGroups shows of a member.

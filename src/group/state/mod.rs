@@ -19,6 +19,7 @@ use crate::protocol::ErrorCode;
 
 mod messages;
 mod rebalance;
+mod stored;
 
 pub use messages::{Effect, JoinRequest, JoinResponse, JoinedMember, MemberView, SyncRequest, SyncResponse, Token};
 
@@ -268,6 +269,7 @@ impl Group {
                         m.assignment = given.get(id.as_str()).map(|a| (*a).clone()).unwrap_or_default();
                     }
                     self.state = State::Stable;
+                    fx.push(Effect::Store);
                     let waiting: Vec<(Token, Bytes)> = self
                         .members
                         .values_mut()
@@ -443,10 +445,10 @@ pub fn consumer_subscription(md: &[u8]) -> Option<Vec<String>> {
 mod tests {
     use super::*;
 
-    const LIMITS: GroupLimits =
+    pub(super) const LIMITS: GroupLimits =
         GroupLimits { min_session_ms: 1_000, max_session_ms: 60_000, initial_rebalance_delay_ms: 0, max_size: 100 };
 
-    fn join(token: Token, member: &str, fresh: &str) -> JoinRequest {
+    pub(super) fn join(token: Token, member: &str, fresh: &str) -> JoinRequest {
         JoinRequest {
             token,
             member_id: member.into(),
@@ -463,7 +465,12 @@ mod tests {
         }
     }
 
-    fn sync(token: Token, member: &str, generation: i32, assignments: &[(&str, &'static [u8])]) -> SyncRequest {
+    pub(super) fn sync(
+        token: Token,
+        member: &str,
+        generation: i32,
+        assignments: &[(&str, &'static [u8])],
+    ) -> SyncRequest {
         SyncRequest {
             token,
             member_id: member.into(),
@@ -475,7 +482,7 @@ mod tests {
         }
     }
 
-    fn join_reply(fx: &[Effect], token: Token) -> JoinResponse {
+    pub(super) fn join_reply(fx: &[Effect], token: Token) -> JoinResponse {
         fx.iter()
             .find_map(|e| match e {
                 Effect::Join(t, r) if *t == token => Some(r.clone()),
@@ -484,7 +491,7 @@ mod tests {
             .unwrap_or_else(|| panic!("no join reply for token {token} in {fx:?}"))
     }
 
-    fn sync_reply(fx: &[Effect], token: Token) -> SyncResponse {
+    pub(super) fn sync_reply(fx: &[Effect], token: Token) -> SyncResponse {
         fx.iter()
             .find_map(|e| match e {
                 Effect::Sync(t, r) if *t == token => Some(r.clone()),
@@ -494,7 +501,7 @@ mod tests {
     }
 
     /// One member joins (two-step, KIP-394) and syncs: the group is Stable at generation 1.
-    fn stable_with_one() -> Group {
+    pub(super) fn stable_with_one() -> Group {
         let mut g = Group::new("g", 0, LIMITS);
         let fx = g.join(0, join(1, "", "m1"));
         let r = join_reply(&fx, 1);

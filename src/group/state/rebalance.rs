@@ -152,6 +152,7 @@ impl Group {
             // gets the members but is told not to assign (KIP-814).
             let mut resp = self.current_join(&new_id);
             resp.skip_assignment = was_leader;
+            fx.push(Effect::Store);
             fx.push(Effect::Join(req.token, resp));
         } else {
             self.members.get_mut(&new_id).expect("just inserted").join = Some(req.token);
@@ -204,6 +205,7 @@ impl Group {
             self.protocol = None;
             self.leader = None;
             self.empty_since = now;
+            fx.push(Effect::Store);
             return fx;
         }
         self.state = State::CompletingRebalance;
