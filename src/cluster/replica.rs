@@ -325,6 +325,11 @@ impl Replica {
         limit
     }
 
+    /// A cleaning moved the batches of the entries in [`from`, `to`) (`RaftStore::relocate`).
+    pub fn relocate(&mut self, from: i64, to: i64, moved: &[(i64, Loc, u32)]) -> Result<(), String> {
+        self.rn.mut_store().relocate(from, to, moved)
+    }
+
     /// Moves the log start past entry `index` (at most `compaction_limit`), whose producer
     /// state is `producers`; returns the replica state to write, durably, before the log's
     /// segments below are deleted.

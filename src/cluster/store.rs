@@ -256,6 +256,46 @@ impl RaftStore {
         self.start_producers = producers;
     }
 
+    /// A cleaning rewrote the batches of the entries that start in [`from`, `to`): `moved`
+    /// (base offset, location, size, in offset order) is where each batch now is. Every one
+    /// of those entries must have its batch there (a replicated log is cleaned keeping every
+    /// batch); the error names the first that does not. Cached bytes of the moved entries
+    /// are let go: reads then see the cleaned batches.
+    pub fn relocate(&mut self, from: i64, to: i64, moved: &[(i64, Loc, u32)]) -> Result<(), String> {
+        let mut base = self.start.offset;
+        let mut at = 0;
+        let mut freed = 0;
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let b = std::mem::replace(&mut base, s.end);
+            if b < from {
+                continue;
+            }
+            if b >= to {
+                break;
+            }
+            while moved.get(at).is_some_and(|m| m.0 < b) {
+                at += 1;
+            }
+            match moved.get(at) {
+                Some(&(offset, loc, len)) if offset == b => {
+                    s.loc = Some(loc);
+                    s.len = len;
+                    if !s.pinned {
+                        freed += s.bytes.take().map_or(0, |x| x.len());
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "the cleaned log has no batch at offset {b} (entry {})",
+                        self.start.index + 1 + i as u64
+                    ))
+                }
+            }
+        }
+        self.cached -= freed;
+        Ok(())
+    }
+
     /// Replaces the whole log with a snapshot's start (the leader's log starts past this
     /// one's end): no entries, the start at (`index`, `term`, `state.offset`), the
     /// configuration the snapshot carries.
@@ -561,6 +601,39 @@ mod tests {
         assert_eq!(store.end_offset_for_epoch(6), (6, 8), "the latest ends at the log end");
         assert_eq!(store.end_offset_for_epoch(9), (-1, -1), "newer than the latest: unknown");
         assert_eq!(store.end_offset_for_epoch(-1), (-1, -1));
+    }
+
+    #[test]
+    fn a_cleaning_moves_entries_to_their_rewritten_batches() {
+        let file = Rc::new(File::default());
+        // No cache: every read goes to the file.
+        let mut store = RaftStore::recover(&RaftMeta::initial(vec![1]), [], file.clone(), 0).unwrap();
+        let ents = [no_op(1, 1), data(2, 1, 1, 3), data(3, 1, 4, 2), data(4, 1, 6, 1)];
+        let a = store.append(&ents, 1).unwrap();
+        write(&file, &mut store, 1, a);
+        // The cleaner rewrote offsets 1..6 (entries 2 and 3): entry 2 emptied, entry 3 as is,
+        // into a new file after the old one.
+        let old = scan(&file);
+        let emptied = batch::rebuild(&old[1].1, &[], 0, 0, None).unwrap();
+        let kept = old[2].1.to_vec();
+        let mut f = file.0.borrow_mut();
+        let at = f.len() as u64;
+        f.extend_from_slice(&emptied);
+        f.extend_from_slice(&kept);
+        drop(f);
+        let moved = [
+            (1, Loc { segment: 0, pos: at }, emptied.len() as u32),
+            (4, Loc { segment: 0, pos: at + emptied.len() as u64 }, kept.len() as u32),
+        ];
+        store.relocate(1, 6, &moved).unwrap();
+        let got = store.entries(2, 4, None, GetEntriesContext::empty(false)).unwrap();
+        assert_eq!(got[0].data.as_ref(), &emptied[..], "the emptied batch, read from where it went");
+        assert_eq!((got[0].index, got[0].term), (2, 1));
+        assert_eq!(got[1].data.as_ref(), &kept[..]);
+        assert_eq!(store.end_offset(2), Some(4), "an entry's offsets do not move");
+        // An entry in the cleaned range without its batch is an error, never a guess.
+        let err = store.relocate(1, 6, &moved[1..]).unwrap_err();
+        assert!(err.contains("offset 1") && err.contains("entry 2"), "{err}");
     }
 
     #[test]

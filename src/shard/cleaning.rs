@@ -36,21 +36,28 @@ impl Shard {
     pub async fn clean_once(self: &Rc<Self>) -> bool {
         let settings = self.cleaner_settings();
         let now = crate::sys::unix_now_ms();
-        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
+        let logs: Vec<_> = self.logs.borrow().iter().map(|(tp, p)| (*tp, p.clone())).collect();
         let (mut due, mut max_ratio, mut best) = (0usize, 0f64, None);
-        for p in logs {
-            p.roll_if_idle();
-            let (ratio, job) = p.cleaning_due(now, &settings);
+        for (tp, p) in logs {
+            // A replicated log is cleaned as its replica allows (`cluster::group`).
+            let replica = self.cluster().and_then(|c| c.group(&tp)).filter(|_| p.is_replicated());
+            let (ratio, job) = match &replica {
+                Some(g) => g.cleaning_due(now, &settings),
+                None => {
+                    p.roll_if_idle();
+                    p.cleaning_due(now, &settings)
+                }
+            };
             max_ratio = max_ratio.max(ratio);
             if let Some(d) = job {
                 due += 1;
-                if best.as_ref().is_none_or(|(_, b): &(_, Due)| d.dirty_ratio > b.dirty_ratio) {
-                    best = Some((p, d));
+                if best.as_ref().is_none_or(|(_, _, b): &(_, _, Due)| d.dirty_ratio > b.dirty_ratio) {
+                    best = Some((p, replica, d));
                 }
             }
         }
         self.probe.cleaner_backlog(due, max_ratio);
-        let Some((p, d)) = best else { return false };
+        let Some((p, replica, d)) = best else { return false };
         let job = d.job;
         let for_thread = job.clone();
         let result = match run_on_cleaner_thread(for_thread) {
@@ -66,7 +73,11 @@ impl Shard {
                 return false;
             }
         };
-        match p.swap_cleaned(&job, &cleaned) {
+        let swapped = match &replica {
+            Some(g) => g.swap_cleaned(&job, &cleaned),
+            None => p.swap_cleaned(&job, &cleaned),
+        };
+        match swapped {
             Ok(true) => {
                 self.probe.cleaned(cleaned.bytes_before, cleaned.bytes_after, cleaned.elapsed);
                 let c = cleaned.counts;

@@ -72,7 +72,7 @@ fn check(got: &[Rec], produced: &[Rec], tombstones_gone: bool, when: &str) {
 }
 
 fn log_bytes(dir: &std::path::Path) -> u64 {
-    log_bytes_of(&dir.join(format!("{TOPIC}-0")))
+    support::log_bytes(&dir.join(format!("{TOPIC}-0")))
 }
 
 fn cleanings(b: &support::Broker) -> f64 {
@@ -166,39 +166,26 @@ fn a_compacted_topic_keeps_each_keys_latest_value_through_kill_9_mid_cleaning() 
     drop(tmp);
 }
 
-/// 100k offset commits to one group (1,000 commits of 100 partitions each): the cleaner keeps
-/// `__consumer_offsets` small (only its newest segment of 1 MiB holds more than each
-/// partition's latest commit), a restart replays what is left, and the offsets are exact.
-#[test]
-fn offset_commits_are_compacted_and_replay_exactly_after_a_restart() {
+/// Commits offsets of partitions `0..partitions` of topic "committed" for `group`, `rounds`
+/// times (round `r` commits `offset(r, p)`), each acknowledged.
+fn commit_rounds(c: &mut Client, group: &str, partitions: i32, rounds: i64) {
     use ringbroker::protocol::messages::offset_commit_request::{
         OffsetCommitRequestPartition, OffsetCommitRequestTopic,
     };
-    use ringbroker::protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
-    use ringbroker::protocol::messages::{
-        ApiKey, GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    };
+    use ringbroker::protocol::messages::{ApiKey, GroupId, OffsetCommitRequest, OffsetCommitResponse};
     use support::client::{sb, topic_name};
-    const PARTITIONS: i32 = 100;
-    const ROUNDS: i64 = 1_000;
-    let args = ["--log-cleaner-backoff-ms", "200", "--offsets-topic-segment-bytes", "1048576"];
-    let mut broker = support::Broker::start_args(&args);
-    let tmp = broker.take_tempdir().unwrap();
-    let mut c = Client::connect(broker.addr);
-    assert_eq!(c.create_topic("committed", PARTITIONS, &[]).error_code, 0);
-    let offset = |round: i64, p: i32| round * 1_000 + p as i64;
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         let mut req = OffsetCommitRequest::default();
-        req.group_id = GroupId(sb("busy"));
+        req.group_id = GroupId(sb(group));
         req.generation_id_or_member_epoch = -1;
         req.member_id = sb("");
         let mut t = OffsetCommitRequestTopic::default();
         t.name = topic_name("committed");
-        t.partitions = (0..PARTITIONS)
+        t.partitions = (0..partitions)
             .map(|p| {
                 let mut x = OffsetCommitRequestPartition::default();
                 x.partition_index = p;
-                x.committed_offset = offset(round, p);
+                x.committed_offset = committed_offset(round, p);
                 x
             })
             .collect();
@@ -206,52 +193,152 @@ fn offset_commits_are_compacted_and_replay_exactly_after_a_restart() {
         let resp: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &req);
         assert!(resp.topics[0].partitions.iter().all(|p| p.error_code == 0), "round {round} committed");
     }
-    let offsets_bytes = || {
-        std::fs::read_dir(tmp.path())
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with("__consumer_offsets-"))
-            .map(|e| log_bytes_of(&e.path()))
-            .sum::<u64>()
-    };
-    let small = wait_until(Duration::from_secs(60), || offsets_bytes() <= 5 << 20);
-    assert!(small, "__consumer_offsets holds {} bytes", offsets_bytes());
-    let fetch = |c: &mut Client| -> Vec<(i32, i64)> {
-        let mut g = OffsetFetchRequestGroup::default();
-        g.group_id = GroupId(sb("busy"));
-        g.member_epoch = -1;
-        let mut t = OffsetFetchRequestTopics::default();
-        t.name = topic_name("committed");
-        t.partition_indexes = (0..PARTITIONS).collect();
-        g.topics = Some(vec![t]);
-        let mut req = OffsetFetchRequest::default();
-        req.groups = vec![g];
-        let resp: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 8, &req);
-        let mut got: Vec<(i32, i64)> =
-            resp.groups[0].topics[0].partitions.iter().map(|p| (p.partition_index, p.committed_offset)).collect();
-        got.sort();
-        got
-    };
-    let want: Vec<(i32, i64)> = (0..PARTITIONS).map(|p| (p, offset(ROUNDS - 1, p))).collect();
-    assert_eq!(fetch(&mut c), want);
+}
+
+fn committed_offset(round: i64, partition: i32) -> i64 {
+    round * 1_000 + partition as i64
+}
+
+/// The committed offsets of `group` for partitions `0..partitions` of "committed".
+fn fetch_committed(c: &mut Client, group: &str, partitions: i32) -> Vec<(i32, i64)> {
+    use ringbroker::protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
+    use ringbroker::protocol::messages::{ApiKey, GroupId, OffsetFetchRequest, OffsetFetchResponse};
+    use support::client::{sb, topic_name};
+    let mut g = OffsetFetchRequestGroup::default();
+    g.group_id = GroupId(sb(group));
+    g.member_epoch = -1;
+    let mut t = OffsetFetchRequestTopics::default();
+    t.name = topic_name("committed");
+    t.partition_indexes = (0..partitions).collect();
+    g.topics = Some(vec![t]);
+    let mut req = OffsetFetchRequest::default();
+    req.groups = vec![g];
+    let resp: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 8, &req);
+    let mut got: Vec<(i32, i64)> =
+        resp.groups[0].topics[0].partitions.iter().map(|p| (p.partition_index, p.committed_offset)).collect();
+    got.sort();
+    got
+}
+
+/// The bytes of every `__consumer_offsets` partition in a data directory.
+fn offsets_topic_bytes(data_dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(data_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("__consumer_offsets-"))
+        .map(|e| support::log_bytes(&e.path()))
+        .sum::<u64>()
+}
+
+/// 100k offset commits to one group (1,000 commits of 100 partitions each): the cleaner keeps
+/// `__consumer_offsets` small (only its newest segment of 1 MiB holds more than each
+/// partition's latest commit), a restart replays what is left, and the offsets are exact.
+#[test]
+fn offset_commits_are_compacted_and_replay_exactly_after_a_restart() {
+    const PARTITIONS: i32 = 100;
+    const ROUNDS: i64 = 1_000;
+    let args = ["--log-cleaner-backoff-ms", "200", "--offsets-topic-segment-bytes", "1048576"];
+    let mut broker = support::Broker::start_args(&args);
+    let tmp = broker.take_tempdir().unwrap();
+    let mut c = Client::connect(broker.addr);
+    assert_eq!(c.create_topic("committed", PARTITIONS, &[]).error_code, 0);
+    commit_rounds(&mut c, "busy", PARTITIONS, ROUNDS);
+    let small = wait_until(Duration::from_secs(60), || offsets_topic_bytes(tmp.path()) <= 5 << 20);
+    assert!(small, "__consumer_offsets holds {} bytes", offsets_topic_bytes(tmp.path()));
+    let want: Vec<(i32, i64)> = (0..PARTITIONS).map(|p| (p, committed_offset(ROUNDS - 1, p))).collect();
+    assert_eq!(fetch_committed(&mut c, "busy", PARTITIONS), want);
     broker.stop();
     let listen = broker.addr.to_string();
     let started = std::time::Instant::now();
     let broker = support::restart(tmp.path(), &listen, &args);
-    println!("restart with {} bytes of __consumer_offsets: ready in {:?}", offsets_bytes(), started.elapsed());
+    println!(
+        "restart with {} bytes of __consumer_offsets: ready in {:?}",
+        offsets_topic_bytes(tmp.path()),
+        started.elapsed()
+    );
     let mut c = Client::connect(broker.addr);
-    assert_eq!(fetch(&mut c), want, "the offsets replayed from the compacted log");
+    assert_eq!(fetch_committed(&mut c, "busy", PARTITIONS), want, "the offsets replayed from the compacted log");
     drop(broker);
     drop(tmp);
 }
 
-fn log_bytes_of(dir: &std::path::Path) -> u64 {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
-        .map(|e| e.metadata().unwrap().len())
-        .sum()
+/// In a cluster each broker cleans its own copy of a replicated compacted log, keeping every
+/// batch (each is a raft entry; emptied batches keep their offsets): every broker's copy of a
+/// compacted topic and of `__consumer_offsets` (replicated on the three brokers) shrinks, each
+/// key's latest value stays at its offset, and once the leader and the coordinator are killed
+/// the new ones serve the same records and the exact committed offsets.
+#[test]
+fn every_broker_of_a_cluster_cleans_its_copy_of_a_replicated_compacted_log() {
+    const PARTITIONS: i32 = 20;
+    const ROUNDS: i64 = 1_000;
+    let args = [
+        "--log-cleaner-backoff-ms",
+        "200",
+        "--offsets-topic-segment-bytes",
+        "65536",
+        "--replica-lag-time-max-ms",
+        "2000",
+    ];
+    let mut cluster = support::cluster::Cluster::start(3, &args);
+    let configs = [("cleanup.policy", "compact"), ("segment.bytes", "65536"), ("min.cleanable.dirty.ratio", "0.01")];
+    cluster.create_topic_with(TOPIC, 1, 3, &configs);
+    cluster.create_topic("committed", PARTITIONS, 3);
+    let leader = cluster.leader(TOPIC, 0).expect("a leader");
+    let mut c = Client::connect(cluster.addr(leader));
+    let produced = produce(&mut c, 0, 20_000, |i| Some(format!("value-{i:06}-{}", "x".repeat(60)).into_bytes()));
+    let coordinator = cluster.coordinator("busy").expect("a coordinator");
+    commit_rounds(&mut Client::connect(cluster.addr(coordinator)), "busy", PARTITIONS, ROUNDS);
+    // What the two logs would hold uncleaned (the cleaner runs while they are written).
+    let topic_before: u64 = (0..20_000 / PER_BATCH)
+        .map(|b| {
+            let recs: Vec<(Vec<u8>, Vec<u8>)> = (b * PER_BATCH..(b + 1) * PER_BATCH)
+                .map(|j| (key(j), format!("value-{j:06}-{}", "x".repeat(60)).into_bytes()))
+                .collect();
+            let kvs: Vec<batch::KeyValue> =
+                recs.iter().map(|(k, v)| (Some(k.as_slice()), Some(v.as_slice()))).collect();
+            batch::build_keyed(now_ms(), &kvs).len() as u64
+        })
+        .sum();
+    let one_round: Vec<ringbroker::group::offsets::Record> = (0..PARTITIONS)
+        .map(|p| ringbroker::group::offsets::Record::Commit {
+            group: "busy".into(),
+            topic: "committed".into(),
+            partition: p,
+            value: ringbroker::group::Committed {
+                offset: committed_offset(ROUNDS, p),
+                leader_epoch: -1,
+                metadata: None,
+                commit_ts: now_ms(),
+            },
+        })
+        .collect();
+    let offsets_before = ROUNDS as u64 * ringbroker::group::offsets::to_batch(&one_round, now_ms()).len() as u64;
+    let cleaned = wait_until(Duration::from_secs(90), || {
+        (1..=3).all(|n| {
+            let dir = cluster.data_dir(n);
+            log_bytes(dir) * 4 < topic_before && offsets_topic_bytes(dir) * 4 < offsets_before
+        })
+    });
+    let sizes: Vec<(u64, u64)> =
+        (1..=3).map(|n| (log_bytes(cluster.data_dir(n)), offsets_topic_bytes(cluster.data_dir(n)))).collect();
+    assert!(cleaned, "each broker's copies shrink from {topic_before} and {offsets_before} bytes: {sizes:?}");
+    println!(
+        "cleaned copies (topic, __consumer_offsets) per broker: {sizes:?}, from {topic_before} and {offsets_before}"
+    );
+    check(&read_all(&mut c), &produced, false, "at the leader after cleaning");
+
+    cluster.kill9(leader);
+    let moved = wait_until(Duration::from_secs(30), || cluster.leader(TOPIC, 0).is_some_and(|l| l != leader));
+    assert!(moved, "another broker leads");
+    let mut n = Client::connect(cluster.addr(cluster.leader(TOPIC, 0).unwrap()));
+    check(&read_all(&mut n), &produced, false, "at the new leader, from its own cleaned copy");
+    let want: Vec<(i32, i64)> = (0..PARTITIONS).map(|p| (p, committed_offset(ROUNDS - 1, p))).collect();
+    let exact = wait_until(Duration::from_secs(30), || {
+        cluster.coordinator("busy").is_some_and(|at| {
+            cluster.is_up(at) && fetch_committed(&mut Client::connect(cluster.addr(at)), "busy", PARTITIONS) == want
+        })
+    });
+    assert!(exact, "a live coordinator answers the latest committed offsets");
 }
 
 /// A group's membership is stored in `__consumer_offsets` (Kafka's GroupMetadataValue) when a

@@ -18,6 +18,8 @@
 //! ignores or deletes. A replica sent a snapshot empties its log to start at the leader's
 //! start (see `Write::install`).
 
+mod cleaning;
+
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -17,10 +17,10 @@ use crate::log::LogConfig;
 use crate::metrics::Probe;
 use crate::protocol::batch;
 
-const ALL: Acks = Acks::All { min_insync: 2 };
+pub(crate) const ALL: Acks = Acks::All { min_insync: 2 };
 
 pub(crate) struct Node {
-    id: u64,
+    pub(crate) id: u64,
     dir: PathBuf,
     addr: SocketAddr,
     slot: Rc<RefCell<Option<Rc<Group>>>>,
@@ -143,7 +143,7 @@ async fn produce(nodes: &[Node], from: usize, n: usize) -> Vec<(i64, Vec<u8>)> {
 }
 
 /// The committed log of a node from offset `from` as bytes, read the way a fetch reads it.
-fn committed_bytes(g: &Group, from: i64) -> Vec<u8> {
+pub(crate) fn committed_bytes(g: &Group, from: i64) -> Vec<u8> {
     use std::os::unix::fs::FileExt;
     let hwm = g.log().offsets().high_watermark;
     let mut out = Vec::new();
@@ -491,7 +491,7 @@ fn a_learner_catches_up_and_a_joint_change_swaps_it_in_for_a_voter() {
 }
 
 /// Gives `g`'s log 2 KiB segments and the retention `set` makes.
-fn small_segments(g: &Group, set: impl FnOnce(&mut LogConfig)) {
+pub(crate) fn small_segments(g: &Group, set: impl FnOnce(&mut LogConfig)) {
     let mut c = g.log().config();
     c.segment_bytes = 2048;
     set(&mut c);

@@ -7,7 +7,9 @@
 //!   cleaning that keeps it stamps `now + delete.retention.ms` into the batch (KIP-534), a
 //!   later one past that time drops it, so consumers have that long to see the deletion;
 //! - a batch whose records all go is dropped, unless it is its producer's last batch: that
-//!   one stays, empty, so the producer's sequence state survives a restart;
+//!   one stays, empty, so the producer's sequence state survives a restart; in a replicated
+//!   log every batch stays, empty if need be, because each is a raft entry: raft numbers
+//!   entries one after another and may send any of them to a replica that lacks it;
 //! - control batches stay as they are.
 //!
 //! A batch that keeps every record and needs no horizon is copied byte for byte; any other
@@ -25,8 +27,11 @@ pub struct Rules<'a> {
     pub delete_retention_ms: i64,
     /// Base offsets of the batches to keep even when empty: each producer's last one.
     pub keep: &'a std::collections::HashSet<i64>,
-    /// Batches wholly below the log start go whatever they hold.
+    /// Batches wholly below the log start go whatever they hold (are emptied, when every
+    /// batch stays).
     pub log_start: i64,
+    /// Keep every batch, emptied rather than dropped (a replicated log).
+    pub keep_every_batch: bool,
     /// The most a batch's records may decompress to.
     pub decompress_limit: usize,
 }
@@ -55,8 +60,15 @@ pub fn filter(raw: &[u8], h: &BatchHeader, rules: &Rules, counts: &mut Counts) -
     if h.is_control() {
         return Ok(Kept::Whole);
     }
+    let emptied = || match rules.keep_every_batch || rules.keep.contains(&h.base_offset) {
+        true => batch::rebuild(raw, &[], 0, compression::NONE, None).map(Kept::Rewritten),
+        false => Ok(Kept::Dropped),
+    };
     if h.last_offset() < rules.log_start {
-        return Ok(Kept::Dropped);
+        return match rules.keep_every_batch {
+            true => emptied(),
+            false => Ok(Kept::Dropped),
+        };
     }
     let records = batch::record_bytes(raw, rules.decompress_limit)?;
     let horizon_passed = h.delete_horizon().is_some_and(|t| rules.now_ms >= t);
@@ -99,10 +111,7 @@ pub fn filter(raw: &[u8], h: &BatchHeader, rules: &Rules, counts: &mut Counts) -
         return Ok(Kept::Whole);
     }
     if kept.is_empty() {
-        if !rules.keep.contains(&h.base_offset) {
-            return Ok(Kept::Dropped);
-        }
-        return batch::rebuild(raw, &[], 0, compression::NONE, None).map(Kept::Rewritten);
+        return emptied();
     }
     let horizon = match stamp {
         true => Some(rules.now_ms.saturating_add(rules.delete_retention_ms)),
@@ -153,8 +162,26 @@ mod tests {
     }
 
     fn run(b: &[u8], map: &KeyMap, now: i64, keep: &HashSet<i64>) -> (Kept, Counts) {
-        let rules =
-            Rules { map, now_ms: now, delete_retention_ms: 1000, keep, log_start: 0, decompress_limit: 1 << 20 };
+        run_with(b, map, now, keep, (0, false))
+    }
+
+    /// With the log start and whether every batch stays.
+    fn run_with(
+        b: &[u8],
+        map: &KeyMap,
+        now: i64,
+        keep: &HashSet<i64>,
+        (log_start, every): (i64, bool),
+    ) -> (Kept, Counts) {
+        let rules = Rules {
+            map,
+            now_ms: now,
+            delete_retention_ms: 1000,
+            keep,
+            log_start,
+            keep_every_batch: every,
+            decompress_limit: 1 << 20,
+        };
         let mut counts = Counts::default();
         let h = batch::check_batch(b).unwrap();
         (filter(b, &h, &rules, &mut counts).unwrap(), counts)
@@ -204,6 +231,22 @@ mod tests {
         let Kept::Rewritten(after) = kept else { panic!("rewritten: {kept:?}") };
         assert_eq!(read(&after), vec![(11, 5_001, Some(b"k".to_vec()), Some(b"v".to_vec()))]);
         assert_eq!(counts.tombstones_removed, 1);
+    }
+
+    #[test]
+    fn in_a_replicated_log_every_batch_stays_with_its_offsets_and_leader_epoch() {
+        let mut b = keyed(50, 1, &[(Some(b"a"), Some(b"1")), (Some(b"a"), Some(b"2"))]);
+        batch::patch(&mut b, 50, 9);
+        let mut map = KeyMap::new(10);
+        map.put(b"a", 90);
+        for log_start in [0, 60] {
+            let (kept, _) = run_with(&b, &map, 2, &HashSet::new(), (log_start, true));
+            let Kept::Rewritten(empty) = kept else { panic!("kept empty: {kept:?}") };
+            let h = batch::check_batch(&empty).unwrap();
+            assert_eq!((h.base_offset, h.last_offset(), h.record_count), (50, 51, 0), "below the start {log_start}");
+            assert_eq!(&empty[12..16], &9i32.to_be_bytes(), "the leader epoch: the raft term of the entry");
+        }
+        assert_eq!(run_with(&b, &map, 2, &HashSet::new(), (60, false)).0, Kept::Dropped);
     }
 
     #[test]

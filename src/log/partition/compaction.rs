@@ -1,6 +1,8 @@
 //! A compacted log's side of a cleaning (see `log::cleaner`): when one is due and what it
 //! may touch (`cleaning_due`), rolling an idle log's active segment so that it can be
-//! (`roll_if_idle`), and putting its segments in place (`swap_cleaned`).
+//! (`roll_if_idle`), and putting its segments in place (`swap_cleaned`). A replicated log is
+//! cleaned the same way but keeps every batch (each is a raft entry), and its replica then
+//! points its entries at the new files (`cluster::group::Group::swap_cleaned`).
 
 use std::collections::HashSet;
 
@@ -24,7 +26,9 @@ impl Partition {
     /// since its first record, so that an idle log gets cleaned too (the active segment
     /// never is). Appends roll on their own; Kafka rolls only then, so an idle compacted
     /// partition there keeps its last segment uncleaned. The roll itself runs on the log's
-    /// write loop (`write_loop`), which this only wakes.
+    /// write loop (`write_loop`), which this only wakes. Not for a replicated log: its
+    /// replica writes through `write_entries`, not the write loop, so it rolls at appends
+    /// only, as Kafka's logs do.
     pub fn roll_if_idle(&self) {
         let cfg = self.cfg.get();
         let st = self.st.borrow();
@@ -42,10 +46,36 @@ impl Partition {
     /// How dirty this log is (0 when it is not compacted or has nothing cleanable), and the
     /// cleaning it is due for now, if any. Cleanable: every inactive segment wholly below the
     /// high watermark, up to the first holding a record newer than `min.compaction.lag.ms`.
+    /// A replicated log's replica decides (`replicated_cleaning_due`).
     pub fn cleaning_due(&self, now_ms: i64, settings: &CleanerSettings) -> (f64, Option<Due>) {
+        let hwm = {
+            let st = self.st.borrow();
+            if st.replicated {
+                return (0.0, None);
+            }
+            st.hwm
+        };
+        self.due(now_ms, settings, hwm)
+    }
+
+    /// `cleaning_due` for a replicated log, whose cleanable segments end at or below `limit`
+    /// too: what its replica allows (what raft has applied and, on a leader, what every
+    /// replica heard from lately holds).
+    pub fn replicated_cleaning_due(&self, now_ms: i64, settings: &CleanerSettings, limit: i64) -> (f64, Option<Due>) {
+        let hwm = {
+            let st = self.st.borrow();
+            if !st.replicated {
+                return (0.0, None);
+            }
+            st.hwm
+        };
+        self.due(now_ms, settings, limit.min(hwm))
+    }
+
+    fn due(&self, now_ms: i64, settings: &CleanerSettings, limit: i64) -> (f64, Option<Due>) {
         let cfg = self.cfg.get();
         let st = self.st.borrow();
-        if !cfg.compact || st.replicated || st.failed || self.wake.borrow().is_none() {
+        if !cfg.compact || st.failed || self.wake.borrow().is_none() {
             return (0.0, None);
         }
         let lag = i64::try_from(cfg.min_compaction_lag_ms).unwrap_or(i64::MAX);
@@ -53,7 +83,7 @@ impl Partition {
         let n = inactive
             .iter()
             .take_while(|s| {
-                s.next_offset.get() <= st.hwm && (lag == 0 || s.max_timestamp.get() <= now_ms.saturating_sub(lag))
+                s.next_offset.get() <= limit && (lag == 0 || s.max_timestamp.get() <= now_ms.saturating_sub(lag))
             })
             .count();
         if n == 0 {
@@ -114,6 +144,7 @@ impl Partition {
             now_ms,
             delete_retention_ms: i64::try_from(cfg.delete_retention_ms).unwrap_or(i64::MAX),
             keep,
+            keep_every_batch: st.replicated,
             decompress_limit: cfg.decompressed_limit(),
             io_limit: settings.io_limit,
         };

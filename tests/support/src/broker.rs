@@ -207,3 +207,13 @@ pub fn metric_sum(page: &str, name: &str, labels: &[&str]) -> f64 {
         .map(|l| l.rsplit_once(' ').expect("a sample value").1.parse::<f64>().expect("a number"))
         .sum()
 }
+
+/// The bytes of a partition directory's segment files (`*.log`).
+pub fn log_bytes(partition_dir: &Path) -> u64 {
+    std::fs::read_dir(partition_dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", partition_dir.display()))
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .sum()
+}

@@ -290,11 +290,14 @@ impl Client {
         loop {
             let p = self.fetch(topic, partition, offset, 1 << 20);
             assert_eq!(p.error_code, 0, "fetch {topic}-{partition} at {offset}");
-            let records = decode_records(p.records.as_deref().unwrap_or(&[]));
-            let fresh: Vec<Record> = records.into_iter().filter(|r| r.offset >= offset).collect();
-            match fresh.last() {
-                Some(last) => offset = last.offset + 1,
-                None => {
+            let bytes = p.records.as_deref().unwrap_or(&[]);
+            let fresh: Vec<Record> = decode_records(bytes).into_iter().filter(|r| r.offset >= offset).collect();
+            // A batch may hold no record (a cleaner keeps some batches emptied): as clients
+            // do, the next fetch starts past the last whole batch.
+            let next = fresh.last().map(|r| r.offset + 1).into_iter().chain(end_of_batches(bytes)).max();
+            match next {
+                Some(next) if next > offset => offset = next,
+                _ => {
                     assert!(offset >= p.high_watermark, "no records at {offset} below the HWM {}", p.high_watermark);
                     return out;
                 }
@@ -324,6 +327,20 @@ impl Client {
         assert_eq!(p.error_code, 0, "ListOffsets earliest {topic}-{partition}");
         p.offset
     }
+}
+
+/// The offset after the last whole batch of fetched bytes.
+fn end_of_batches(bytes: &[u8]) -> Option<i64> {
+    use ringbroker::protocol::batch;
+    let (mut at, mut end) = (0, None);
+    while let Some(Ok(size)) = batch::batch_size(&bytes[at..]) {
+        if at + size > bytes.len() {
+            break;
+        }
+        end = batch::read_header(&bytes[at..]).ok().map(|h| h.last_offset() + 1);
+        at += size;
+    }
+    end
 }
 
 fn sending(api: ApiKey, version: i16, e: anyhow::Error) -> ! {

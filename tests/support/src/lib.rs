@@ -12,4 +12,4 @@ pub mod proxy;
 pub mod security;
 pub mod tls;
 
-pub use broker::{metric_sum, restart, scrape, Broker};
+pub use broker::{log_bytes, metric_sum, restart, scrape, Broker};

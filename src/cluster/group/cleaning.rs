@@ -1,0 +1,207 @@
+//! Log compaction of a replicated log. Each replica cleans its own copy, as Kafka's replicas
+//! do, by the same rules as a standalone log but keeping every batch (emptied if all its
+//! records go): a batch is a raft entry, and raft numbers its entries one after another, so
+//! the entries stay where they are and only their bytes shrink. Replicas' bytes then differ
+//! below what is cleaned while their records, offsets and terms agree; a replica that lacks
+//! an entry is sent the sender's cleaned batch, as a Kafka follower fetches a cleaned one.
+//!
+//! Only entries raft has applied are cleaned and, on a leader, only those every replica
+//! heard from lately holds (`Replica::compaction_limit`, the bound retention has too), so
+//! cleaned entries are only sent to a replica that was away or is new. The swap itself and
+//! the store's move to the new files (`RaftStore::relocate`) run in one step on the shard,
+//! with no raft read between.
+
+use super::Group;
+use crate::error::BrokerError;
+use crate::log::cleaner::{Cleaned, CleanerSettings, Job};
+use crate::log::partition::Due;
+
+impl Group {
+    /// How dirty this replica's log is and the cleaning it is due for (see the module).
+    pub fn cleaning_due(&self, now_ms: i64, settings: &CleanerSettings) -> (f64, Option<Due>) {
+        if self.stopped.get() || self.failed().is_some() {
+            return (0.0, None);
+        }
+        let peers = self.recent_peers();
+        let limit = {
+            let r = self.replica.borrow();
+            r.store().end_offset(r.compaction_limit(&peers))
+        };
+        match limit {
+            Some(limit) => self.log.replicated_cleaning_due(now_ms, settings, limit),
+            None => (0.0, None),
+        }
+    }
+
+    /// Puts a cleaning's segments in place (`Partition::swap_cleaned`) and points the
+    /// store's entries at them. False if the cleaning was discarded. An entry without its
+    /// batch in the new files takes the replica offline.
+    pub fn swap_cleaned(&self, job: &Job, cleaned: &Cleaned) -> Result<bool, BrokerError> {
+        if self.stopped.get() || self.failed().is_some() || !self.log.swap_cleaned(job, cleaned)? {
+            return Ok(false);
+        }
+        let Some(from) = cleaned.segments.first().map(|s| s.base) else { return Ok(true) };
+        let relocated = self
+            .log
+            .batch_locs(from, job.end)
+            .map_err(|e| format!("cannot read the cleaned segments back: {e}"))
+            .and_then(|moved| self.replica.borrow_mut().relocate(from, job.end, &moved));
+        if let Err(why) = relocated {
+            self.fail(format!("after a cleaning: {why}"));
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+
+    use super::super::tests::{committed_bytes, leader, small_segments, until, with_cluster, Node, ALL};
+    use super::*;
+    use crate::protocol::{batch, ErrorCode};
+
+    type Latest = BTreeMap<Vec<u8>, (i64, Vec<u8>)>;
+
+    /// Produces records `from..to` at the leader, five to a batch, record `i` under key
+    /// `k<i % 10>` with a 100-byte value; records each key's latest (offset, value). A batch
+    /// refused with a retriable error (a leadership change, too few replicas in sync while
+    /// one restarts) is sent again: if its first send was committed too, the resend is the
+    /// later, so the latest, copy of its records.
+    async fn produce_keyed(nodes: &[Node], from: usize, to: usize, latest: &mut Latest) {
+        until("a leader", || leader(nodes).is_some()).await;
+        let g = nodes[leader(nodes).unwrap()].group().unwrap();
+        let mut waits = Vec::new();
+        for first in (from..to).step_by(5) {
+            let kvs: Vec<(Vec<u8>, Vec<u8>)> = (first..first + 5)
+                .map(|i| (format!("k{}", i % 10).into_bytes(), format!("v{i:>99}").into_bytes()))
+                .collect();
+            let refs: Vec<batch::KeyValue> = kvs.iter().map(|(k, v)| (Some(&k[..]), Some(&v[..]))).collect();
+            let b = Bytes::from(batch::build_keyed(1_000 + first as i64, &refs));
+            waits.push((g.produce(&b, ALL), b, kvs));
+        }
+        for (sent, b, kvs) in waits {
+            let mut answer = match sent {
+                Ok(rx) => rx.await.unwrap(),
+                Err(e) => Err(e),
+            };
+            let retriable =
+                [ErrorCode::NotLeaderOrFollower, ErrorCode::NotEnoughReplicas, ErrorCode::NotEnoughReplicasAfterAppend];
+            for _ in 0..50 {
+                if !answer.as_ref().is_err_and(|e| retriable.contains(e)) {
+                    break;
+                }
+                glommio::timer::sleep(Duration::from_millis(50)).await;
+                until("a leader", || leader(nodes).is_some()).await;
+                let g = nodes[leader(nodes).unwrap()].group().unwrap();
+                answer = match g.produce(&b, ALL) {
+                    Ok(rx) => rx.await.unwrap(),
+                    Err(e) => Err(e),
+                };
+            }
+            let base = answer.expect("acknowledged").base_offset;
+            for (i, (key, value)) in kvs.into_iter().enumerate() {
+                latest.insert(key, (base + i as i64, value));
+            }
+        }
+    }
+
+    /// (offset, key, value) of every data record a replica serves, from its log start.
+    fn served(g: &Group) -> Vec<(i64, Vec<u8>, Vec<u8>)> {
+        let bytes = committed_bytes(g, g.log().offsets().log_start);
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Some(Ok(size)) = batch::batch_size(&bytes[at..]) {
+            let h = batch::read_header(&bytes[at..]).unwrap();
+            if !h.is_control() {
+                for r in batch::records(&bytes[at..at + size]) {
+                    let (k, v) = (r.key.unwrap().to_vec(), r.value.unwrap().to_vec());
+                    out.push((h.base_offset + r.offset_delta as i64, k, v));
+                }
+            }
+            at += size;
+        }
+        out
+    }
+
+    /// The latest (offset, value) of each key among `records`.
+    fn latest_of(records: &[(i64, Vec<u8>, Vec<u8>)]) -> Latest {
+        records.iter().map(|(o, k, v)| (k.clone(), (*o, v.clone()))).collect()
+    }
+
+    /// Runs one due cleaning on `g` to its end: the bytes it read and left, and the offset
+    /// the cleaned segments end at.
+    fn clean(g: &Group) -> Option<(u64, u64, i64)> {
+        let settings = CleanerSettings { map_capacity: 10_000, io_limit: None };
+        let job = g.cleaning_due(crate::sys::unix_now_ms(), &settings).1?.job;
+        let cleaned = crate::log::cleaner::pass::run(&job).unwrap();
+        assert!(g.swap_cleaned(&job, &cleaned).unwrap(), "swapped in");
+        Some((cleaned.bytes_before, cleaned.bytes_after, job.end))
+    }
+
+    fn compacted(g: &Group) {
+        small_segments(g, |c| {
+            (c.compact, c.delete, c.retention_ms) = (true, false, -1);
+            c.min_cleanable_dirty_ratio = 0.0;
+        });
+    }
+
+    #[test]
+    fn each_replica_cleans_its_copy_and_one_that_was_away_catches_up_from_cleaned_entries() {
+        with_cluster(3, Duration::from_secs(1), async |nodes, peers| {
+            for n in nodes.iter() {
+                compacted(&n.group().unwrap());
+            }
+            let mut latest = Latest::new();
+            produce_keyed(nodes, 0, 100, &mut latest).await;
+            let l = leader(nodes).unwrap();
+            let (away, other) = ((l + 1) % 3, (l + 2) % 3);
+            let stopped_at = nodes[away].group().unwrap().log().offsets().high_watermark;
+            nodes[away].stop().await;
+            produce_keyed(nodes, 100, 400, &mut latest).await;
+            // Past the lag bound the away replica no longer holds the leader's cleaning back.
+            glommio::timer::sleep(Duration::from_millis(1_300)).await;
+            for i in [l, other] {
+                let g = nodes[i].group().unwrap();
+                let mut cleaned = None;
+                until("a cleaning due", || {
+                    cleaned = clean(&g);
+                    cleaned.is_some()
+                })
+                .await;
+                let (before, after, end) = cleaned.unwrap();
+                assert!(after * 3 < before, "node {}: {before} bytes cleaned to {after}", nodes[i].id);
+                if i == l {
+                    assert!(end > stopped_at, "the leader cleaned past the away replica's end {stopped_at}: {end}");
+                }
+                let records = served(&g);
+                assert_eq!(latest_of(&records), latest, "node {}: each key's latest value at its offset", nodes[i].id);
+                assert!(records.len() < 400, "node {}: superseded records are gone", nodes[i].id);
+            }
+            // The away replica gets the cleaned entries it lacks; a cleaned follower restarts
+            // from its cleaned files.
+            nodes[other].stop().await;
+            nodes[other].start(peers).await;
+            nodes[away].start(peers).await;
+            for i in [away, other] {
+                compacted(&nodes[i].group().unwrap());
+            }
+            produce_keyed(nodes, 400, 420, &mut latest).await;
+            let top = nodes[leader(nodes).unwrap()].group().unwrap().log().offsets().high_watermark;
+            let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
+            until("every replica at the leader's watermark", || nodes.iter().all(|n| hwm(n) == Some(top))).await;
+            for n in nodes.iter() {
+                let records = served(&n.group().unwrap());
+                assert_eq!(latest_of(&records), latest, "node {}: each key's latest value at its offset", n.id);
+                let mut offsets: Vec<i64> = records.iter().map(|r| r.0).collect();
+                offsets.dedup();
+                assert!(offsets.windows(2).all(|w| w[0] < w[1]), "node {}: offsets only grow", n.id);
+            }
+            let away_records = served(&nodes[away].group().unwrap()).len();
+            assert!(away_records < 400, "the away replica was sent cleaned entries: {away_records} records");
+        });
+    }
+}
