@@ -272,6 +272,15 @@ rb_metric() { # NAME
     curl -s "http://$RB_ADMIN_ADDR/metrics" | awk -v n="$1" 'index($1, n "{") == 1 || $1 == n { s += $2 } END { print s + 0 }'
 }
 
+thread_cpu_ns() { # PID THREAD-NAME: CPU time so far of the process's threads of that name, ns
+    local t n=0 comm
+    for t in /proc/"$1"/task/*; do
+        comm="$(cat "$t/comm" 2>/dev/null)" || continue
+        if [[ "$comm" == "$2" ]]; then n=$((n + $(cut -d' ' -f1 "$t/schedstat"))); fi
+    done
+    echo "$n"
+}
+
 rb_addr() { # LISTENER
     awk -v n="$1" '$1 == "ringbroker" && $2 == "listener" && $3 == n { print $NF }' "$RB_OUT"
 }

@@ -62,14 +62,18 @@ run() { # CONFIG WORKLOAD ringbench-args...
         cleaner=(--log-cleaner-backoff-ms 100 --log-cleaner-io-max-bytes-per-second "$CLEANER_IO_LIMIT")
     fi
     KEEP_DATA=1 rb_start "$name" "$RB" --cpus 0 --flush os --listen "$ADDR" "${cleaner[@]}"
+    local shard_before
+    shard_before="$(thread_cpu_ns "$RB_PID" shard-0)"
     BENCH_BROKER_PID="$RB_PID" ringbench_run "$name" "$ADDR" --topic live --partitions 4 --producers "$PRODUCERS" \
         --consumers 0 --acks 1 "$@"
+    echo $(($(thread_cpu_ns "$RB_PID" shard-0) - shard_before)) >"$RUN/$name.shard-cpu-ns"
     if [[ "$config" == cleaning ]]; then
         if [[ "$(rb_metric ringbroker_cleaner_runs_total)" != 0 ]]; then echo early >"$RUN/$name.early"; fi
         local deadline=$((SECONDS + 300))
         until [[ "$(rb_metric ringbroker_cleaner_runs_total)" != 0 ]] || ((SECONDS >= deadline)); do sleep 0.5; done
-        printf '{"bytes_read": %s, "bytes_written": %s, "seconds": %s}\n' "$(rb_metric ringbroker_cleaner_bytes_read_total)" \
-            "$(rb_metric ringbroker_cleaner_bytes_written_total)" "$(rb_metric ringbroker_cleaner_time_seconds_total)" \
+        printf '{"bytes_read": %s, "bytes_written": %s, "seconds": %s, "cpu_ns": %s}\n' \
+            "$(rb_metric ringbroker_cleaner_bytes_read_total)" "$(rb_metric ringbroker_cleaner_bytes_written_total)" \
+            "$(rb_metric ringbroker_cleaner_time_seconds_total)" "$(thread_cpu_ns "$RB_PID" shard-0-cleaner)" \
             >"$RUN/$name.cleaner.json"
     fi
     rb_stop "$name"
@@ -100,6 +104,18 @@ for label, workload, get in figures:
     busy = [get(rep(f"cleaning-{workload}-r{i}")) for i in range(1, rounds + 1)]
     ratios = [b / a for a, b in zip(idle, busy) if a]
     rows.append((label, statistics.median(busy), statistics.median(idle), statistics.median(ratios), min(ratios), max(ratios)))
+def shard_cpu_per_record(name):
+    r = rep(name)
+    ns = int(open(os.path.join(run, name + ".shard-cpu-ns")).read())
+    return ns / 1e3 / r["records_acked"] if r["records_acked"] else None
+cpu_rows = []
+for w in ("max", "lat"):
+    idle = [shard_cpu_per_record(f"idle-{w}-r{i}") for i in range(1, rounds + 1)]
+    busy = [shard_cpu_per_record(f"cleaning-{w}-r{i}") for i in range(1, rounds + 1)]
+    ratios = [b / a for a, b in zip(idle, busy) if a and b]
+    if ratios:
+        cpu_rows.append((w, statistics.median(busy), statistics.median(idle), statistics.median(ratios), min(ratios), max(ratios)))
+cleaner_cpu = []
 for i in range(1, rounds + 1):
     for w in ("max", "lat"):
         name = f"cleaning-{w}-r{i}"
@@ -108,12 +124,21 @@ for i in range(1, rounds + 1):
         c = json.load(open(os.path.join(run, name + ".cleaner.json")))
         if c["seconds"]:
             speeds.append(c["bytes_read"] / c["seconds"] / 1e6)
+        if c["bytes_read"] and c.get("cpu_ns"):
+            cleaner_cpu.append(c["cpu_ns"] / 1e9 / (c["bytes_read"] / 1e9))
 with open(out, "w") as f:
     f.write("# the log cleaner: throughput, and its cost to other partitions on the same shard\n\n")
     f.write(f"Command: `{command}`. Run directory: `{run}`.\n\n")
     f.write("| figure | cleaner running | cleaner off | running / off (median of round ratios) | range |\n|---|---:|---:|---:|---:|\n")
     for label, busy, idle, ratio, lo, hi in rows:
         f.write(f"| {label} | {busy:,.2f} | {idle:,.2f} | {ratio:.3f}× | {lo:.3f}–{hi:.3f}× |\n")
+    f.write("\nThe shard thread's CPU time per record published to `live` (µs: its schedstat over the whole ringbench run, over the records acknowledged in it):\n\n")
+    f.write("| workload | cleaner running | cleaner off | running / off | range |\n|---|---:|---:|---:|---:|\n")
+    for w, busy, idle, ratio, lo, hi in cpu_rows:
+        f.write(f"| {w} | {busy:.2f} | {idle:.2f} | {ratio:.3f}× | {lo:.3f}–{hi:.3f}× |\n")
+    if cleaner_cpu:
+        f.write(f"\nThe cleaner thread's CPU time per GB of old segments read: median {statistics.median(cleaner_cpu):.2f} s "
+                f"({min(cleaner_cpu):.2f}–{max(cleaner_cpu):.2f}).\n")
     f.write(f"\nCleaning throughput (bytes of old segments cleaned per second of cleaning, one shard): "
             f"median {statistics.median(speeds):.0f} MB/s over {len(speeds)} cleanings "
             f"({min(speeds):.0f}–{max(speeds):.0f}).\n")
