@@ -67,6 +67,24 @@ pub fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
+/// Opens a file to be read once through, with O_DIRECT: the device fills the reader's
+/// (aligned) buffer, no page-cache copy passes through the CPU, and the page cache is left to
+/// those who read the file again. Buffered where the file system refuses O_DIRECT (EINVAL).
+pub fn open_direct(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    hit(Op::Open, path)?;
+    match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => File::open(path),
+        other => other,
+    }
+}
+
+/// One read at `pos`: fewer bytes than `buf` holds only at the end of the file.
+pub fn read_at(file: &File, path: &Path, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    hit(Op::Read, path)?;
+    file.read_at(buf, pos)
+}
+
 pub fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], pos: u64) -> io::Result<()> {
     hit(Op::Read, path)?;
     file.read_exact_at(buf, pos)

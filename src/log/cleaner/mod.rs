@@ -18,12 +18,13 @@
 //!    there and swaps the new ones in (`swap`: crash-safe, with the order of fsyncs it
 //!    documents). Fetches in flight keep reading the old files they hold.
 //!
-//! Replicated logs are not cleaned yet: a raft replica's log below its start would have to
-//! reach a lagging replica as data, not only as a snapshot of producer state.
+//! `reader` reads old segments for `pass`. A replicated log is cleaned keeping every batch
+//! (each is a raft entry; see `cluster::group`'s `cleaning`).
 
 pub mod filter;
 pub mod keymap;
 pub mod pass;
+mod reader;
 pub mod swap;
 
 pub use filter::Counts;

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use super::filter::{self, Counts, Kept, Rules};
 use super::keymap::KeyMap;
+use super::reader::{corrupt, Batches};
 use crate::log::segment::{self, Segment};
-use crate::protocol::batch::{self, BatchHeader};
+use crate::protocol::batch;
 use crate::storage;
 
 /// Where a cleaning writes its new segments, inside the partition's directory.
@@ -98,45 +99,6 @@ impl Throttle {
     }
 }
 
-/// Reads the batches of one old segment in order: (position, header, bytes).
-struct Batches {
-    file: std::fs::File,
-    path: PathBuf,
-    pos: u64,
-    size: u64,
-}
-
-impl Batches {
-    fn open(dir: &Path, base: i64) -> io::Result<Batches> {
-        let path = dir.join(segment::file_name(base, "log"));
-        let file = std::fs::File::open(&path)?;
-        let size = file.metadata()?.len();
-        Ok(Batches { file, path, pos: 0, size })
-    }
-
-    fn next(&mut self, throttle: &mut Throttle) -> io::Result<Option<(BatchHeader, Vec<u8>)>> {
-        if self.pos + batch::LOG_OVERHEAD as u64 > self.size {
-            return Ok(None);
-        }
-        let mut pre = [0u8; batch::LOG_OVERHEAD];
-        storage::read_exact_at(&self.file, &self.path, &mut pre, self.pos)?;
-        let len = match batch::batch_size(&pre) {
-            Some(Ok(len)) if self.pos + len as u64 <= self.size => len,
-            _ => return Err(corrupt(&self.path, self.pos, "a batch runs past the end of a sealed segment")),
-        };
-        let mut buf = vec![0u8; len];
-        storage::read_exact_at(&self.file, &self.path, &mut buf, self.pos)?;
-        let h = batch::check_batch(&buf).map_err(|e| corrupt(&self.path, self.pos, &e.to_string()))?;
-        self.pos += len as u64;
-        throttle.account(len as u64);
-        Ok(Some((h, buf)))
-    }
-}
-
-fn corrupt(path: &Path, pos: u64, why: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("{} at byte {pos}: {why}", path.display()))
-}
-
 /// Runs `job`: the key map, then the new segments in `cleaner.tmp/`. An error leaves the old
 /// segments as they were (the next open removes `cleaner.tmp/`).
 pub fn run(job: &Job) -> io::Result<Cleaned> {
@@ -186,11 +148,12 @@ fn build_map(job: &Job, throttle: &mut Throttle) -> io::Result<(KeyMap, i64)> {
             continue;
         }
         let mut batches = Batches::open(&job.dir, s.base)?;
-        while let Some((h, raw)) = batches.next(throttle)? {
+        while let Some(h) = batches.next()? {
+            throttle.account(h.size as u64);
             if h.last_offset() < job.first_dirty || h.is_control() {
                 continue;
             }
-            let records = batch::record_bytes(&raw, job.decompress_limit)
+            let records = batch::record_bytes(batches.batch(), job.decompress_limit)
                 .map_err(|e| corrupt(&batches.path, batches.pos, &e.to_string()))?;
             for r in batch::parse_records(&records, h.base_timestamp) {
                 let offset = h.base_offset + r.offset_delta as i64;
@@ -246,11 +209,13 @@ fn write_group(
     };
     for old in group {
         let mut batches = Batches::open(&job.dir, old.base)?;
-        while let Some((h, raw)) = batches.next(throttle)? {
-            let kept = filter::filter(&raw, &h, rules, counts)
+        while let Some(h) = batches.next()? {
+            throttle.account(h.size as u64);
+            let raw = batches.batch();
+            let kept = filter::filter(raw, &h, rules, counts)
                 .map_err(|e| corrupt(&batches.path, batches.pos, &e.to_string()))?;
             let bytes = match &kept {
-                Kept::Whole => &raw,
+                Kept::Whole => raw,
                 Kept::Rewritten(b) => b,
                 Kept::Dropped => continue,
             };
