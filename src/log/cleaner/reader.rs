@@ -2,10 +2,12 @@
 //! large O_DIRECT reads (`storage::open_direct`), each batch checked (its CRC) and lent out
 //! in place. Before, each batch was read twice (its length, then itself) into a fresh buffer
 //! through the page cache: the kernel's copy, the allocation and the check streamed every
-//! byte through the CPU three times per pass, on the core its shard serves from, and that
-//! streaming is what made the shard's own work slower while a cleaning ran
-//! (bench/results/2026-12-03-compaction.md). Now the device writes the buffer and the CPU
-//! reads each byte once, in the check; the page cache the shard's fetches use is untouched.
+//! byte through the CPU three times per pass, on the core its shard serves from; that
+//! streaming is the likeliest reason the shard's own work got slower while a cleaning ran
+//! (bench/results/2026-12-03-compaction.md: 70% more CPU for the same requests). Now the
+//! device writes the buffer and the CPU reads each byte once, in the check; the page cache
+//! the shard's fetches use is untouched. `bench/run.sh compaction` reports the shard's CPU
+//! per record and the cleaner's CPU per GB to tell.
 
 use std::fs::File;
 use std::io;
