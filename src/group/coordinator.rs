@@ -95,16 +95,8 @@ impl Coordinator {
             Err(e) => after
                 .into_iter()
                 .map(|fx| match fx {
-                    Effect::Join(t, r) => Effect::Join(
-                        t,
-                        super::JoinResponse {
-                            error: Some(e),
-                            generation: -1,
-                            member_id: r.member_id,
-                            ..Default::default()
-                        },
-                    ),
-                    Effect::Sync(t, _) => Effect::Sync(t, super::SyncResponse { error: Some(e), ..Default::default() }),
+                    Effect::Join(t, r) => Effect::Join(t, super::JoinResponse::error(e, &r.member_id)),
+                    Effect::Sync(t, _) => Effect::Sync(t, super::SyncResponse::error(e)),
                     Effect::Store => Effect::Store,
                 })
                 .collect(),

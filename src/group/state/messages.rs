@@ -51,7 +51,7 @@ pub struct JoinResponse {
 }
 
 impl JoinResponse {
-    pub(super) fn error(e: ErrorCode, member_id: &str) -> JoinResponse {
+    pub fn error(e: ErrorCode, member_id: &str) -> JoinResponse {
         JoinResponse { error: Some(e), generation: -1, member_id: member_id.to_string(), ..Default::default() }
     }
 }
@@ -76,7 +76,7 @@ pub struct SyncResponse {
 }
 
 impl SyncResponse {
-    pub(super) fn error(e: ErrorCode) -> SyncResponse {
+    pub fn error(e: ErrorCode) -> SyncResponse {
         SyncResponse { error: Some(e), ..Default::default() }
     }
 }
