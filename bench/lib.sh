@@ -272,11 +272,18 @@ rb_metric() { # NAME
     curl -s "http://$RB_ADMIN_ADDR/metrics" | awk -v n="$1" 'index($1, n "{") == 1 || $1 == n { s += $2 } END { print s + 0 }'
 }
 
-thread_cpu_ns() { # PID THREAD-NAME: CPU time so far of the process's threads of that name, ns
+thread_cpu_ns() { # PID GLOB [first]: CPU time so far of the process's threads whose name
+    # matches GLOB (first: only the lowest-numbered of them), ns. Threads are named for the
+    # thread that made them: glommio's executor of shard 0 is `shard-0-1` and so is its
+    # blocking pool's thread, made after it; the cleaner's is `shard-0-1-clean` (15 characters).
     local t n=0 comm
-    for t in /proc/"$1"/task/*; do
-        comm="$(cat "$t/comm" 2>/dev/null)" || continue
-        if [[ "$comm" == "$2" ]]; then n=$((n + $(cut -d' ' -f1 "$t/schedstat"))); fi
+    for t in $(ls /proc/"$1"/task | sort -n); do
+        comm="$(cat /proc/"$1"/task/"$t"/comm 2>/dev/null)" || continue
+        # shellcheck disable=SC2053  # GLOB is a pattern
+        if [[ "$comm" == $2 ]]; then
+            n=$((n + $(cut -d' ' -f1 /proc/"$1"/task/"$t"/schedstat)))
+            if [[ "${3:-}" == first ]]; then break; fi
+        fi
     done
     echo "$n"
 }

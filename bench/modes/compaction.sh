@@ -19,10 +19,16 @@
 # A run whose cleaning finished before its window ended is flagged: the cleaner's effect was
 # then measured over less than the whole window (raise FILL_RECORDS).
 #
+# BASE=<rev> (or BASE_BIN, a release binary of it built before) adds a third configuration to
+# each round, `base`: that build with its cleaner on, measured the same way, so that a change
+# to the cleaner is compared with the build before it side by side in one run. Only this
+# tree's broker fills `dirty` (both read the same log format).
+#
 # Writes bench/results/<date>-compaction.md (RESULTS_DIR: another directory).
 #
 # Environment: ROUNDS [3] DURATION [10] WARMUP [2] FILL_RECORDS [2000000] KEYS [20000]
 #   RATE [20000] PRODUCERS [4] CLEANER_IO_LIMIT [0] RB_PORT [19611] CLIENT_CPUS [1]
+#   BASE [none] BASE_BIN
 # shellcheck shell=bash
 ROUNDS="${ROUNDS:-3}"
 DURATION="${DURATION:-10}"
@@ -39,6 +45,17 @@ bench_init compaction
 require_free_ports "${ADDR##*:}"
 build_release
 rb_private_copy
+CONFIGS=(idle cleaning)
+if [[ -n "${BASE_BIN:-}" ]]; then
+    cp "$BASE_BIN" "$RUN/ringbroker-base"
+    RB_BASE="$RUN/ringbroker-base"
+elif [[ -n "${BASE:-}" ]]; then
+    rb_build_base "$BASE"
+fi
+if [[ -n "${RB_BASE:-}" ]]; then
+    CONFIGS+=(base)
+    log "base: ${BASE:-$BASE_BIN}, sha256 $(sha256sum "$RB_BASE" | cut -c1-16)"
+fi
 
 # A broker whose `dirty` topic holds FILL_RECORDS records over KEYS keys, none cleaned yet.
 fill() { # LABEL
@@ -57,30 +74,31 @@ run() { # CONFIG WORKLOAD ringbench-args...
     local config="$1" workload="$2" name="$1-$2-r$ROUND"
     shift 2
     fill "$name"
-    local cleaner=(--log-cleaner-enable false)
-    if [[ "$config" == cleaning ]]; then
+    local cleaner=(--log-cleaner-enable false) bin="$RB"
+    if [[ "$config" == base ]]; then bin="$RB_BASE"; fi
+    if [[ "$config" != idle ]]; then
         cleaner=(--log-cleaner-backoff-ms 100 --log-cleaner-io-max-bytes-per-second "$CLEANER_IO_LIMIT")
     fi
-    KEEP_DATA=1 rb_start "$name" "$RB" --cpus 0 --flush os --listen "$ADDR" "${cleaner[@]}"
+    KEEP_DATA=1 rb_start "$name" "$bin" --cpus 0 --flush os --listen "$ADDR" "${cleaner[@]}"
     local shard_before
-    shard_before="$(thread_cpu_ns "$RB_PID" shard-0)"
+    shard_before="$(thread_cpu_ns "$RB_PID" "shard-0-?" first)"
     BENCH_BROKER_PID="$RB_PID" ringbench_run "$name" "$ADDR" --topic live --partitions 4 --producers "$PRODUCERS" \
         --consumers 0 --acks 1 "$@"
-    echo $(($(thread_cpu_ns "$RB_PID" shard-0) - shard_before)) >"$RUN/$name.shard-cpu-ns"
-    if [[ "$config" == cleaning ]]; then
+    echo $(($(thread_cpu_ns "$RB_PID" "shard-0-?" first) - shard_before)) >"$RUN/$name.shard-cpu-ns"
+    if [[ "$config" != idle ]]; then
         if [[ "$(rb_metric ringbroker_cleaner_runs_total)" != 0 ]]; then echo early >"$RUN/$name.early"; fi
         local deadline=$((SECONDS + 300))
         until [[ "$(rb_metric ringbroker_cleaner_runs_total)" != 0 ]] || ((SECONDS >= deadline)); do sleep 0.5; done
         printf '{"bytes_read": %s, "bytes_written": %s, "seconds": %s, "cpu_ns": %s}\n' \
             "$(rb_metric ringbroker_cleaner_bytes_read_total)" "$(rb_metric ringbroker_cleaner_bytes_written_total)" \
-            "$(rb_metric ringbroker_cleaner_time_seconds_total)" "$(thread_cpu_ns "$RB_PID" shard-0-cleaner)" \
+            "$(rb_metric ringbroker_cleaner_time_seconds_total)" "$(thread_cpu_ns "$RB_PID" "shard-0-*clean*")" \
             >"$RUN/$name.cleaner.json"
     fi
     rb_stop "$name"
 }
 
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
-    for config in idle cleaning; do
+    for config in "${CONFIGS[@]}"; do
         run "$config" max
         run "$config" lat --rate "$RATE"
     done
@@ -88,60 +106,65 @@ done
 
 OUT="$RESULTS/$(date -u +%Y-%m-%d)-compaction"
 mkdir -p "$RESULTS"
-python3 - "$RUN" "$ROUNDS" "$OUT.md" "bench/run.sh compaction ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP FILL_RECORDS=$FILL_RECORDS KEYS=$KEYS RATE=$RATE PRODUCERS=$PRODUCERS CLEANER_IO_LIMIT=$CLEANER_IO_LIMIT" <<'EOF'
+python3 - "$RUN" "$ROUNDS" "$OUT.md" "bench/run.sh compaction ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP FILL_RECORDS=$FILL_RECORDS KEYS=$KEYS RATE=$RATE PRODUCERS=$PRODUCERS CLEANER_IO_LIMIT=$CLEANER_IO_LIMIT${BASE:+ BASE=$BASE}${BASE_BIN:+ BASE_BIN=$BASE_BIN}" "${CONFIGS[@]:1}" <<'EOF'
 import json, os, statistics, sys
-run, rounds, out, command = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+run, rounds, out, command, busy_configs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 def rep(name):
-    return json.load(open(os.path.join(run, name, "report.json")))
-rows, early, speeds = [], [], []
+    r = json.load(open(os.path.join(run, name, "report.json")))
+    r["_name"] = name
+    return r
+NAMES = {"cleaning": "cleaner running", "base": "base, cleaner running"}
+def per_round(config, workload, get):
+    return [get(rep(f"{config}-{workload}-r{i}")) for i in range(1, rounds + 1)]
+def ratio_cells(busy, idle):
+    ratios = [b / a for a, b in zip(idle, busy) if a and b]
+    return f"{statistics.median(ratios):.3f}× ({min(ratios):.3f}–{max(ratios):.3f})" if ratios else "—"
+def table(f, first, rows_of, fmt):
+    # One row per figure: each configuration's median, then each running configuration's
+    # median of per-round ratios to the cleaner-off run of the same round, with its range.
+    head = [first] + [NAMES[c] for c in busy_configs] + ["cleaner off"] + [f"{NAMES[c]} / off" for c in busy_configs]
+    f.write("| " + " | ".join(head) + " |\n|" + "---|" + "---:|" * (len(head) - 1) + "\n")
+    for label, workload, get in rows_of:
+        idle = per_round("idle", workload, get)
+        busy = {c: per_round(c, workload, get) for c in busy_configs}
+        cells = [fmt(statistics.median([v for v in busy[c] if v is not None])) for c in busy_configs]
+        cells.append(fmt(statistics.median([v for v in idle if v is not None])))
+        cells += [ratio_cells(busy[c], idle) for c in busy_configs]
+        f.write(f"| {label} | " + " | ".join(cells) + " |\n")
 figures = [
     ("(a) max produce records/s, other partitions", "max", lambda r: r["publish_rate"]),
     ("(b) publish latency p50 ms at the fixed rate", "lat", lambda r: r["publish_latency_ms"]["p50"]),
     ("(b) publish latency p99 ms at the fixed rate", "lat", lambda r: r["publish_latency_ms"]["p99"]),
 ]
-for label, workload, get in figures:
-    idle = [get(rep(f"idle-{workload}-r{i}")) for i in range(1, rounds + 1)]
-    busy = [get(rep(f"cleaning-{workload}-r{i}")) for i in range(1, rounds + 1)]
-    ratios = [b / a for a, b in zip(idle, busy) if a]
-    rows.append((label, statistics.median(busy), statistics.median(idle), statistics.median(ratios), min(ratios), max(ratios)))
-def shard_cpu_per_record(name):
-    r = rep(name)
-    ns = int(open(os.path.join(run, name + ".shard-cpu-ns")).read())
+def shard_cpu_per_record(r):
+    ns = int(open(os.path.join(run, r["_name"] + ".shard-cpu-ns")).read())
     return ns / 1e3 / r["records_acked"] if r["records_acked"] else None
-cpu_rows = []
-for w in ("max", "lat"):
-    idle = [shard_cpu_per_record(f"idle-{w}-r{i}") for i in range(1, rounds + 1)]
-    busy = [shard_cpu_per_record(f"cleaning-{w}-r{i}") for i in range(1, rounds + 1)]
-    ratios = [b / a for a, b in zip(idle, busy) if a and b]
-    if ratios:
-        cpu_rows.append((w, statistics.median(busy), statistics.median(idle), statistics.median(ratios), min(ratios), max(ratios)))
-cleaner_cpu = []
-for i in range(1, rounds + 1):
-    for w in ("max", "lat"):
-        name = f"cleaning-{w}-r{i}"
-        if os.path.exists(os.path.join(run, name + ".early")):
-            early.append(name)
-        c = json.load(open(os.path.join(run, name + ".cleaner.json")))
-        if c["seconds"]:
-            speeds.append(c["bytes_read"] / c["seconds"] / 1e6)
-        if c["bytes_read"] and c.get("cpu_ns"):
-            cleaner_cpu.append(c["cpu_ns"] / 1e9 / (c["bytes_read"] / 1e9))
+early, cleaner = [], {c: {"speeds": [], "cpu": []} for c in busy_configs}
+for c in busy_configs:
+    for i in range(1, rounds + 1):
+        for w in ("max", "lat"):
+            name = f"{c}-{w}-r{i}"
+            if os.path.exists(os.path.join(run, name + ".early")):
+                early.append(name)
+            j = json.load(open(os.path.join(run, name + ".cleaner.json")))
+            if j["seconds"]:
+                cleaner[c]["speeds"].append(j["bytes_read"] / j["seconds"] / 1e6)
+            if j["bytes_read"] and j.get("cpu_ns"):
+                cleaner[c]["cpu"].append(j["cpu_ns"] / 1e9 / (j["bytes_read"] / 1e9))
+def spread(xs, fmt):
+    return f"median {fmt(statistics.median(xs))} ({fmt(min(xs))}–{fmt(max(xs))}, {len(xs)} cleanings)" if xs else "—"
 with open(out, "w") as f:
     f.write("# the log cleaner: throughput, and its cost to other partitions on the same shard\n\n")
     f.write(f"Command: `{command}`. Run directory: `{run}`.\n\n")
-    f.write("| figure | cleaner running | cleaner off | running / off (median of round ratios) | range |\n|---|---:|---:|---:|---:|\n")
-    for label, busy, idle, ratio, lo, hi in rows:
-        f.write(f"| {label} | {busy:,.2f} | {idle:,.2f} | {ratio:.3f}× | {lo:.3f}–{hi:.3f}× |\n")
+    f.write("Ratios: the median of the per-round ratios to the cleaner-off run of the same round (range in brackets).\n\n")
+    table(f, "figure", figures, lambda v: f"{v:,.2f}")
     f.write("\nThe shard thread's CPU time per record published to `live` (µs: its schedstat over the whole ringbench run, over the records acknowledged in it):\n\n")
-    f.write("| workload | cleaner running | cleaner off | running / off | range |\n|---|---:|---:|---:|---:|\n")
-    for w, busy, idle, ratio, lo, hi in cpu_rows:
-        f.write(f"| {w} | {busy:.2f} | {idle:.2f} | {ratio:.3f}× | {lo:.3f}–{hi:.3f}× |\n")
-    if cleaner_cpu:
-        f.write(f"\nThe cleaner thread's CPU time per GB of old segments read: median {statistics.median(cleaner_cpu):.2f} s "
-                f"({min(cleaner_cpu):.2f}–{max(cleaner_cpu):.2f}).\n")
-    f.write(f"\nCleaning throughput (bytes of old segments cleaned per second of cleaning, one shard): "
-            f"median {statistics.median(speeds):.0f} MB/s over {len(speeds)} cleanings "
-            f"({min(speeds):.0f}–{max(speeds):.0f}).\n")
+    table(f, "workload", [(w, w, shard_cpu_per_record) for w in ("max", "lat")], lambda v: f"{v:.2f}")
+    f.write("\n")
+    for c in busy_configs:
+        f.write(f"- {NAMES[c]}: cleaner thread CPU per GB of old segments read "
+                f"{spread(cleaner[c]['cpu'], lambda v: f'{v:.2f} s')}; cleaning throughput (old segments "
+                f"per second of cleaning, one shard) {spread(cleaner[c]['speeds'], lambda v: f'{v:.0f} MB/s')}.\n")
     if early:
         f.write(f"\nWARNING: the cleaning finished before the window ended in {', '.join(early)}: raise FILL_RECORDS.\n")
 print(open(out).read())
