@@ -129,7 +129,12 @@ impl Coordinator {
             groups.entry(id.clone()).or_insert_with(|| Group::restore(&id, &stored, now, self.limits));
         }
         for g in store.groups() {
-            groups.entry(g.clone()).or_insert_with(|| Group::new(g, now, self.limits));
+            groups.entry(g.clone()).or_insert_with(|| {
+                // Offsets without a stored membership: when the group emptied is unknown.
+                let mut group = Group::new(g, now, self.limits);
+                group.stored_empty_since_ms = Some(-1);
+                group
+            });
         }
         if n > 0 {
             tracing::info!(records = n, groups = groups.len(), "replayed committed offsets");
@@ -417,7 +422,8 @@ impl Coordinator {
             if g.state() != State::Empty {
                 return true;
             }
-            let empty_since_wall = wall - (now.saturating_sub(g.empty_since)) as i64;
+            let empty_since_wall =
+                g.stored_empty_since_ms.unwrap_or_else(|| wall - (now.saturating_sub(g.empty_since)) as i64);
             let expired = store.expired(id, wall, empty_since_wall, self.retention_ms);
             let remaining = store.group(id).map_or(0, |m| m.len()) - expired.len();
             let mut recs: Vec<Record> = expired
@@ -463,5 +469,55 @@ impl Coordinator {
                 state: g.state().name().to_string(),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::metadata::GroupMetadata;
+
+    const DAY_MS: i64 = 86_400_000;
+
+    fn commit(group: &str, commit_ts: i64) -> Record {
+        let value = Committed { offset: 7, leader_epoch: -1, metadata: None, commit_ts };
+        Record::Commit { group: group.into(), topic: "t".into(), partition: 0, value }
+    }
+
+    fn emptied(group: &str, state_ts: i64) -> Record {
+        let value = GroupMetadata {
+            protocol_type: "consumer".into(),
+            generation: 4,
+            protocol: None,
+            leader: None,
+            state_ts,
+            members: vec![],
+        };
+        Record::Group { group: group.into(), value }
+    }
+
+    fn expiring(c: &Coordinator) -> Vec<String> {
+        let mut ids: Vec<String> =
+            c.expire_offsets().into_iter().filter(|(_, r)| !r.is_empty()).map(|(g, _)| g).collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn retention_of_a_taken_over_empty_group_counts_from_its_stored_emptying_not_from_the_takeover() {
+        let c = Coordinator::new(GroupLimits::default(), 7 * DAY_MS);
+        let wall = wall_ms();
+        c.replay([
+            // Committed long ago, emptied 8 days ago: past retention although just taken over.
+            commit("old", wall - 30 * DAY_MS),
+            emptied("old", wall - 8 * DAY_MS),
+            // Committed long ago, emptied 6 days ago: one more day to go.
+            commit("recent", wall - 30 * DAY_MS),
+            emptied("recent", wall - 6 * DAY_MS),
+            // No stored membership (a log of offsets only): each commit's time counts.
+            commit("bare", wall - 8 * DAY_MS),
+            commit("fresh", wall - DAY_MS),
+        ]);
+        assert_eq!(expiring(&c), ["bare", "old"]);
     }
 }

@@ -100,6 +100,11 @@ pub struct Group {
     initial_until: Option<u64>,
     /// When the group last became empty (offset retention counts from here).
     pub empty_since: u64,
+    /// For a group taken over from `__consumer_offsets` and empty since: the wall-clock ms
+    /// its stored state says it emptied (Kafka's currentStateTimestamp), or -1 when the log
+    /// does not say, and retention counts from each offset's commit as Kafka's does then.
+    /// `None` once it empties under this coordinator: `empty_since` tells.
+    pub stored_empty_since_ms: Option<i64>,
     limits: GroupLimits,
 }
 
@@ -123,6 +128,7 @@ impl Group {
             rebalance_deadline: 0,
             initial_until: None,
             empty_since: now,
+            stored_empty_since_ms: None,
             limits,
         }
     }

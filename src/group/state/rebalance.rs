@@ -205,6 +205,7 @@ impl Group {
             self.protocol = None;
             self.leader = None;
             self.empty_since = now;
+            self.stored_empty_since_ms = None;
             fx.push(Effect::Store);
             return fx;
         }

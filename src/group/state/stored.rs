@@ -65,7 +65,9 @@ impl Group {
             }
             members.insert(m.member_id.clone(), member);
         }
-        if !members.is_empty() {
+        if members.is_empty() {
+            g.stored_empty_since_ms = Some(stored.state_ts);
+        } else {
             g.state = State::Stable;
             g.protocol = protocol;
             g.leader = stored.leader.clone().filter(|l| members.contains_key(l));
@@ -127,8 +129,14 @@ mod tests {
         assert_eq!((g.state(), stores(&fx)), (State::Empty, 1), "emptying a group stores it");
         let stored = g.to_metadata(6);
         assert!(stored.members.is_empty() && stored.protocol.is_none() && stored.leader.is_none());
-        let back = Group::restore("g", &stored, 0, LIMITS);
+        let mut back = Group::restore("g", &stored, 0, LIMITS);
         assert_eq!((back.state(), back.generation(), back.protocol_type()), (State::Empty, 2, Some("consumer")));
+        assert_eq!(back.stored_empty_since_ms, Some(6), "offset retention counts from the stored emptying");
+        // Once it empties again under this coordinator, its own clock counts.
+        back.join(20, join(1, "", "m9"));
+        back.join(20, join(2, "m9", "x"));
+        back.tick(20 + 60_000);
+        assert_eq!((back.state(), back.stored_empty_since_ms), (State::Empty, None));
     }
 
     #[test]
