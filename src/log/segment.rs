@@ -187,6 +187,40 @@ impl Segment {
         Ok(None)
     }
 
+    /// The first committed batch holding a record from byte `pos` on, reading at most
+    /// `*budget` bytes (which it lowers) in large reads: its position and header. `None`
+    /// when this segment's committed batches end first, or the budget does, or a header
+    /// does not parse; `*budget` is 0 in the last two cases, where a later segment's batch
+    /// would not be the next one.
+    pub fn next_with_records(&self, mut pos: u64, budget: &mut u64) -> io::Result<Option<(u64, BatchHeader)>> {
+        const CHUNK: u64 = 64 << 10;
+        let end = self.committed.get();
+        let mut buf = Vec::new();
+        while end.saturating_sub(pos) >= batch::HEADER_LEN as u64 {
+            let n = (end - pos).min(CHUNK).min(*budget) as usize;
+            if n < batch::HEADER_LEN {
+                *budget = 0;
+                return Ok(None);
+            }
+            buf.resize(n, 0);
+            self.read_at(&mut buf, pos)?;
+            *budget -= n as u64;
+            let mut at = 0;
+            while at + batch::HEADER_LEN <= n {
+                let Ok(h) = batch::read_header(&buf[at..]) else {
+                    *budget = 0;
+                    return Ok(None);
+                };
+                if h.record_count > 0 {
+                    return Ok(Some((pos + at as u64, h)));
+                }
+                at += h.size;
+            }
+            pos += at as u64;
+        }
+        Ok(None)
+    }
+
     /// First batch whose max timestamp is >= `ts`, with its position.
     pub fn find_by_time(&self, ts: i64) -> io::Result<Option<BatchHeader>> {
         let end = self.committed.get();
@@ -278,5 +312,47 @@ mod tests {
         let r = seg.rebuild(0, true, 4096).unwrap();
         assert_eq!(r.batches, 3);
         assert_eq!(r.valid_len, pos[3]);
+    }
+
+    /// A batch the cleaner emptied: its header alone, holding no record.
+    fn emptied(base: i64) -> Vec<u8> {
+        let mut b = batch::build(1000, &[b"gone"]);
+        batch::patch(&mut b, base, 0);
+        b.truncate(batch::HEADER_LEN);
+        b[8..12].copy_from_slice(&(batch::HEADER_LEN as i32 - 12).to_be_bytes());
+        b[57..61].copy_from_slice(&0i32.to_be_bytes());
+        b
+    }
+
+    #[test]
+    fn next_with_records_steps_over_emptied_batches_and_stops_where_it_cannot_tell() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = Segment::open(dir.path(), 0, 64, false).unwrap();
+        let mut f = &*seg.file;
+        for i in 0..3 {
+            f.write_all(&emptied(i)).unwrap();
+        }
+        let with_records = write_batches(&seg, 1, 3)[0];
+        f.write_all(&emptied(5)).unwrap();
+        seg.committed.set(f.metadata().unwrap().len());
+
+        let mut budget = 1 << 20;
+        let (at, h) = seg.next_with_records(0, &mut budget).unwrap().expect("the batch with records");
+        assert_eq!((at, h.base_offset, h.record_count), (with_records, 3, 2));
+        assert!(budget < 1 << 20, "what it read counts");
+        let past = with_records + h.size as u64;
+        let mut budget = 1 << 20;
+        assert!(seg.next_with_records(past, &mut budget).unwrap().is_none(), "only emptied batches to the end");
+        assert!(budget > 0, "the caller may look on in the next segment");
+        let mut budget = 100;
+        assert!(seg.next_with_records(0, &mut budget).unwrap().is_none());
+        assert_eq!(budget, 0, "the budget ran out before a batch with records");
+
+        // A header that does not parse ends the search: a later segment's batch would not be
+        // the next one.
+        seg.file.write_at(&[0xFF; 12], 2 * batch::HEADER_LEN as u64).unwrap();
+        let mut budget = 1 << 20;
+        assert!(seg.next_with_records(0, &mut budget).unwrap().is_none());
+        assert_eq!(budget, 0);
     }
 }

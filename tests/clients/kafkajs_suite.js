@@ -54,7 +54,8 @@ const CODECS = {
 function client(bootstrap) {
   return new Kafka({
     clientId: 'kafkajs-suite',
-    brokers: [bootstrap],
+    // A bootstrap list is comma-separated, as the other clients take it.
+    brokers: bootstrap.split(','),
     logLevel: process.env.KAFKAJS_DEBUG ? logLevel.DEBUG : logLevel.WARN,
     // kafkajs logs to stdout by default; stdout carries the results.
     logCreator: () => ({ namespace, label, log }) => {

@@ -39,6 +39,8 @@ use ringbroker::protocol::messages::{ApiKey, GroupId, OffsetFetchRequest, Offset
 use support::client;
 use support::Broker;
 
+mod cleaned;
+
 const PARTITIONS: i32 = 3;
 const RECORDS_PER_CODEC: usize = 120;
 /// Records the first group member reads and commits before it leaves.
@@ -117,7 +119,7 @@ trait Driver {
     fn produce(&self, broker: &Broker, topic: &str, codec: &str, records: &[Rec]) -> Vec<(i32, i64)>;
     /// Reads `count` records without a group: every partition from the beginning, or only
     /// partition `from.0` from offset `from.1`.
-    fn read_assigned(&self, broker: &Broker, topic: &str, count: usize, from: Option<(i32, i64)>) -> Vec<Got>;
+    fn read_assigned(&self, bootstrap: &str, topic: &str, count: usize, from: Option<(i32, i64)>) -> Vec<Got>;
     /// Reads exactly `count` records as a member of `group`, commits the offsets after them,
     /// and closes. Returns what it read and, if the client reports them, its commits.
     fn read_group(
@@ -186,7 +188,7 @@ fn suite(d: &dyn Driver) {
 
     // 3. By assignment: everything, then partition 1 from the middle of a compressed batch
     //    (the broker returns the whole batch; the client must skip the records before).
-    let got = d.read_assigned(&broker, topic, produced.len(), None);
+    let got = d.read_assigned(&broker.bootstrap(), topic, produced.len(), None);
     check_exactly(&name, "read by assignment from the beginning", &got, &produced, |_, _| true);
     say(format!("read {} records by assignment, all as produced", got.len()));
     let inside: Vec<&StoredBatch> =
@@ -194,7 +196,7 @@ fn suite(d: &dyn Driver) {
     assert!(!inside.is_empty(), "[{name}] no compressed batch of two records or more on partition 1: {batches:?}");
     let b = inside[inside.len() / 2];
     let mid = b.base_offset + i64::from(b.records) / 2;
-    let got = d.read_assigned(&broker, topic, (ends[&1] - mid) as usize, Some((1, mid)));
+    let got = d.read_assigned(&broker.bootstrap(), topic, (ends[&1] - mid) as usize, Some((1, mid)));
     check_exactly(&name, &format!("read partition 1 from offset {mid}"), &got, &produced, |p, o| p == 1 && o >= mid);
     say(format!("read {} records of partition 1 from offset {mid}, all as produced", got.len()));
 
@@ -575,9 +577,9 @@ impl Kcat {
         Kcat { name: format!("kcat {kcat} (librdkafka {rdkafka})") }
     }
 
-    fn command(&self, broker: &Broker) -> Command {
+    fn command(&self, bootstrap: &str) -> Command {
         let mut c = kcat();
-        c.arg("-b").arg(broker.bootstrap());
+        c.arg("-b").arg(bootstrap);
         if std::env::var_os("CLIENTS_DEBUG").is_some() {
             c.args(["-d", "protocol,consumer,cgrp,topic,fetch"]);
         }
@@ -648,7 +650,7 @@ impl Driver for Kcat {
                 input.extend_from_slice(records[i].value.as_deref().expect("kcat records have values"));
                 input.push(b'\n');
             }
-            let mut c = self.command(broker);
+            let mut c = self.command(&broker.bootstrap());
             c.args(["-P", "-t", topic, "-p", &p.to_string(), "-K:", "-z", codec, "-v", "-v"]);
             c.args(["-X", "acks=all", "-X", "linger.ms=5"]);
             let r = self.run_ok(c, &input, &format!("producing with {codec} to partition {p}"));
@@ -680,8 +682,8 @@ impl Driver for Kcat {
         acks
     }
 
-    fn read_assigned(&self, broker: &Broker, topic: &str, count: usize, from: Option<(i32, i64)>) -> Vec<Got> {
-        let mut c = self.command(broker);
+    fn read_assigned(&self, bootstrap: &str, topic: &str, count: usize, from: Option<(i32, i64)>) -> Vec<Got> {
+        let mut c = self.command(bootstrap);
         c.args(["-C", "-t", topic, "-e", "-f", KCAT_FORMAT, "-X", "check.crcs=true"]);
         match from {
             None => c.args(["-o", "beginning"]),
@@ -710,7 +712,7 @@ impl Driver for Kcat {
         group: &str,
         count: usize,
     ) -> (Vec<Got>, Option<BTreeMap<i32, i64>>) {
-        let mut c = self.command(broker);
+        let mut c = self.command(&broker.bootstrap());
         c.args(["-G", group, "-c", &count.to_string(), "-e", "-f", KCAT_FORMAT]);
         c.args(["-X", "auto.offset.reset=earliest", "-X", "enable.auto.commit=true"]);
         c.args(["-X", "auto.commit.interval.ms=500", "-X", "check.crcs=true"]);
@@ -860,11 +862,10 @@ impl Driver for Script {
             .collect()
     }
 
-    fn read_assigned(&self, broker: &Broker, topic: &str, count: usize, from: Option<(i32, i64)>) -> Vec<Got> {
-        let bootstrap = broker.bootstrap();
+    fn read_assigned(&self, bootstrap: &str, topic: &str, count: usize, from: Option<(i32, i64)>) -> Vec<Got> {
         let count_arg = count.to_string();
         let from_arg = from.map(|(p, o)| format!("{p}:{o}"));
-        let mut args = vec!["assigned", &bootstrap, topic, &count_arg];
+        let mut args = vec!["assigned", bootstrap, topic, &count_arg];
         if let Some(f) = &from_arg {
             args.push(f);
         }

@@ -24,9 +24,15 @@ impl Partition {
             return Ok(ReadOut { offsets, records: None, first_batch_len: 0 });
         }
         let i = st.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
-        for seg in &st.segments[i..] {
-            match seg.find(offset.max(seg.base_offset)) {
-                Ok(Some((pos, h))) => {
+        for (j, seg) in st.segments.iter().enumerate().skip(i) {
+            let found = seg.find(offset.max(seg.base_offset)).and_then(|at| match at {
+                Some((pos, h)) if h.record_count == 0 => {
+                    Ok(Some(past_emptied(&st.segments[j..], pos, &h)?.unwrap_or((seg, pos, h))))
+                }
+                other => Ok(other.map(|(pos, h)| (seg, pos, h))),
+            });
+            match found {
+                Ok(Some((seg, pos, h))) => {
                     let avail = seg.committed.get() - pos;
                     let mut len = (max_bytes as u64).min(avail);
                     if min_one {
@@ -108,6 +114,39 @@ impl Partition {
         }
         Ok(())
     }
+}
+
+/// Bytes of batch headers a fetch reads at most to step over emptied batches (some 17,000
+/// of them).
+const EMPTIED_SCAN_BUDGET: u64 = 1 << 20;
+
+/// For a fetch landing on the emptied batch `h` at `pos` in `segs[0]`: the first batch after
+/// it that holds records, in that segment or a later one, if one comes within
+/// `EMPTIED_SCAN_BUDGET`. A cleaned log, a replicated one above all (`cluster::group::
+/// cleaning` keeps every batch), can hold long runs of batches whose records all went, and
+/// kafkajs (2.2) does not step over a fetch answer made only of those: it fetches the same
+/// offset again for ever. Serving such a fetch from the next batch with records skips no
+/// record. Where none follows (the run reaches the end of the log, or is longer), the fetch
+/// is served from where it landed, as before, so that the clients that do step over emptied
+/// batches (Java, librdkafka) still reach the end offset: Kafka Streams waits for that when
+/// it restores a changelog.
+fn past_emptied<'a>(
+    segs: &'a [Segment],
+    pos: u64,
+    h: &BatchHeader,
+) -> std::io::Result<Option<(&'a Segment, u64, BatchHeader)>> {
+    let mut budget = EMPTIED_SCAN_BUDGET;
+    let mut from = pos + h.size as u64;
+    for seg in segs {
+        if let Some((at, next)) = seg.next_with_records(from, &mut budget)? {
+            return Ok(Some((seg, at, next)));
+        }
+        if budget == 0 {
+            break;
+        }
+        from = 0;
+    }
+    Ok(None)
 }
 
 /// The first record of batch `h` with a timestamp >= `ts`, as (offset, timestamp): every

@@ -485,6 +485,9 @@ pub struct Record {
     pub timestamp: i64,
     pub key: Option<Vec<u8>>,
     pub value: Option<Vec<u8>>,
+    /// A control batch's record (a transaction marker, or in a cluster raft's own entries),
+    /// which clients do not hand to the application.
+    pub control: bool,
 }
 
 /// The whole batches at the front of a record set, each with its header; a partial trailing
@@ -519,6 +522,7 @@ pub fn decode_records(set: &[u8]) -> Vec<Record> {
                 timestamp: r.timestamp,
                 key: r.key.map(<[u8]>::to_vec),
                 value: r.value.map(<[u8]>::to_vec),
+                control: header.is_control(),
             })
             .collect();
         assert_eq!(records.len(), header.record_count as usize, "records fill the batch at {}", header.base_offset);
