@@ -48,6 +48,18 @@ pub struct Segment {
     pub first_append: Cell<Option<Instant>>,
 }
 
+/// What `Segment::next_with_records` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    /// The batch with records at this position.
+    Found(u64, BatchHeader),
+    /// Only batches without records up to this position: the segment's committed end, or
+    /// where the budget ran out (it is then 0). A later scan goes on from here.
+    Reached(u64),
+    /// A header that does not parse: where the next batch starts is not known.
+    Unreadable,
+}
+
 /// What a scan of a segment's batches found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ScanResult {
@@ -187,12 +199,9 @@ impl Segment {
         Ok(None)
     }
 
-    /// The first committed batch holding a record from byte `pos` on, reading at most
-    /// `*budget` bytes (which it lowers) in large reads: its position and header. `None`
-    /// when this segment's committed batches end first, or the budget does, or a header
-    /// does not parse; `*budget` is 0 in the last two cases, where a later segment's batch
-    /// would not be the next one.
-    pub fn next_with_records(&self, mut pos: u64, budget: &mut u64) -> io::Result<Option<(u64, BatchHeader)>> {
+    /// Looks for the first committed batch holding a record from byte `pos` on, reading at
+    /// most `*budget` bytes (which it lowers) in large reads.
+    pub fn next_with_records(&self, mut pos: u64, budget: &mut u64) -> io::Result<Scan> {
         const CHUNK: u64 = 64 << 10;
         let end = self.committed.get();
         let mut buf = Vec::new();
@@ -200,25 +209,22 @@ impl Segment {
             let n = (end - pos).min(CHUNK).min(*budget) as usize;
             if n < batch::HEADER_LEN {
                 *budget = 0;
-                return Ok(None);
+                return Ok(Scan::Reached(pos));
             }
             buf.resize(n, 0);
             self.read_at(&mut buf, pos)?;
             *budget -= n as u64;
             let mut at = 0;
             while at + batch::HEADER_LEN <= n {
-                let Ok(h) = batch::read_header(&buf[at..]) else {
-                    *budget = 0;
-                    return Ok(None);
-                };
+                let Ok(h) = batch::read_header(&buf[at..]) else { return Ok(Scan::Unreadable) };
                 if h.record_count > 0 {
-                    return Ok(Some((pos + at as u64, h)));
+                    return Ok(Scan::Found(pos + at as u64, h));
                 }
                 at += h.size;
             }
             pos += at as u64;
         }
-        Ok(None)
+        Ok(Scan::Reached(pos))
     }
 
     /// First batch whose max timestamp is >= `ts`, with its position.
@@ -334,25 +340,29 @@ mod tests {
         }
         let with_records = write_batches(&seg, 1, 3)[0];
         f.write_all(&emptied(5)).unwrap();
-        seg.committed.set(f.metadata().unwrap().len());
+        let end = f.metadata().unwrap().len();
+        seg.committed.set(end);
+        let header = batch::HEADER_LEN as u64;
 
         let mut budget = 1 << 20;
-        let (at, h) = seg.next_with_records(0, &mut budget).unwrap().expect("the batch with records");
+        let Scan::Found(at, h) = seg.next_with_records(0, &mut budget).unwrap() else { panic!("no batch found") };
         assert_eq!((at, h.base_offset, h.record_count), (with_records, 3, 2));
         assert!(budget < 1 << 20, "what it read counts");
+        let mut budget = 1 << 20;
         let past = with_records + h.size as u64;
-        let mut budget = 1 << 20;
-        assert!(seg.next_with_records(past, &mut budget).unwrap().is_none(), "only emptied batches to the end");
+        assert_eq!(seg.next_with_records(past, &mut budget).unwrap(), Scan::Reached(end), "only emptied batches");
         assert!(budget > 0, "the caller may look on in the next segment");
-        let mut budget = 100;
-        assert!(seg.next_with_records(0, &mut budget).unwrap().is_none());
-        assert_eq!(budget, 0, "the budget ran out before a batch with records");
-
-        // A header that does not parse ends the search: a later segment's batch would not be
-        // the next one.
-        seg.file.write_at(&[0xFF; 12], 2 * batch::HEADER_LEN as u64).unwrap();
-        let mut budget = 1 << 20;
-        assert!(seg.next_with_records(0, &mut budget).unwrap().is_none());
+        // A budget of two headers stops after them; the next scan goes on from there.
+        let mut budget = 2 * header + 10;
+        assert_eq!(seg.next_with_records(0, &mut budget).unwrap(), Scan::Reached(2 * header));
         assert_eq!(budget, 0);
+        let mut budget = 1 << 20;
+        assert!(
+            matches!(seg.next_with_records(2 * header, &mut budget).unwrap(), Scan::Found(at, _) if at == with_records)
+        );
+
+        seg.file.write_at(&[0xFF; 12], 2 * header).unwrap();
+        let mut budget = 1 << 20;
+        assert_eq!(seg.next_with_records(0, &mut budget).unwrap(), Scan::Unreadable);
     }
 }

@@ -189,6 +189,8 @@ pub struct Partition {
     duplicates: RefCell<Vec<(i64, Appended, AppendReply)>>,
     /// Offsets below are clean: where the last cleaning's key map ended (compacted topics).
     first_dirty: Cell<i64>,
+    /// Where fetches stepping over long runs of emptied batches got to (`reader`).
+    emptied_scans: RefCell<Vec<reader::EmptiedScan>>,
     probe: Probe,
 }
 
@@ -329,6 +331,7 @@ impl Partition {
             producers: RefCell::new(producers),
             duplicates: RefCell::new(Vec::new()),
             first_dirty: Cell::new(first_dirty),
+            emptied_scans: RefCell::new(Vec::new()),
             probe,
         });
         let writer = p.clone();

@@ -2,8 +2,12 @@
 //! whole), offsets by timestamp (the exact record, inside compressed batches too), and whole
 //! batches for replaying internal logs. A failed read takes the partition offline.
 
+use std::cell::RefCell;
+use std::fs::File;
+use std::sync::{Arc, Weak};
+
 use super::{Partition, ReadOut};
-use crate::log::segment::Segment;
+use crate::log::segment::{Scan, Segment};
 use crate::protocol::batch::{self, BatchHeader};
 use crate::protocol::response::FileRegion;
 use crate::protocol::ErrorCode;
@@ -26,9 +30,10 @@ impl Partition {
         let i = st.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
         for (j, seg) in st.segments.iter().enumerate().skip(i) {
             let found = seg.find(offset.max(seg.base_offset)).and_then(|at| match at {
-                Some((pos, h)) if h.record_count == 0 => {
-                    Ok(Some(past_emptied(&st.segments[j..], pos, &h)?.unwrap_or((seg, pos, h))))
-                }
+                Some((pos, h)) if h.record_count == 0 => Ok(Some(
+                    past_emptied(&self.emptied_scans, &st.segments[j..], pos, &h, EMPTIED_SCAN_BUDGET)?
+                        .unwrap_or((seg, pos, h)),
+                )),
                 other => Ok(other.map(|(pos, h)| (seg, pos, h))),
             });
             match found {
@@ -120,31 +125,60 @@ impl Partition {
 /// of them).
 const EMPTIED_SCAN_BUDGET: u64 = 1 << 20;
 
+/// Scans a partition remembers, for that many fetch positions at once.
+const EMPTIED_SCANS: usize = 8;
+
+/// How far the fetches landing on the emptied batch at offset `landed` got stepping over the
+/// emptied batches after it: the next one goes on from byte `pos` of the segment whose file
+/// `file` is. Weak, so that the memory does not keep a removed segment's file (and its disk
+/// space) open; while it lives, no other file can take its place.
+pub(super) struct EmptiedScan {
+    landed: i64,
+    file: Weak<File>,
+    pos: u64,
+}
+
 /// For a fetch landing on the emptied batch `h` at `pos` in `segs[0]`: the first batch after
-/// it that holds records, in that segment or a later one, if one comes within
-/// `EMPTIED_SCAN_BUDGET`. A cleaned log, a replicated one above all (`cluster::group::
-/// cleaning` keeps every batch), can hold long runs of batches whose records all went, and
-/// kafkajs (2.2) does not step over a fetch answer made only of those: it fetches the same
-/// offset again for ever. Serving such a fetch from the next batch with records skips no
-/// record. Where none follows (the run reaches the end of the log, or is longer), the fetch
-/// is served from where it landed, as before, so that the clients that do step over emptied
-/// batches (Java, librdkafka) still reach the end offset: Kafka Streams waits for that when
-/// it restores a changelog.
-fn past_emptied<'a>(
+/// it that holds records, in that segment or a later one. A cleaned log, a replicated one
+/// above all (`cluster::group::cleaning` keeps every batch), can hold long runs of batches
+/// whose records all went, and kafkajs (2.2) does not step over a fetch answer made only of
+/// those: it fetches the same offset again for ever. Serving such a fetch from the next batch
+/// with records skips no record. One fetch reads at most `budget` bytes of headers;
+/// where that does not reach a batch with records (a longer run, or one reaching the end of
+/// the log) the fetch is served from where it landed, as before, and `scans` remembers how
+/// far it got, so that the same fetch again (kafkajs's) goes on from there. So the clients
+/// that do step over emptied batches (Java, librdkafka) still reach the end offset (Kafka
+/// Streams waits for that when it restores a changelog), and kafkajs gets past any run in
+/// as many fetches as the run has MiB of headers.
+pub(super) fn past_emptied<'a>(
+    scans: &RefCell<Vec<EmptiedScan>>,
     segs: &'a [Segment],
     pos: u64,
     h: &BatchHeader,
+    mut budget: u64,
 ) -> std::io::Result<Option<(&'a Segment, u64, BatchHeader)>> {
-    let mut budget = EMPTIED_SCAN_BUDGET;
-    let mut from = pos + h.size as u64;
-    for seg in segs {
-        if let Some((at, next)) = seg.next_with_records(from, &mut budget)? {
-            return Ok(Some((seg, at, next)));
+    let mut scans = scans.borrow_mut();
+    let (mut k, mut from) = (0, pos + h.size as u64);
+    if let Some(i) = scans.iter().position(|s| s.landed == h.base_offset) {
+        let known = scans.remove(i);
+        let file = known.file.upgrade();
+        if let Some(at) = segs.iter().position(|seg| file.as_ref().is_some_and(|f| Arc::ptr_eq(f, &seg.file))) {
+            (k, from) = (at, known.pos);
         }
-        if budget == 0 {
-            break;
+    }
+    while let Some(seg) = segs.get(k) {
+        match seg.next_with_records(from, &mut budget)? {
+            Scan::Found(at, next) => return Ok(Some((seg, at, next))),
+            Scan::Unreadable => return Ok(None),
+            Scan::Reached(at) if budget == 0 || k + 1 == segs.len() => {
+                if scans.len() == EMPTIED_SCANS {
+                    scans.remove(0);
+                }
+                scans.push(EmptiedScan { landed: h.base_offset, file: Arc::downgrade(&seg.file), pos: at });
+                return Ok(None);
+            }
+            Scan::Reached(_) => (k, from) = (k + 1, 0),
         }
-        from = 0;
     }
     Ok(None)
 }

@@ -356,5 +356,25 @@ fn a_fetch_landing_on_emptied_batches_is_served_from_the_next_batch_with_records
             assert_eq!(r.first_batch_len, first.size as u32);
         }
         check_compacted(&p, &records(&p), &appended, false);
+
+        // A run longer than one fetch's budget: each fetch at the same offset goes on from
+        // where the one before got to, until it reaches the batch with records.
+        let st = p.st.borrow();
+        let landed = st.segments[0].find(0).unwrap().unwrap();
+        assert_eq!(landed.1.record_count, 0);
+        let budget = 3 * batch::HEADER_LEN as u64;
+        let mut fetches = 0;
+        let found = loop {
+            fetches += 1;
+            assert!(fetches < 1_000, "no progress");
+            if let Some((_, _, h)) =
+                reader::past_emptied(&p.emptied_scans, &st.segments, landed.0, &landed.1, budget).unwrap()
+            {
+                break h;
+            }
+        };
+        assert!(found.record_count > 0 && found.base_offset > 300, "{found:?} after {fetches} fetches");
+        assert!(fetches > 50, "three headers a fetch: {fetches} fetches");
+        assert!(p.emptied_scans.borrow().is_empty(), "a finished scan is forgotten");
     });
 }
