@@ -31,7 +31,24 @@ impl Cluster {
     }
 
     /// `start`, with every broker-to-broker link through `links`' proxies (see `link`).
+    ///
+    /// Ports are picked free and bound by the brokers a moment later, so another test's
+    /// process may take one first (the broker then exits: "cannot bind the listener"); the
+    /// cluster is then started again on fresh ports, a few times at most.
     pub fn start_linked(n: usize, extra: &[&str], links: Option<&Links>) -> Cluster {
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            if let Some(c) = Cluster::try_start_linked(n, extra, links) {
+                return c;
+            }
+            println!("a broker of the cluster did not start (attempt {attempt} of {ATTEMPTS}); starting it anew");
+        }
+        panic!("a {n}-broker cluster did not start in {ATTEMPTS} attempts: see the brokers' output above");
+    }
+
+    /// One attempt of `start_linked`: `None` (every broker it started stopped) when a broker
+    /// does not start.
+    fn try_start_linked(n: usize, extra: &[&str], links: Option<&Links>) -> Option<Cluster> {
         let cluster_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let client_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let voters: Vec<String> = cluster_ports
@@ -87,9 +104,15 @@ impl Cluster {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("a broker started")).collect()
-        });
-        Cluster { brokers: started.into_iter().map(Some).collect(), client_ports, args, dirs }
+            // Every handle is joined; the brokers that did start stop when dropped.
+            handles
+                .into_iter()
+                .map(|h| h.join().ok())
+                .collect::<Vec<Option<Broker>>>()
+                .into_iter()
+                .collect::<Option<Vec<Broker>>>()
+        })?;
+        Some(Cluster { brokers: started.into_iter().map(Some).collect(), client_ports, args, dirs })
     }
 
     pub fn len(&self) -> usize {
