@@ -58,9 +58,7 @@ impl KeyMap {
         };
         (u128::from(half(0)) << 64) | u128::from(half(1))
     }
-}
 
-impl KeyMap {
     /// A map holding at most `capacity` keys (at least one).
     pub fn new(capacity: usize) -> KeyMap {
         KeyMap { latest: HashMap::default(), keys: RandomState::new(), capacity: capacity.max(1) }
