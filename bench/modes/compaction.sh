@@ -24,6 +24,11 @@
 # to the cleaner is compared with the build before it side by side in one run. Only this
 # tree's broker fills `dirty` (both read the same log format).
 #
+# On a guest whose kernel reports free memory to its host (virtio-balloon free page
+# reporting: /sys/module/page_reporting), each run also records how much freed memory went back
+# to the host during it: the next page-cache page written into such memory is faulted in
+# again by the host, which can cost a write far more than the copy itself.
+#
 # Writes bench/results/<date>-compaction.md (RESULTS_DIR: another directory).
 #
 # Environment: ROUNDS [3] DURATION [10] WARMUP [2] FILL_RECORDS [2000000] KEYS [20000]
@@ -70,6 +75,9 @@ fill() { # LABEL
     rb_stop "$1-fill"
 }
 
+REPORTED_KIB=/sys/module/page_reporting/parameters/reported_kib
+reported_kib() { if [[ -r "$REPORTED_KIB" ]]; then cat "$REPORTED_KIB"; fi; }
+
 run() { # CONFIG WORKLOAD ringbench-args...
     local config="$1" workload="$2" name="$1-$2-r$ROUND"
     shift 2
@@ -80,11 +88,13 @@ run() { # CONFIG WORKLOAD ringbench-args...
         cleaner=(--log-cleaner-backoff-ms 100 --log-cleaner-io-max-bytes-per-second "$CLEANER_IO_LIMIT")
     fi
     KEEP_DATA=1 rb_start "$name" "$bin" --cpus 0 --flush os --listen "$ADDR" "${cleaner[@]}"
-    local shard_before
+    local shard_before reported_before
     shard_before="$(thread_cpu_ns "$RB_PID" "shard-0-?" first)"
+    reported_before="$(reported_kib)"
     BENCH_BROKER_PID="$RB_PID" ringbench_run "$name" "$ADDR" --topic live --partitions 4 --producers "$PRODUCERS" \
         --consumers 0 --acks 1 "$@"
     echo $(($(thread_cpu_ns "$RB_PID" "shard-0-?" first) - shard_before)) >"$RUN/$name.shard-cpu-ns"
+    if [[ -n "$reported_before" ]]; then echo $(($(reported_kib) - reported_before)) >"$RUN/$name.reported-kib"; fi
     if [[ "$config" != idle ]]; then
         if [[ "$(rb_metric ringbroker_cleaner_runs_total)" != 0 ]]; then echo early >"$RUN/$name.early"; fi
         local deadline=$((SECONDS + 300))
@@ -139,6 +149,10 @@ figures = [
 def shard_cpu_per_record(r):
     ns = int(open(os.path.join(run, r["_name"] + ".shard-cpu-ns")).read())
     return ns / 1e3 / r["records_acked"] if r["records_acked"] else None
+def reported_mb(r):
+    path = os.path.join(run, r["_name"] + ".reported-kib")
+    return int(open(path).read()) / 1e3 if os.path.exists(path) else None
+reporting = os.path.exists(os.path.join(run, f"idle-max-r1.reported-kib"))
 early, cleaner = [], {c: {"speeds": [], "cpu": []} for c in busy_configs}
 for c in busy_configs:
     for i in range(1, rounds + 1):
@@ -160,6 +174,9 @@ with open(out, "w") as f:
     table(f, "figure", figures, lambda v: f"{v:,.2f}")
     f.write("\nThe shard thread's CPU time per record published to `live` (µs: its schedstat over the whole ringbench run, over the records acknowledged in it):\n\n")
     table(f, "workload", [(w, w, shard_cpu_per_record) for w in ("max", "lat")], lambda v: f"{v:.2f}")
+    if reporting:
+        f.write("\nFreed guest memory the kernel reported to the host during the ringbench run (MB, `page_reporting` `reported_kib`): page-cache pages written there next are faulted in again by the host.\n\n")
+        table(f, "workload", [(w, w, reported_mb) for w in ("max", "lat")], lambda v: f"{v:,.0f}")
     f.write("\n")
     for c in busy_configs:
         f.write(f"- {NAMES[c]}: cleaner thread CPU per GB of old segments read "
