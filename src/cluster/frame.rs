@@ -72,31 +72,67 @@ pub enum FrameError {
 
 /// One frame from `from` holding `items`.
 pub fn encode(from: u64, items: &[Item]) -> Vec<u8> {
+    let encoded: Vec<Vec<u8>> = items.iter().map(encode_item).collect();
+    frame(from, &encoded)
+}
+
+/// Frames from `from` holding `items` in order, each within `MAX_FRAME` (a snapshot of a
+/// compacted log can be megabytes, and many can go to one peer in one loop turn). An item
+/// too large for any frame is left out and counted in the second value.
+pub fn encode_frames(from: u64, items: &[Item]) -> (Vec<Vec<u8>>, usize) {
+    const HEADER: usize = 1 + 8 + 4;
+    let (mut frames, mut part, mut size, mut dropped) = (Vec::new(), Vec::new(), HEADER, 0);
+    for item in items {
+        let b = encode_item(item);
+        if HEADER + b.len() > MAX_FRAME {
+            dropped += 1;
+            continue;
+        }
+        if size + b.len() > MAX_FRAME {
+            frames.push(frame(from, &std::mem::take(&mut part)));
+            size = HEADER;
+        }
+        size += b.len();
+        part.push(b);
+    }
+    if !part.is_empty() {
+        frames.push(frame(from, &part));
+    }
+    (frames, dropped)
+}
+
+fn frame(from: u64, items: &[Vec<u8>]) -> Vec<u8> {
     let mut b = vec![0u8; 4];
     b.push(VERSION);
     b.extend_from_slice(&from.to_be_bytes());
     b.extend_from_slice(&(items.len() as u32).to_be_bytes());
     for item in items {
-        match item {
-            Item::Raft(group, m) => {
-                b.push(RAFT);
-                b.extend_from_slice(&(group.topic.len() as u16).to_be_bytes());
-                b.extend_from_slice(group.topic.as_bytes());
-                b.extend_from_slice(&group.partition.to_be_bytes());
-                let bytes = m.write_to_bytes().expect("raft-rs messages always encode");
-                b.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-                b.extend_from_slice(&bytes);
-            }
-            Item::Call(id, body) | Item::Reply(id, body) => {
-                b.push(if matches!(item, Item::Call(..)) { CALL } else { REPLY });
-                b.extend_from_slice(&id.to_be_bytes());
-                b.extend_from_slice(&(body.len() as u32).to_be_bytes());
-                b.extend_from_slice(body);
-            }
-        }
+        b.extend_from_slice(item);
     }
     let len = (b.len() - 4) as u32;
     b[..4].copy_from_slice(&len.to_be_bytes());
+    b
+}
+
+fn encode_item(item: &Item) -> Vec<u8> {
+    let mut b = Vec::new();
+    match item {
+        Item::Raft(group, m) => {
+            b.push(RAFT);
+            b.extend_from_slice(&(group.topic.len() as u16).to_be_bytes());
+            b.extend_from_slice(group.topic.as_bytes());
+            b.extend_from_slice(&group.partition.to_be_bytes());
+            let bytes = m.write_to_bytes().expect("raft-rs messages always encode");
+            b.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+            b.extend_from_slice(&bytes);
+        }
+        Item::Call(id, body) | Item::Reply(id, body) => {
+            b.push(if matches!(item, Item::Call(..)) { CALL } else { REPLY });
+            b.extend_from_slice(&id.to_be_bytes());
+            b.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            b.extend_from_slice(body);
+        }
+    }
     b
 }
 
@@ -176,6 +212,24 @@ mod tests {
         assert_eq!(len, frame.len() - 4);
         assert_eq!(decode(&frame[4..]).unwrap(), (1, msgs));
         assert_eq!(decode(&encode(7, &[])[4..]).unwrap(), (7, vec![]));
+    }
+
+    #[test]
+    fn items_beyond_one_frames_limit_go_in_several_and_one_too_large_is_left_out() {
+        let big = |id, n| Item::Call(id, Bytes::from(vec![7u8; n]));
+        let items = vec![big(1, MAX_FRAME / 2), big(2, MAX_FRAME / 2), Item::Reply(3, Bytes::new()), big(4, MAX_FRAME)];
+        let (frames, too_large) = encode_frames(5, &items);
+        assert_eq!((frames.len(), too_large), (2, 1));
+        let mut got = Vec::new();
+        for f in &frames {
+            assert!(body_len(f[..4].try_into().unwrap()).is_ok(), "every frame is within the limit");
+            let (from, items) = decode(&f[4..]).unwrap();
+            assert_eq!(from, 5);
+            got.extend(items);
+        }
+        assert_eq!(got, items[..3], "in order, nothing but the too large one lost");
+        let (one, _) = encode_frames(1, &sample());
+        assert_eq!(one, vec![encode(1, &sample())]);
     }
 
     #[test]

@@ -200,12 +200,19 @@ async fn send_loop(
                 }
             }
         }
-        let bytes = frame::encode(from, &msgs);
+        let (frames, too_large) = frame::encode_frames(from, &msgs);
+        if too_large > 0 {
+            tracing::warn!(peer, too_large, "dropped messages larger than a frame may be");
+            dropped.set(dropped.get() + too_large as u64);
+        }
         let s = conn.as_mut().expect("connected above");
-        if let Err(e) = s.write_all(&bytes).await {
-            tracing::info!(peer, %addr, "lost the connection to peer broker: {e}");
-            conn = None;
-            dropped.set(dropped.get() + msgs.len() as u64);
+        for bytes in frames {
+            if let Err(e) = s.write_all(&bytes).await {
+                tracing::info!(peer, %addr, "lost the connection to peer broker: {e}");
+                conn = None;
+                dropped.set(dropped.get() + msgs.len() as u64);
+                break;
+            }
         }
     }
 }
