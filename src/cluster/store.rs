@@ -39,6 +39,13 @@ pub use crate::log::BatchLoc as Loc;
 /// Reads a written batch back (a pread of the segment file in the broker).
 pub trait BatchReader {
     fn read(&self, loc: Loc, len: u32) -> io::Result<Bytes>;
+
+    /// The Kafka log start and the batches the log keeps in [log start, `offset`): what a
+    /// compacted log holds below the raft log's start (`offset`), for a snapshot. A log that
+    /// keeps nothing there (the default) answers `offset` and no bytes.
+    fn below(&self, offset: i64) -> io::Result<(i64, Bytes)> {
+        Ok((offset, Bytes::new()))
+    }
 }
 
 struct Slot {
@@ -463,16 +470,26 @@ impl raft::Storage for RaftStore {
     }
 
     /// raft-rs asks for a snapshot when a peer needs entries before the log start: it gets
-    /// the state there, with this replica's applied configuration (which must name it, or
-    /// raft-rs drops the snapshot: a learner added after the start is in the applied one).
+    /// the state there and the batches a compacted log keeps below it, with this replica's
+    /// applied configuration (which must name it, or raft-rs drops the snapshot: a learner
+    /// added after the start is in the applied one).
     fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         if self.start.index == 0 {
             return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
         }
+        let (log_start, data) = match self.reader.below(self.start.offset) {
+            Ok(below) => below,
+            Err(e) => {
+                self.fail(format!("reading the log below the raft log's start for a snapshot: {e}"));
+                return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
+            }
+        };
         let state = StartState {
             offset: self.start.offset,
             conf_index: self.conf_index,
             producers: self.start_producers.clone(),
+            log_start,
+            data,
         };
         let mut snap = Snapshot { data: Bytes::from(state.encode()), ..Default::default() };
         let m = snap.mut_metadata();

@@ -262,14 +262,16 @@ fn offset_commits_are_compacted_and_replay_exactly_after_a_restart() {
     drop(tmp);
 }
 
-/// In a cluster each broker cleans its own copy of a replicated compacted log, keeping every
-/// batch (each is a raft entry; emptied batches keep their offsets): every broker's copy of a
-/// compacted topic and of `__consumer_offsets` (replicated on the three brokers) shrinks, each
-/// key's latest value stays at its offset, and once the leader and the coordinator are killed
-/// the new ones serve the same records and the exact committed offsets.
+/// In a cluster each broker cleans its own copy of a replicated compacted log (the raft log
+/// starts past the cleaned records, so emptied batches go there as in a standalone log):
+/// under 100k offset commits every broker's copy of `__consumer_offsets` (replicated on the
+/// three brokers) stays within 5 MiB, and a compacted topic's copies shrink, each key's
+/// latest value at its offset. A broker away meanwhile is sent the records in a snapshot;
+/// once the leader and the coordinator are killed the new ones serve the same records and
+/// the exact committed offsets.
 #[test]
 fn every_broker_of_a_cluster_cleans_its_copy_of_a_replicated_compacted_log() {
-    const PARTITIONS: i32 = 20;
+    const PARTITIONS: i32 = 100;
     const ROUNDS: i64 = 1_000;
     let args = [
         "--log-cleaner-backoff-ms",
@@ -278,15 +280,24 @@ fn every_broker_of_a_cluster_cleans_its_copy_of_a_replicated_compacted_log() {
         "65536",
         "--replica-lag-time-max-ms",
         "2000",
+        "--retention-check-interval-ms",
+        "500",
     ];
     let mut cluster = support::cluster::Cluster::start(3, &args);
     let configs = [("cleanup.policy", "compact"), ("segment.bytes", "65536"), ("min.cleanable.dirty.ratio", "0.01")];
     cluster.create_topic_with(TOPIC, 1, 3, &configs);
-    cluster.create_topic("committed", PARTITIONS, 3);
+    // Committed to, never written: one copy of each partition is enough.
+    cluster.create_topic("committed", PARTITIONS, 1);
     let leader = cluster.leader(TOPIC, 0).expect("a leader");
-    let mut c = Client::connect(cluster.addr(leader));
-    let produced = produce(&mut c, 0, 20_000, |i| Some(format!("value-{i:06}-{}", "x".repeat(60)).into_bytes()));
     let coordinator = cluster.coordinator("busy").expect("a coordinator");
+    // One broker is away for most of the writes: by its return the raft logs start past it.
+    let away = (1..=3).find(|&n| n != leader && n != coordinator).expect("a third broker");
+    let mut c = Client::connect(cluster.addr(leader));
+    let value = |i: usize| Some(format!("value-{i:06}-{}", "x".repeat(60)).into_bytes());
+    let mut produced = produce(&mut c, 0, 1_000, value);
+    commit_rounds(&mut Client::connect(cluster.addr(coordinator)), "busy", PARTITIONS, 10);
+    cluster.stop(away);
+    produced.extend(produce(&mut c, 1_000, 20_000, value));
     commit_rounds(&mut Client::connect(cluster.addr(coordinator)), "busy", PARTITIONS, ROUNDS);
     // What the two logs would hold uncleaned (the cleaner runs while they are written).
     let topic_before: u64 = (0..20_000 / PER_BATCH)
@@ -313,19 +324,30 @@ fn every_broker_of_a_cluster_cleans_its_copy_of_a_replicated_compacted_log() {
         })
         .collect();
     let offsets_before = ROUNDS as u64 * ringbroker::group::offsets::to_batch(&one_round, now_ms()).len() as u64;
-    let cleaned = wait_until(Duration::from_secs(90), || {
-        (1..=3).all(|n| {
-            let dir = cluster.data_dir(n);
-            log_bytes(dir) * 4 < topic_before && offsets_topic_bytes(dir) * 4 < offsets_before
-        })
-    });
-    let sizes: Vec<(u64, u64)> =
-        (1..=3).map(|n| (log_bytes(cluster.data_dir(n)), offsets_topic_bytes(cluster.data_dir(n)))).collect();
-    assert!(cleaned, "each broker's copies shrink from {topic_before} and {offsets_before} bytes: {sizes:?}");
-    println!(
-        "cleaned copies (topic, __consumer_offsets) per broker: {sizes:?}, from {topic_before} and {offsets_before}"
-    );
+    let dirs: Vec<std::path::PathBuf> = (1..=3).map(|n| cluster.data_dir(n).to_path_buf()).collect();
+    let small = |n: i32| {
+        let dir = &dirs[n as usize - 1];
+        let offsets = offsets_topic_bytes(dir);
+        log_bytes(dir) * 4 < topic_before && offsets * 4 < offsets_before && offsets <= 5 << 20
+    };
+    let sizes = |c: &support::cluster::Cluster| -> Vec<(u64, u64)> {
+        (1..=3).map(|n| (log_bytes(c.data_dir(n)), offsets_topic_bytes(c.data_dir(n)))).collect()
+    };
+    let cleaned = wait_until(Duration::from_secs(90), || (1..=3).filter(|&n| n != away).all(small));
+    assert!(cleaned, "the copies shrink from {topic_before} and {offsets_before} bytes: {:?}", sizes(&cluster));
     check(&read_all(&mut c), &produced, false, "at the leader after cleaning");
+
+    // The broker that was away is sent the cleaned records below the raft logs' starts in a
+    // snapshot, then the entries after.
+    std::thread::sleep(Duration::from_secs(1)); // a retention pass after the last cleaning
+    cluster.restart(away);
+    let dir = cluster.data_dir(away).join(format!("{TOPIC}-0"));
+    let restored = wait_until(Duration::from_secs(60), || latest_ok(&on_disk(&dir), &produced) && small(away));
+    assert!(restored, "the returning broker's copies hold each key's latest value, cleaned: {:?}", sizes(&cluster));
+    println!(
+        "cleaned copies (topic, __consumer_offsets) per broker: {:?}, from {topic_before} and {offsets_before}",
+        sizes(&cluster)
+    );
 
     cluster.kill9(leader);
     let moved = wait_until(Duration::from_secs(30), || cluster.leader(TOPIC, 0).is_some_and(|l| l != leader));
@@ -339,6 +361,37 @@ fn every_broker_of_a_cluster_cleans_its_copy_of_a_replicated_compacted_log() {
         })
     });
     assert!(exact, "a live coordinator answers the latest committed offsets");
+}
+
+/// The data records of a partition's segment files in `dir`, as written there.
+fn on_disk(dir: &std::path::Path) -> Vec<Rec> {
+    let mut logs: Vec<std::path::PathBuf> =
+        std::fs::read_dir(dir).map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
+    logs.retain(|p| p.extension().is_some_and(|x| x == "log"));
+    logs.sort();
+    let mut out = Vec::new();
+    for bytes in logs.iter().filter_map(|p| std::fs::read(p).ok()) {
+        let mut at = 0;
+        while let Some(Ok(size)) = batch::batch_size(&bytes[at..]) {
+            let Some(b) = bytes.get(at..at + size) else { break };
+            let h = batch::read_header(b).unwrap();
+            if !h.is_control() {
+                for r in batch::records(b) {
+                    let (k, v) = (r.key.unwrap_or_default().to_vec(), r.value.map(<[u8]>::to_vec));
+                    out.push((h.base_offset + i64::from(r.offset_delta), k, v));
+                }
+            }
+            at += size;
+        }
+    }
+    out
+}
+
+/// Whether the latest record of each key `produced` wrote is the last one `got` holds for it.
+fn latest_ok(got: &[Rec], produced: &[Rec]) -> bool {
+    let latest: BTreeMap<&Vec<u8>, &Rec> = produced.iter().map(|r| (&r.1, r)).collect();
+    let seen: BTreeMap<&Vec<u8>, &Rec> = got.iter().map(|r| (&r.1, r)).collect();
+    latest == seen
 }
 
 /// A group's membership is stored in `__consumer_offsets` (Kafka's GroupMetadataValue) when a

@@ -1,9 +1,12 @@
 //! Log compaction of a replicated log. Each replica cleans its own copy, as Kafka's replicas
-//! do, by the same rules as a standalone log but keeping every batch (emptied if all its
-//! records go): a batch is a raft entry, and raft numbers its entries one after another, so
-//! the entries stay where they are and only their bytes shrink. Replicas' bytes then differ
-//! below what is cleaned while their records, offsets and terms agree; a replica that lacks
-//! an entry is sent the sender's cleaned batch, as a Kafka follower fetches a cleaned one.
+//! do, by the same rules as a standalone log but keeping every batch from the raft log's
+//! start on (emptied if all its records go): such a batch is a raft entry, and raft numbers
+//! its entries one after another, so the entries stay where they are and only their bytes
+//! shrink. Replicas' bytes then differ below what is cleaned while their records, offsets and
+//! terms agree; a replica that lacks an entry is sent the sender's cleaned batch, as a Kafka
+//! follower fetches a cleaned one. Retention moves the raft log's start past cleaned records
+//! (`Group::apply_retention`): below it emptied batches go, and a replica that lacks those
+//! records is sent them in a snapshot.
 //!
 //! Only entries raft has applied are cleaned and, on a leader, only those every replica
 //! heard from lately holds (`Replica::compaction_limit`, the bound retention has too), so
@@ -23,12 +26,12 @@ impl Group {
             return (0.0, None);
         }
         let peers = self.recent_peers();
-        let limit = {
+        let (limit, raft_start) = {
             let r = self.replica.borrow();
-            r.store().end_offset(r.compaction_limit(&peers))
+            (r.store().end_offset(r.compaction_limit(&peers)), r.store().start().offset)
         };
         match limit {
-            Some(limit) => self.log.replicated_cleaning_due(now_ms, settings, limit),
+            Some(limit) => self.log.replicated_cleaning_due(now_ms, settings, limit, raft_start),
             None => (0.0, None),
         }
     }
@@ -149,14 +152,20 @@ mod tests {
         });
     }
 
+    /// Compacts every node's log and produces records 0..100; returns each key's latest.
+    async fn compacted_with_records(nodes: &[Node]) -> Latest {
+        for n in nodes.iter() {
+            compacted(&n.group().unwrap());
+        }
+        let mut latest = Latest::new();
+        produce_keyed(nodes, 0, 100, &mut latest).await;
+        latest
+    }
+
     #[test]
     fn each_replica_cleans_its_copy_and_one_that_was_away_catches_up_from_cleaned_entries() {
         with_cluster(3, Duration::from_secs(1), async |nodes, peers| {
-            for n in nodes.iter() {
-                compacted(&n.group().unwrap());
-            }
-            let mut latest = Latest::new();
-            produce_keyed(nodes, 0, 100, &mut latest).await;
+            let mut latest = compacted_with_records(nodes).await;
             let l = leader(nodes).unwrap();
             let (away, other) = ((l + 1) % 3, (l + 2) % 3);
             let stopped_at = nodes[away].group().unwrap().log().offsets().high_watermark;
@@ -202,6 +211,99 @@ mod tests {
             }
             let away_records = served(&nodes[away].group().unwrap()).len();
             assert!(away_records < 400, "the away replica was sent cleaned entries: {away_records} records");
+        });
+    }
+
+    /// Waits until `g` has the serving leader's high watermark.
+    async fn caught_up(nodes: &[Node], g: &Group) {
+        let top = || nodes[leader(nodes).unwrap()].group().unwrap().log().offsets().high_watermark;
+        until("the leader's watermark", || leader(nodes).is_some() && g.log().offsets().high_watermark == top()).await;
+    }
+
+    /// The emptied batches `g`'s log holds below its raft log's start.
+    fn emptied_below_raft_start(g: &Group) -> usize {
+        let start = g.replica.borrow().store().start().offset;
+        let bytes = committed_bytes(g, g.log().offsets().log_start);
+        let mut at = 0;
+        let mut emptied = 0;
+        while let Some(Ok(size)) = batch::batch_size(&bytes[at..]) {
+            let h = batch::read_header(&bytes[at..]).unwrap();
+            emptied += usize::from(h.base_offset < start && h.record_count == 0);
+            at += size;
+        }
+        emptied
+    }
+
+    #[test]
+    fn a_compacted_logs_raft_start_rises_over_its_records_and_a_snapshot_carries_them() {
+        with_cluster(3, Duration::from_secs(1), async |nodes, peers| {
+            let mut latest = compacted_with_records(nodes).await;
+            let l = leader(nodes).unwrap();
+            let away = (l + 1) % 3;
+            let away_end = nodes[away].group().unwrap().log().offsets().log_end;
+            nodes[away].crash().await;
+            produce_keyed(nodes, 100, 600, &mut latest).await;
+            glommio::timer::sleep(Duration::from_millis(1_300)).await;
+            let g = nodes[l].group().unwrap();
+            until("a cleaning due", || clean(&g).is_some()).await;
+            let entries = g.replica.borrow().store().last() - g.replica.borrow().store().start().index;
+            assert_eq!(g.apply_retention(crate::sys::unix_now_ms()), 0, "a compacted log deletes nothing");
+            let raft_start = g.replica.borrow().store().start().offset;
+            assert!(
+                raft_start > away_end,
+                "the raft log starts at {raft_start}, past the away replica's end {away_end}"
+            );
+            let left = g.replica.borrow().store().last() - g.replica.borrow().store().start().index;
+            assert!(left * 2 < entries, "the raft log forgot the entries below its start: {entries} to {left}");
+            assert_eq!(g.log().offsets().log_start, 0, "the records below it stay");
+            assert_eq!(latest_of(&served(&g)), latest);
+            // The other live replica's too, whichever of the two leads when the away one is back.
+            let other = nodes[3 - l - away].group().unwrap();
+            caught_up(nodes, &other).await;
+            assert_eq!(other.apply_retention(crate::sys::unix_now_ms()), 0);
+            assert!(other.replica.borrow().store().start().offset > away_end);
+            // Cleaned again, the batches emptied below the raft log's start go.
+            assert!(emptied_below_raft_start(&g) > 0);
+            produce_keyed(nodes, 600, 700, &mut latest).await;
+            caught_up(nodes, &g).await;
+            until("a cleaning due", || clean(&g).is_some()).await;
+            assert_eq!(emptied_below_raft_start(&g), 0, "no emptied batch below the raft log's start");
+            assert_eq!(latest_of(&served(&g)), latest);
+
+            // The away replica is sent a snapshot holding the records below the leader's
+            // raft log start, then the entries after.
+            nodes[away].start(peers).await;
+            produce_keyed(nodes, 700, 720, &mut latest).await;
+            let back = nodes[away].group().unwrap();
+            caught_up(nodes, &back).await;
+            assert_eq!(back.log().offsets().log_start, 0, "its log starts where the leader's does");
+            assert!(back.replica.borrow().store().start().offset > away_end, "it was sent a snapshot");
+            assert_eq!(latest_of(&served(&back)), latest, "each key's latest value at its offset");
+
+            // A crash part way through an install (the replica state naming the snapshot's
+            // start written, the segments gone) installs the kept snapshot again at open.
+            let snap = raft::Storage::snapshot(back.replica.borrow().store(), 0, 0).unwrap();
+            let index = snap.get_metadata().index;
+            let dir = back.log().dir().to_path_buf();
+            drop(back);
+            nodes[away].crash().await;
+            let state_path = dir.join(super::super::STATE_FILE);
+            let mut meta = crate::cluster::meta::RaftMeta::decode(&std::fs::read(&state_path).unwrap()).unwrap();
+            meta.hard_state.commit = index;
+            std::fs::write(&state_path, meta.encode()).unwrap();
+            for p in crate::storage::list(&dir).unwrap() {
+                let name = p.file_name().unwrap().to_str().unwrap().to_string();
+                if [".log", ".index", ".timeindex"].iter().any(|e| name.ends_with(e)) {
+                    std::fs::remove_file(&p).unwrap();
+                }
+            }
+            std::fs::write(super::super::pending_install_path(&dir, index), &snap.data).unwrap();
+            nodes[away].start(peers).await;
+            produce_keyed(nodes, 720, 730, &mut latest).await;
+            let back = nodes[away].group().unwrap();
+            caught_up(nodes, &back).await;
+            assert_eq!(latest_of(&served(&back)), latest, "after the install was made again");
+            assert!(!super::super::pending_install_path(&dir, index).exists(), "the kept snapshot is removed");
         });
     }
 }

@@ -12,11 +12,11 @@
 //! written on the shard's thread: it changes only with the term, the vote, the configuration
 //! or the log start, a few times per election or retention pass, never per produce.
 //!
-//! Retention (`apply_retention`) moves the log start: the producer state there is written
-//! first (`raft-start-<index>.producers`), then the replica state naming the new start, then
-//! the segments below are deleted; a crash between any two leaves files the next open
-//! ignores or deletes. A replica sent a snapshot empties its log to start at the leader's
-//! start (see `Write::install`).
+//! Retention (`apply_retention`) moves the raft log's start: the producer state there is
+//! written first (`raft-start-<index>.producers`), then the replica state naming the new
+//! start, then the segments below are deleted (a compacted log keeps them); a crash between
+//! any two leaves files the next open or retention pass ignores or deletes. A replica sent a
+//! snapshot replaces its log with the snapshot's (see `Group::install`).
 
 mod cleaning;
 
@@ -33,6 +33,7 @@ use raft::prelude::Message;
 use super::frame::GroupId;
 use super::meta::RaftMeta;
 use super::replica::{Replica, ReplicaConfig, Settled, Work};
+use super::snapshot::StartState;
 use super::store::{BatchReader, Loc, RaftStore};
 use super::transport::Transport;
 use crate::error::{storage, BrokerError};
@@ -42,6 +43,10 @@ use crate::protocol::ErrorCode;
 
 /// The replica state's file name in a partition directory.
 pub const STATE_FILE: &str = "raft-state";
+
+/// The most of a compacted log a snapshot carries (see `apply_retention`): well within a
+/// peer frame, and what a replica holds in memory to install it.
+const SNAPSHOT_DATA_MAX: u64 = 16 << 20;
 
 type Reply = oneshot::Sender<Result<Appended, ErrorCode>>;
 
@@ -82,6 +87,15 @@ struct LogReader(Rc<Partition>);
 impl BatchReader for LogReader {
     fn read(&self, loc: Loc, len: u32) -> std::io::Result<Bytes> {
         self.0.read_batch(loc, len)
+    }
+
+    /// A compacted log's records below the raft log's start (see `apply_retention`); any
+    /// other log's start is the raft log's and a snapshot carries no records.
+    fn below(&self, offset: i64) -> std::io::Result<(i64, Bytes)> {
+        match self.0.config().compact {
+            true => self.0.below(offset),
+            false => Ok((offset, Bytes::new())),
+        }
     }
 }
 
@@ -126,15 +140,32 @@ fn write_start_producers(dir: &std::path::Path, index: u64, producers: &[u8]) ->
     crate::storage::write_atomic(&path, producers, 0o644).map_err(|e| storage(&path, e))
 }
 
-/// Removes the producer-state files of every log start but `index`'s.
+/// The file holding a leader's snapshot (`StartState`, encoded) while it replaces the log
+/// as the start past entry `index` (see `Group::install`).
+fn pending_install_path(dir: &std::path::Path, index: u64) -> PathBuf {
+    dir.join(format!("raft-start-{index:020}.install"))
+}
+
+/// Removes the producer-state files of every log start but `index`'s, and every snapshot
+/// kept for an install (the log holds it, or the replica state never named its start).
 fn remove_other_starts(dir: &std::path::Path, index: u64) {
     let keep = start_producers_path(dir, index);
     for p in crate::storage::list(dir).unwrap_or_default() {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with("raft-start-") && name.ends_with(".producers") && p != keep {
+        let producers = name.ends_with(".producers") && p != keep;
+        if name.starts_with("raft-start-") && (producers || name.ends_with(".install")) {
             let _ = crate::storage::remove_file(&p);
         }
     }
+}
+
+/// The snapshot an install cut short by a crash left for the log start past entry `index`.
+fn read_pending_install(dir: &std::path::Path, index: u64) -> Result<Option<StartState>, BrokerError> {
+    let path = pending_install_path(dir, index);
+    let Some(bytes) = crate::storage::read(&path).map_err(|e| storage(&path, e))? else { return Ok(None) };
+    let state = StartState::decode(&bytes)
+        .map_err(|e| storage(&path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+    Ok(Some(state))
 }
 
 /// The producer state at the log start past entry `index` (none at the group's beginning).
@@ -183,13 +214,22 @@ impl Group {
         let invalid = |e: String| storage(log.dir(), std::io::Error::new(std::io::ErrorKind::InvalidData, e));
         let start = meta.log_start;
         let start_producers = read_start_producers(log.dir(), start.index)?;
-        if !log.starts_at(start.offset).map_err(|e| storage(log.dir(), e))? {
-            // Only a snapshot's install empties a log, before the state naming its start is
-            // written: a crash between leaves this. The leader sends the snapshot again.
+        if let Some(state) = read_pending_install(log.dir(), start.index)? {
+            // The replica state names a snapshot's start; its install may not have finished.
+            tracing::info!(group = ?id, offset = start.offset, "installing the leader's snapshot again after a crash");
+            let producers = decode_producers(&state.producers).map_err(invalid)?;
+            log.install(state.log_start, &state.data, state.offset, producers).await?;
+        } else if !log.starts_at(start.offset).map_err(|e| storage(log.dir(), e))? {
+            // An install by an older broker emptied the log before writing the state naming
+            // its start: a crash between leaves this. The leader sends the snapshot again.
             tracing::warn!(group = ?id, offset = start.offset, "the log does not fit the replica's recorded start (an install cut short): emptying it to start there");
             log.reset_to(start.offset, decode_producers(&start_producers).map_err(invalid)?).await?;
         }
-        log.drop_below(start.offset);
+        if !log.config().compact {
+            // A retention pass that stopped before deleting leaves segments below the start;
+            // a compacted log keeps its records there (`apply_retention`).
+            log.drop_below(start.offset);
+        }
         remove_other_starts(log.dir(), start.index);
         log.make_replicated();
         let batches = log.raft_batches().map_err(|e| storage(log.dir(), e))?;
@@ -505,26 +545,21 @@ impl Group {
 
     async fn write(&self, work: Work) {
         let Work { write, after, .. } = work;
-        if let Some(state) = &write.install {
-            let index = write.meta.as_ref().expect("an install rewrites the replica state").log_start.index;
-            let installed = match decode_producers(&state.producers) {
-                Ok(producers) => self.log.reset_to(state.offset, producers).await.map_err(|e| e.to_string()),
-                Err(e) => Err(e),
+        match (&write.meta, &write.install) {
+            (Some(meta), Some(state)) => {
+                if let Err(e) = self.install(meta, state).await {
+                    self.fail(format!("cannot install the leader's snapshot: {e}"));
+                    return;
+                }
             }
-            .and_then(|()| write_start_producers(self.log.dir(), index, &state.producers).map_err(|e| e.to_string()));
-            if let Err(e) = installed {
-                self.fail(format!("cannot install the leader's snapshot: {e}"));
-                return;
+            (Some(meta), None) => {
+                if let Err(e) = write_state(&self.state_path, meta) {
+                    self.fail(e.to_string());
+                    return;
+                }
             }
-        }
-        if let Some(meta) = &write.meta {
-            if let Err(e) = write_state(&self.state_path, meta) {
-                self.fail(e.to_string());
-                return;
-            }
-        }
-        if write.install.is_some() {
-            remove_other_starts(self.log.dir(), self.replica.borrow().store().start().index);
+            (None, Some(_)) => unreachable!("an install rewrites the replica state"),
+            (None, None) => {}
         }
         match self.log.write_entries(write.truncate, &write.batches).await {
             Ok(locs) => {
@@ -539,10 +574,36 @@ impl Group {
         }
     }
 
-    /// Retention of a replicated log: moves the log start to where the topic's retention
-    /// would cut (whole segments, never the active one), no further than what is committed
-    /// and written here and, on a leader, held by every peer heard from within the lag bound
-    /// (a peer away longer gets a snapshot when it is back). Returns the segments deleted.
+    /// Puts a leader's snapshot in place as the log start `meta` names. In an order that a
+    /// crash anywhere leaves the old start with its log, or the new start with the snapshot
+    /// kept to install again at open: the producer state there and the snapshot itself are
+    /// written (`raft-start-<index>.producers` and `.install`), then the replica state naming
+    /// the start, then the log is replaced, and only then the snapshot's file removed.
+    async fn install(&self, meta: &RaftMeta, state: &StartState) -> Result<(), BrokerError> {
+        let dir = self.log.dir();
+        let index = meta.log_start.index;
+        let invalid = |e: String| storage(dir, std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+        let producers = decode_producers(&state.producers).map_err(invalid)?;
+        write_start_producers(dir, index, &state.producers)?;
+        let pending = pending_install_path(dir, index);
+        crate::storage::write_atomic(&pending, &state.encode(), 0o644).map_err(|e| storage(&pending, e))?;
+        write_state(&self.state_path, meta)?;
+        self.log.install(state.log_start, &state.data, state.offset, producers).await?;
+        remove_other_starts(dir, index);
+        Ok(())
+    }
+
+    /// Retention of a replicated log: moves the raft log's start to where the topic's
+    /// retention would cut (whole segments, never the active one), no further than what is
+    /// committed and written here and, on a leader, held by every peer heard from within the
+    /// lag bound (a peer away longer gets a snapshot when it is back), and deletes the
+    /// segments below. Returns the segments deleted.
+    ///
+    /// A compacted log's raft log start rises further, to the newest segment with at most
+    /// `SNAPSHOT_DATA_MAX` bytes below it, deleting nothing: the records below stay in the
+    /// log, no longer raft entries, so the raft log forgets them (memory per entry) and the
+    /// cleaner drops the batches it empties there; a snapshot carries them to a replica that
+    /// lacks them.
     pub fn apply_retention(&self, now_ms: i64) -> usize {
         if self.writing.get() || self.stopped.get() || self.failed().is_some() {
             return 0; // the next pass, with no write under way
@@ -552,27 +613,40 @@ impl Group {
             let r = self.replica.borrow();
             (r.store().end_offset(r.compaction_limit(&peers)), r.store().start())
         };
-        let Some(offset) = limit.and_then(|limit| self.log.retention_point(now_ms, limit)) else { return 0 };
-        let Some(index) = self.replica.borrow().store().index_ending_at(offset).filter(|&i| i > start.index) else {
-            return 0;
-        };
+        let Some(limit) = limit else { return 0 };
+        let retention = self.log.retention_point(now_ms, limit);
+        let target = retention.max(self.log.raft_start_point(start.offset, limit, SNAPSHOT_DATA_MAX));
+        let mut raft_start = start.offset;
+        if let Some(offset) = target.filter(|&o| o > start.offset) {
+            let index = self.replica.borrow().store().index_ending_at(offset);
+            if let Some(index) = index {
+                if let Err(e) = self.move_raft_start(start.offset, offset, index) {
+                    self.fail(format!("cannot move the log start to {offset}: {e}"));
+                    return 0;
+                }
+                raft_start = offset;
+            }
+        }
+        match retention.filter(|&r| r <= raft_start) {
+            Some(offset) => self.log.drop_below(offset),
+            None => 0,
+        }
+    }
+
+    /// Moves the raft log's start from `from` to `offset`, past entry `index`, durably: the
+    /// producer state there first, then the replica state naming it.
+    fn move_raft_start(&self, from: i64, offset: i64, index: u64) -> Result<(), String> {
         let dir = self.log.dir().to_path_buf();
         let start_producers = self.replica.borrow().store().start_producers().clone();
-        let moved = decode_producers(&start_producers)
-            .and_then(|state| self.log.producers_before(state, start.offset, offset).map_err(|e| e.to_string()))
-            .and_then(|state| serde_json::to_vec(&state).map_err(|e| e.to_string()))
-            .and_then(|producers| {
-                write_start_producers(&dir, index, &producers).map_err(|e| e.to_string())?;
-                let meta = self.replica.borrow_mut().compact_to(index, Bytes::from(producers));
-                write_state(&self.state_path, &meta).map_err(|e| e.to_string())
-            });
-        if let Err(e) = moved {
-            self.fail(format!("cannot move the log start to {offset}: {e}"));
-            return 0;
-        }
+        let state = decode_producers(&start_producers)?;
+        let state = self.log.producers_before(state, from, offset).map_err(|e| e.to_string())?;
+        let producers = serde_json::to_vec(&state).map_err(|e| e.to_string())?;
+        write_start_producers(&dir, index, &producers).map_err(|e| e.to_string())?;
+        let meta = self.replica.borrow_mut().compact_to(index, Bytes::from(producers));
+        write_state(&self.state_path, &meta).map_err(|e| e.to_string())?;
         remove_other_starts(&dir, index);
-        tracing::debug!(group = ?self.id, offset, index, "log start moved by retention");
-        self.log.drop_below(offset)
+        tracing::debug!(group = ?self.id, offset, index, "raft log start moved by retention");
+        Ok(())
     }
 
     /// The other replicas (voters and learners) heard from within the lag bound.

@@ -31,6 +31,8 @@ pub(crate) struct Node {
     tasks: Vec<Task<()>>,
     transport: Option<Rc<Transport>>,
     lag: Duration,
+    /// The log's config when it last ran: a restart keeps it, as the broker keeps a topic's.
+    log_config: Option<LogConfig>,
 }
 
 fn config(id: u64, replica_lag: Duration) -> GroupConfig {
@@ -47,7 +49,7 @@ fn config(id: u64, replica_lag: Duration) -> GroupConfig {
 
 impl Node {
     pub(crate) async fn start(&mut self, peers: &HashMap<u64, SocketAddr>) {
-        let cfg = LogConfig::from_config(&crate::config::Config::default());
+        let cfg = self.log_config.unwrap_or_else(|| LogConfig::from_config(&crate::config::Config::default()));
         let log = Partition::open("t", 0, self.dir.clone(), cfg, Probe::detached()).await.unwrap();
         let (slot, cut, me) = (self.slot.clone(), self.cut.clone(), self.id);
         let deliver: Deliver = Rc::new(move |from, item| {
@@ -92,6 +94,7 @@ impl Node {
         self.transport = None;
         let g = self.slot.borrow_mut().take();
         if let Some(g) = g {
+            self.log_config = Some(g.log().config());
             g.halt().await;
         }
     }
@@ -102,6 +105,7 @@ impl Node {
         self.transport = None;
         let g = self.slot.borrow_mut().take();
         if let Some(g) = g {
+            self.log_config = Some(g.log().config());
             g.stop().await.unwrap();
         }
     }
@@ -231,6 +235,7 @@ async fn cluster_of(base: &std::path::Path, lag: Duration, count: usize) -> (Vec
             cut: cut.clone(),
             frozen: frozen.clone(),
             tasks: Vec::new(),
+            log_config: None,
             transport: None,
             lag,
         })

@@ -8,8 +8,10 @@
 //!   later one past that time drops it, so consumers have that long to see the deletion;
 //! - a batch whose records all go is dropped, unless it is its producer's last batch: that
 //!   one stays, empty, so the producer's sequence state survives a restart; in a replicated
-//!   log every batch stays, empty if need be, because each is a raft entry: raft numbers
-//!   entries one after another and may send any of them to a replica that lacks it;
+//!   log every batch from the raft log's start on stays, empty if need be, because each is
+//!   a raft entry: raft numbers entries one after another and may send any of them to a
+//!   replica that lacks it (below the raft log's start a replica that lacks them gets them
+//!   in a snapshot, so they go as in a standalone log);
 //! - control batches stay as they are.
 //!
 //! A batch that keeps every record and needs no horizon is copied byte for byte; any other
@@ -30,8 +32,9 @@ pub struct Rules<'a> {
     /// Batches wholly below the log start go whatever they hold (are emptied, when every
     /// batch stays).
     pub log_start: i64,
-    /// Keep every batch, emptied rather than dropped (a replicated log).
-    pub keep_every_batch: bool,
+    /// Keep every batch from this offset on, emptied rather than dropped (a replicated
+    /// log's raft entries: from the raft log's start).
+    pub keep_batches_from: Option<i64>,
     /// The most a batch's records may decompress to.
     pub decompress_limit: usize,
 }
@@ -60,12 +63,13 @@ pub fn filter(raw: &[u8], h: &BatchHeader, rules: &Rules, counts: &mut Counts) -
     if h.is_control() {
         return Ok(Kept::Whole);
     }
-    let emptied = || match rules.keep_every_batch || rules.keep.contains(&h.base_offset) {
+    let every = rules.keep_batches_from.is_some_and(|from| h.base_offset >= from);
+    let emptied = || match every || rules.keep.contains(&h.base_offset) {
         true => batch::rebuild(raw, &[], 0, compression::NONE, None).map(Kept::Rewritten),
         false => Ok(Kept::Dropped),
     };
     if h.last_offset() < rules.log_start {
-        return match rules.keep_every_batch {
+        return match every {
             true => emptied(),
             false => Ok(Kept::Dropped),
         };
@@ -79,6 +83,13 @@ pub fn filter(raw: &[u8], h: &BatchHeader, rules: &Rules, counts: &mut Counts) -
         let reason = format!("{} records where the header says {}", spans.len(), h.record_count);
         let codec = compression::name(h.codec());
         return Err(BatchError::Records(compression::CodecError::Corrupt { codec, reason }));
+    }
+    if spans.is_empty() {
+        // Emptied by an earlier cleaning: it stays as it is while a rule above keeps it.
+        return Ok(match every || rules.keep.contains(&h.base_offset) {
+            true => Kept::Whole,
+            false => Kept::Dropped,
+        });
     }
     for s in &spans {
         let offset = h.base_offset + s.record.offset_delta as i64;
@@ -162,16 +173,16 @@ mod tests {
     }
 
     fn run(b: &[u8], map: &KeyMap, now: i64, keep: &HashSet<i64>) -> (Kept, Counts) {
-        run_with(b, map, now, keep, (0, false))
+        run_with(b, map, now, keep, (0, None))
     }
 
-    /// With the log start and whether every batch stays.
+    /// With the log start and the offset from which every batch stays.
     fn run_with(
         b: &[u8],
         map: &KeyMap,
         now: i64,
         keep: &HashSet<i64>,
-        (log_start, every): (i64, bool),
+        (log_start, every): (i64, Option<i64>),
     ) -> (Kept, Counts) {
         let rules = Rules {
             map,
@@ -179,7 +190,7 @@ mod tests {
             delete_retention_ms: 1000,
             keep,
             log_start,
-            keep_every_batch: every,
+            keep_batches_from: every,
             decompress_limit: 1 << 20,
         };
         let mut counts = Counts::default();
@@ -240,13 +251,21 @@ mod tests {
         let mut map = KeyMap::new(10);
         map.put(b"a", 90);
         for log_start in [0, 60] {
-            let (kept, _) = run_with(&b, &map, 2, &HashSet::new(), (log_start, true));
+            let (kept, _) = run_with(&b, &map, 2, &HashSet::new(), (log_start, Some(50)));
             let Kept::Rewritten(empty) = kept else { panic!("kept empty: {kept:?}") };
             let h = batch::check_batch(&empty).unwrap();
             assert_eq!((h.base_offset, h.last_offset(), h.record_count), (50, 51, 0), "below the start {log_start}");
             assert_eq!(&empty[12..16], &9i32.to_be_bytes(), "the leader epoch: the raft term of the entry");
         }
-        assert_eq!(run_with(&b, &map, 2, &HashSet::new(), (60, false)).0, Kept::Dropped);
+        assert_eq!(run_with(&b, &map, 2, &HashSet::new(), (60, None)).0, Kept::Dropped);
+        // Below the raft log's start a replicated log drops it as a standalone one does.
+        assert_eq!(run_with(&b, &map, 2, &HashSet::new(), (0, Some(52))).0, Kept::Dropped);
+        // Emptied by an earlier cleaning: kept as it is from the raft log's start (or as a
+        // producer's last batch), dropped once the raft log starts past it.
+        let Kept::Rewritten(empty) = run_with(&b, &map, 2, &HashSet::new(), (0, Some(50))).0 else { panic!() };
+        assert_eq!(run_with(&empty, &map, 2, &HashSet::new(), (0, Some(50))).0, Kept::Whole);
+        assert_eq!(run_with(&empty, &map, 2, &HashSet::from([50]), (0, None)).0, Kept::Whole);
+        assert_eq!(run_with(&empty, &map, 2, &HashSet::new(), (0, Some(52))).0, Kept::Dropped);
     }
 
     #[test]

@@ -52,9 +52,9 @@ pub struct Job {
     pub delete_retention_ms: i64,
     /// Base offsets of each producer's last batch: kept even when emptied.
     pub keep: HashSet<i64>,
-    /// Every batch is kept, emptied rather than dropped: a replicated log, whose batches are
-    /// raft's entries (see `filter`).
-    pub keep_every_batch: bool,
+    /// Every batch from this offset on is kept, emptied rather than dropped: a replicated
+    /// log's raft entries (see `filter`).
+    pub keep_batches_from: Option<i64>,
     pub decompress_limit: usize,
     /// Bytes read and written per second at most (`log_cleaner_io_max_bytes_per_second`).
     pub io_limit: Option<u64>,
@@ -135,7 +135,7 @@ pub fn run(job: &Job) -> io::Result<Cleaned> {
         delete_retention_ms: job.delete_retention_ms,
         keep: &job.keep,
         log_start: job.log_start,
-        keep_every_batch: job.keep_every_batch,
+        keep_batches_from: job.keep_batches_from,
         decompress_limit: job.decompress_limit,
     };
     let mut counts = Counts::default();

@@ -1,8 +1,9 @@
 //! A compacted log's side of a cleaning (see `log::cleaner`): when one is due and what it
 //! may touch (`cleaning_due`), rolling an idle log's active segment so that it can be
 //! (`roll_if_idle`), and putting its segments in place (`swap_cleaned`). A replicated log is
-//! cleaned the same way but keeps every batch (each is a raft entry), and its replica then
-//! points its entries at the new files (`cluster::group::Group::swap_cleaned`).
+//! cleaned the same way but keeps every batch from its raft log's start on (each is a raft
+//! entry), and its replica then points its entries at the new files
+//! (`cluster::group::Group::swap_cleaned`).
 
 use std::collections::HashSet;
 
@@ -55,13 +56,20 @@ impl Partition {
             }
             st.hwm
         };
-        self.due(now_ms, settings, hwm)
+        self.due(now_ms, settings, hwm, None)
     }
 
     /// `cleaning_due` for a replicated log, whose cleanable segments end at or below `limit`
     /// too: what its replica allows (what raft has applied and, on a leader, what every
-    /// replica heard from lately holds).
-    pub fn replicated_cleaning_due(&self, now_ms: i64, settings: &CleanerSettings, limit: i64) -> (f64, Option<Due>) {
+    /// replica heard from lately holds). Its batches from `raft_start` (the raft log's first
+    /// entry) on are raft entries, kept even when emptied.
+    pub fn replicated_cleaning_due(
+        &self,
+        now_ms: i64,
+        settings: &CleanerSettings,
+        limit: i64,
+        raft_start: i64,
+    ) -> (f64, Option<Due>) {
         let hwm = {
             let st = self.st.borrow();
             if !st.replicated {
@@ -69,10 +77,10 @@ impl Partition {
             }
             st.hwm
         };
-        self.due(now_ms, settings, limit.min(hwm))
+        self.due(now_ms, settings, limit.min(hwm), Some(raft_start))
     }
 
-    fn due(&self, now_ms: i64, settings: &CleanerSettings, limit: i64) -> (f64, Option<Due>) {
+    fn due(&self, now_ms: i64, settings: &CleanerSettings, limit: i64, keep_from: Option<i64>) -> (f64, Option<Due>) {
         let cfg = self.cfg.get();
         let st = self.st.borrow();
         if !cfg.compact || st.failed || self.wake.borrow().is_none() {
@@ -144,7 +152,7 @@ impl Partition {
             now_ms,
             delete_retention_ms: i64::try_from(cfg.delete_retention_ms).unwrap_or(i64::MAX),
             keep,
-            keep_every_batch: st.replicated,
+            keep_batches_from: keep_from,
             decompress_limit: cfg.decompressed_limit(),
             io_limit: settings.io_limit,
         };

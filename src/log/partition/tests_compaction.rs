@@ -339,7 +339,7 @@ fn a_fetch_landing_on_emptied_batches_is_served_from_the_next_batch_with_records
         // Cleaned as a replicated log is: every batch stays, emptied when its record goes.
         let (_, due) = p.cleaning_due(crate::sys::unix_now_ms(), &SETTINGS);
         let mut job = due.expect("due").job;
-        job.keep_every_batch = true;
+        job.keep_batches_from = Some(0);
         let cleaned = cleaner::pass::run(&job).unwrap();
         assert!(p.swap_cleaned(&job, &cleaned).unwrap());
         let headers: Vec<_> = p.st.borrow().segments.iter().flat_map(headers_of).collect();

@@ -179,3 +179,46 @@ fn a_replicated_log_start_moves_only_as_far_as_allowed_and_a_reset_starts_it_afr
         assert_eq!(p.producers()[0].last_sequence, 23, "and the producer state saved with it");
     });
 }
+
+#[test]
+fn a_snapshots_data_replaces_the_log_below_its_start_and_survives_a_restart() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (from, to) = (dir.path().join("t-0"), dir.path().join("t-1"));
+    run(async move {
+        let leader = open(&from, 300).await;
+        let b = entries(0, 0..8, 1);
+        let locs = leader.write_entries(None, &b).await.unwrap();
+        leader.set_high_watermark(16, end_of(&locs, &b, 7));
+        let (start, below) = leader.below(10).unwrap();
+        let whole: Vec<u8> = b[..5].iter().flat_map(|x| x.to_vec()).collect();
+        assert_eq!((start, &below[..]), (0, &whole[..]), "the batches starting below 10, as written");
+        // What a cleaning left: the batches at 4 and 8, the log starting at 3.
+        let cleaned: Vec<u8> = [&b[2], &b[4]].iter().flat_map(|x| x.to_vec()).collect();
+        let p = open(&to, 300).await;
+        p.write_entries(None, &entries(0, 0..1, 1)).await.unwrap();
+        let mut torn = cleaned.clone();
+        torn.truncate(cleaned.len() - 1);
+        assert!(p.install(3, &torn, 10, ProducerState::default()).await.is_err(), "a torn batch is refused");
+        p.install(3, &cleaned, 10, ProducerState::default()).await.unwrap();
+        let read = |p: &Partition, at: i64| {
+            let region = p.read(at, 1 << 20, true).unwrap().records.expect("records");
+            let mut buf = vec![0; region.len as usize];
+            region.file.read_exact_at(&mut buf, region.pos).unwrap();
+            buf
+        };
+        let o = p.offsets();
+        assert_eq!((o.log_start, o.high_watermark, o.log_end), (3, 10, 10));
+        assert_eq!(read(&p, 3), cleaned, "read from the log start, gaps and all");
+        assert_eq!(p.below(10).unwrap(), (3, Bytes::from(cleaned.clone())), "and sent on as it came");
+        assert!(p.starts_at(10).unwrap(), "the raft log starts after the data");
+        let next = entries(10, 0..1, 2);
+        let locs = p.write_entries(None, &next).await.unwrap();
+        p.set_high_watermark(12, end_of(&locs, &next, 0));
+        p.close().await.unwrap();
+        let p = open(&to, 300).await;
+        assert_eq!((p.offsets().log_start, p.offsets().log_end), (3, 12), "a restart finds the start and the data");
+        p.set_high_watermark(12, end_of(&locs, &next, 0)); // raft's commit, as after any restart
+        assert_eq!(read(&p, 3)[..cleaned.len()], cleaned[..]);
+    });
+}
