@@ -357,10 +357,18 @@ impl Replica {
     }
 
     /// A peer's message. Stale and foreign messages are refused by raft-rs and dropped here.
-    pub fn step(&mut self, m: Message) {
-        if self.failed.is_none() {
-            let _ = self.rn.step(m);
+    pub fn step(&mut self, mut m: Message) {
+        if self.failed.is_some() {
+            return;
         }
+        // A heartbeat commits what the leader last knew this replica to hold; one that lost
+        // its disk since holds less, and raft-rs panics committing past its log's end. Raft
+        // lets a follower commit no further than it holds anyway: the leader finds the gap at
+        // its next append and fills it (entries, or a snapshot).
+        if m.get_msg_type() == raft::prelude::MessageType::MsgHeartbeat {
+            m.commit = m.commit.min(self.rn.raft.raft_log.last_index());
+        }
+        let _ = self.rn.step(m);
     }
 
     /// Stamps `batch` (one validated batch) with the next offset and the leader epoch and

@@ -615,3 +615,18 @@ fn delete_records_moves_every_replicas_log_start_through_the_log() {
         agreed(nodes, &acked).await;
     });
 }
+
+#[test]
+fn a_replica_that_lost_its_disk_is_sent_the_log_again() {
+    with_cluster(3, Duration::from_secs(10), async |nodes, peers| {
+        let mut acked = produce(nodes, 0, 20).await;
+        let l = leader(nodes).unwrap();
+        let lost = (l + 1) % 3;
+        agreed(nodes, &acked).await;
+        nodes[lost].crash().await;
+        std::fs::remove_dir_all(&nodes[lost].dir).unwrap();
+        nodes[lost].start(peers).await;
+        acked.extend(produce(nodes, 20, 5).await);
+        agreed(nodes, &acked).await;
+    });
+}
