@@ -266,8 +266,8 @@ fn offset_commits_are_compacted_and_replay_exactly_after_a_restart() {
 /// starts past the cleaned records, so emptied batches go there as in a standalone log):
 /// under 100k offset commits every broker's copy of `__consumer_offsets` (replicated on the
 /// three brokers) stays within 5 MiB, and a compacted topic's copies shrink, each key's
-/// latest value at its offset. A broker away meanwhile is sent the records in a snapshot;
-/// once the leader and the coordinator are killed the new ones serve the same records and
+/// latest value at its offset. A broker away meanwhile is sent the records in a snapshot,
+/// and so is one that lost its partition directories; once the leader and the coordinator are killed the new ones serve the same records and
 /// the exact committed offsets.
 #[test]
 fn every_broker_of_a_cluster_cleans_its_copy_of_a_replicated_compacted_log() {
@@ -348,6 +348,23 @@ fn every_broker_of_a_cluster_cleans_its_copy_of_a_replicated_compacted_log() {
         "cleaned copies (topic, __consumer_offsets) per broker: {:?}, from {topic_before} and {offsets_before}",
         sizes(&cluster)
     );
+    // And again once its copies are lost with their directories.
+    cluster.stop(away);
+    for e in std::fs::read_dir(cluster.data_dir(away)).unwrap().filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == format!("{TOPIC}-0") || name.starts_with("__consumer_offsets-") {
+            std::fs::remove_dir_all(e.path()).unwrap();
+        }
+    }
+    cluster.restart(away);
+    // Its leaders believe it holds what it acknowledged until the next write to each log
+    // shows them otherwise.
+    produced.extend(produce(&mut c, 20_000, 20_100, value));
+    commit_rounds(&mut Client::connect(cluster.addr(coordinator)), "another", 1, 1);
+    let restored = wait_until(Duration::from_secs(60), || {
+        latest_ok(&on_disk(&dir), &produced) && offsets_topic_bytes(&dirs[away as usize - 1]) > 0
+    });
+    assert!(restored, "a broker that lost its copies is sent them again: {:?}", sizes(&cluster));
 
     cluster.kill9(leader);
     let moved = wait_until(Duration::from_secs(30), || cluster.leader(TOPIC, 0).is_some_and(|l| l != leader));
