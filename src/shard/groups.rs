@@ -97,13 +97,22 @@ impl Shard {
             }
             self.groups.forget(|group| offsets::partition_for(group, n) == p);
             if serving {
+                let started = std::time::Instant::now();
                 let mut records = Vec::new();
                 if let Err(e) = g.log().scan_batches(0, |b| records.extend(offsets::from_batch(b))) {
                     tracing::error!(partition = p, "cannot replay {}: {e}", offsets::TOPIC);
                     continue;
                 }
+                let n = records.len();
                 self.groups.replay(records);
                 self.coordinated.borrow_mut().insert(p);
+                let ms = started.elapsed().as_millis() as u64;
+                tracing::info!(
+                    partition = p,
+                    records = n,
+                    ms,
+                    "replayed committed offsets of a partition this broker leads"
+                );
             } else {
                 self.coordinated.borrow_mut().remove(&p);
             }

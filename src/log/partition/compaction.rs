@@ -108,7 +108,13 @@ impl Partition {
                 first_dirty_segment = first_dirty_segment.min(i);
             }
         }
-        if dirty == 0 {
+        // A replicated log whose raft log start rose since its last cleaning: a pass over the
+        // clean part alone (nothing dirty, no key map) drops the batches emptied below it.
+        if self.cleaned_raft_start.get().is_none() {
+            self.cleaned_raft_start.set(keep_from);
+        }
+        let start_rose = keep_from > self.cleaned_raft_start.get() && clean > 0;
+        if dirty == 0 && !start_rose {
             return (0.0, None);
         }
         let ratio = dirty as f64 / (clean + dirty) as f64;
@@ -124,7 +130,7 @@ impl Partition {
                 .filter(|&ts| ts > 0)
                 .min()
                 .is_some_and(|ts| now_ms.saturating_sub(ts) > max_lag);
-        if ratio < cfg.min_cleanable_dirty_ratio && !overdue {
+        if ratio < cfg.min_cleanable_dirty_ratio && !overdue && !start_rose {
             return (ratio, None);
         }
         let keep: HashSet<i64> = self
@@ -221,6 +227,7 @@ impl Partition {
         drop(removed); // fetches in flight hold their own handles on the old files
         self.probe.log_bytes(cleaned.bytes_after as i64 - cleaned.bytes_before as i64);
         self.first_dirty.set(cleaned.map_end);
+        self.cleaned_raft_start.set(job.keep_batches_from);
         let path = self.dir.join(CHECKPOINT_FILE);
         if let Err(e) = crate::storage::write_atomic(&path, cleaned.map_end.to_string().as_bytes(), 0o644) {
             // Only costs cleaning the same range again.

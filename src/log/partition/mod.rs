@@ -189,6 +189,9 @@ pub struct Partition {
     duplicates: RefCell<Vec<(i64, Appended, AppendReply)>>,
     /// Offsets below are clean: where the last cleaning's key map ended (compacted topics).
     first_dirty: Cell<i64>,
+    /// A replicated compacted log's raft log start when it was last cleaned (None: not yet
+    /// known since the open): once it rises, the batches emptied below it can go.
+    cleaned_raft_start: Cell<Option<i64>>,
     /// Where fetches stepping over long runs of emptied batches got to (`reader`).
     emptied_scans: RefCell<Vec<reader::EmptiedScan>>,
     probe: Probe,
@@ -331,6 +334,7 @@ impl Partition {
             producers: RefCell::new(producers),
             duplicates: RefCell::new(Vec::new()),
             first_dirty: Cell::new(first_dirty),
+            cleaned_raft_start: Cell::new(None),
             emptied_scans: RefCell::new(Vec::new()),
             probe,
         });
