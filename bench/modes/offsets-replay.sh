@@ -15,38 +15,58 @@
 # "replayed committed offsets" log line (records, ms) and the time from the start of the
 # process to its listening line, with the bytes of __consumer_offsets on disk.
 #
+# CLUSTER=1 runs the broker as a cluster of one (its own metadata quorum, on RB_PORT+1):
+# `__consumer_offsets` is then a replicated log, a raft group of one voter, replayed when
+# the broker comes to lead it; the clean phase runs retention every 500 ms too, which moves
+# the raft log's start past what was cleaned, and waits for the cleaning that follows.
+# BASE_BIN=<binary> measures that build the same way in each round, as `base-before` and
+# `base-after`.
+#
 # Writes bench/results/<date>-offsets-replay.md (RESULTS_DIR: another directory).
 #
 # Environment: COMMITS [1000000] PARTITIONS [100] OFFSETS_SEGMENT_BYTES [4194304]
-#   ROUNDS [3] RB_PORT [19621]
+#   ROUNDS [3] RB_PORT [19621] CLUSTER [0] BASE_BIN []
 # shellcheck shell=bash
 COMMITS="${COMMITS:-1000000}"
 PARTITIONS="${PARTITIONS:-100}"
 OFFSETS_SEGMENT_BYTES="${OFFSETS_SEGMENT_BYTES:-4194304}"
 ROUNDS="${ROUNDS:-3}"
 ADDR="127.0.0.1:${RB_PORT:-19621}"
+PEER="127.0.0.1:$((${RB_PORT:-19621} + 1))"
 
 bench_init offsets-replay
-require_free_ports "${ADDR##*:}"
+require_free_ports "${ADDR##*:}" "${PEER##*:}"
 build_release
 rb_private_copy
+BUILDS=(new)
+if [[ -n "${BASE_BIN:-}" ]]; then
+    BUILDS+=(base)
+    BASE_COPY="$RUN/ringbroker-base"
+    cp "$BASE_BIN" "$BASE_COPY"
+fi
 
 offsets_bytes() { du -sb "$RB_DATA"/__consumer_offsets-* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 
 BROKER_ARGS=(--cpus 0 --listen "$ADDR" --offsets-topic-segment-bytes "$OFFSETS_SEGMENT_BYTES")
+if [[ "${CLUSTER:-0}" == 1 ]]; then
+    BROKER_ARGS+=(--node-id 1 --cluster-listen "$PEER" --controller-quorum-voters "1@$PEER")
+fi
 
 # Starts the broker, records its replay line and start-up time as LABEL.json.
 measured_start() { # LABEL ARGS...
     local label="$1" t0
     shift
     t0=$(date +%s.%N)
-    KEEP_DATA=1 rb_start "$label" "$RB" "${BROKER_ARGS[@]}" "$@"
+    KEEP_DATA=1 rb_start "$label" "$BIN" "${BROKER_ARGS[@]}" "$@"
+    # In a cluster the replay comes once the broker leads the partition, after listening.
+    local deadline=$((SECONDS + 120))
+    until grep -q "replayed committed offsets" "$RB_LOG" || ((SECONDS >= deadline)); do sleep 0.1; done
     local ready
     ready=$(awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.0f", (t1 - t0) * 1000 }')
     python3 - "$RB_LOG" "$ready" "$(offsets_bytes)" >"$RUN/$label.json" <<'EOF'
 import json, re, sys
 log, ready, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-line = [l for l in open(log) if "replayed committed offsets" in l][-1]
+line = [l for l in open(log) if "replayed committed offsets" in l and "ms=" in l][-1]
 plain = re.sub(r"\x1b\[[0-9;]*m", "", line)
 get = lambda k: int(re.search(k + r"=(\d+)", plain).group(1))
 print(json.dumps({"records": get("records"), "replay_ms": get("ms"), "ready_ms": ready, "offsets_bytes": size}))
@@ -55,7 +75,7 @@ EOF
 
 # A fresh broker's data dir holding COMMITS commits, none cleaned.
 fill() { # LABEL
-    rb_start "$1" "$RB" "${BROKER_ARGS[@]}" --log-cleaner-enable false
+    rb_start "$1" "$BIN" "${BROKER_ARGS[@]}" --log-cleaner-enable false
     "$RB" topic create committed -p "$PARTITIONS" -b "$ADDR" >/dev/null
     python3 - "$ADDR" "$COMMITS" "$PARTITIONS" <<'EOF'
 import socket, struct, sys
@@ -100,39 +120,49 @@ EOF
     rb_stop "$1"
 }
 
+CLEAN_ARGS=(--log-cleaner-backoff-ms 100)
+if [[ "${CLUSTER:-0}" == 1 ]]; then CLEAN_ARGS+=(--retention-check-interval-ms 500); fi
+
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
-    fill "fill-r$ROUND"
-    measured_start "before-r$ROUND" --log-cleaner-enable false
-    rb_stop "before-r$ROUND"
-    KEEP_DATA=1 rb_start "clean-r$ROUND" "$RB" "${BROKER_ARGS[@]}" --log-cleaner-backoff-ms 100
-    # Done when no log has been due for 2 s (the cleaner checks every 100 ms).
-    sleep 2
-    deadline=$((SECONDS + 300)) quiet=0
-    while ((quiet < 4 && SECONDS < deadline)); do
-        if [[ "$(rb_metric ringbroker_cleaner_backlog)" == 0 ]]; then quiet=$((quiet + 1)); else quiet=0; fi
-        sleep 0.5
+    for build in "${BUILDS[@]}"; do
+        BIN="$RB" prefix=""
+        if [[ "$build" == base ]]; then BIN="$BASE_COPY" prefix="base-"; fi
+        fill "${prefix}fill-r$ROUND"
+        measured_start "${prefix}before-r$ROUND" --log-cleaner-enable false
+        rb_stop "${prefix}before-r$ROUND"
+        KEEP_DATA=1 rb_start "${prefix}clean-r$ROUND" "$BIN" "${BROKER_ARGS[@]}" "${CLEAN_ARGS[@]}"
+        # Done when no log has been due for 2 s (the cleaner checks every 100 ms).
+        sleep 2
+        deadline=$((SECONDS + 300)) quiet=0
+        while ((quiet < 4 && SECONDS < deadline)); do
+            if [[ "$(rb_metric ringbroker_cleaner_backlog)" == 0 ]]; then quiet=$((quiet + 1)); else quiet=0; fi
+            sleep 0.5
+        done
+        log "${prefix}clean-r$ROUND: $(rb_metric ringbroker_cleaner_runs_total) cleanings"
+        rb_stop "${prefix}clean-r$ROUND"
+        measured_start "${prefix}after-r$ROUND" --log-cleaner-enable false
+        rb_stop "${prefix}after-r$ROUND"
     done
-    log "clean-r$ROUND: $(rb_metric ringbroker_cleaner_runs_total) cleanings"
-    rb_stop "clean-r$ROUND"
-    measured_start "after-r$ROUND" --log-cleaner-enable false
-    rb_stop "after-r$ROUND"
 done
 
 OUT="$RESULTS/$(date -u +%Y-%m-%d)-offsets-replay"
 mkdir -p "$RESULTS"
-python3 - "$RUN" "$ROUNDS" "$OUT.md" "bench/run.sh offsets-replay COMMITS=$COMMITS PARTITIONS=$PARTITIONS OFFSETS_SEGMENT_BYTES=$OFFSETS_SEGMENT_BYTES ROUNDS=$ROUNDS" <<'EOF'
+python3 - "$RUN" "$ROUNDS" "$OUT.md" "bench/run.sh offsets-replay COMMITS=$COMMITS PARTITIONS=$PARTITIONS OFFSETS_SEGMENT_BYTES=$OFFSETS_SEGMENT_BYTES ROUNDS=$ROUNDS CLUSTER=${CLUSTER:-0}${BASE_BIN:+ BASE_BIN=$BASE_BIN}" "${BUILDS[@]}" <<'EOF'
 import json, os, statistics, sys
-run, rounds, out, command = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-got = {w: [json.load(open(os.path.join(run, f"{w}-r{i}.json"))) for i in range(1, rounds + 1)] for w in ("before", "after")}
-med = lambda w, k: statistics.median(r[k] for r in got[w])
+run, rounds, out, command, builds = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
+whats = [(b, w) for b in builds for w in ("before", "after")]
+label = lambda b, w: ("base-" if b == "base" else "") + w
+got = {(b, w): [json.load(open(os.path.join(run, f"{label(b, w)}-r{i}.json"))) for i in range(1, rounds + 1)] for b, w in whats}
+med = lambda bw, k: statistics.median(r[k] for r in got[bw])
 with open(out, "w") as f:
     f.write("# start-up replay of __consumer_offsets, before and after compaction\n\n")
     f.write(f"Command: `{command}`. Run directory: `{run}`. Medians of {rounds} rounds.\n\n")
-    f.write("| | records replayed | replay ms | start to listening ms | __consumer_offsets bytes |\n|---|---:|---:|---:|---:|\n")
-    for w in ("before", "after"):
-        f.write(f"| {w} compaction | {med(w, 'records'):,.0f} | {med(w, 'replay_ms'):,.0f} | {med(w, 'ready_ms'):,.0f} | {med(w, 'offsets_bytes'):,.0f} |\n")
-    f.write("\nPer round (before / after replay ms): " + ", ".join(
-        f"{b['replay_ms']} / {a['replay_ms']}" for b, a in zip(got["before"], got["after"])) + "\n")
+    f.write("| build | | records replayed | replay ms | start to replayed ms | __consumer_offsets bytes |\n|---|---|---:|---:|---:|---:|\n")
+    for b, w in whats:
+        f.write(f"| {b} | {w} compaction | {med((b, w), 'records'):,.0f} | {med((b, w), 'replay_ms'):,.0f} | {med((b, w), 'ready_ms'):,.0f} | {med((b, w), 'offsets_bytes'):,.0f} |\n")
+    for b in builds:
+        f.write(f"\n{b}, per round (before / after replay ms): " + ", ".join(
+            f"{x['replay_ms']} / {y['replay_ms']}" for x, y in zip(got[(b, "before")], got[(b, "after")])) + "\n")
 print(open(out).read())
 EOF
 log "wrote $OUT.md"
