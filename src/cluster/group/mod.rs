@@ -1,7 +1,13 @@
 //! One raft group on its home shard: a `Replica` driven over its partition log and the
 //! transport. `produce` is a leader's Produce; `step` and `tick` feed raft; `pump` turns each
-//! Ready into sends and one log write at a time (the next Ready waits for it, so batches that
-//! arrive meanwhile go out in the next write: group commit per partition).
+//! Ready into sends at once and a write queued for the log. One writer task per group takes
+//! the queue in order, everything queued at a time in one log write and one fsync (group
+//! commit per partition), then sends what waited for it and tells raft.
+//!
+//! Readies are taken while a write is under way (raft-rs's asynchronous persistence): a
+//! leader's appends leave for its followers as soon as they are proposed, and what commits is
+//! applied and answered as soon as this replica's own write of it is durable, not after the
+//! write that follows it.
 //!
 //! "Durable" is the topic's flush policy: under `always` a write is fsynced before raft counts
 //! it; under `os` or `interval` an acks=all produce is held by a majority's page caches, as
@@ -21,7 +27,7 @@
 mod cleaning;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -117,6 +123,9 @@ pub struct Group {
     eager: Cell<usize>,
     /// The election timeout in ticks: how long `campaign` keeps standing.
     election_ticks: usize,
+    /// Readies' writes not yet durable, oldest first: the writer task's queue.
+    queued: RefCell<VecDeque<Work>>,
+    /// The writer task runs (it does while anything is queued).
     writing: Cell<bool>,
     serving: Cell<bool>,
     stopped: Cell<bool>,
@@ -255,6 +264,7 @@ impl Group {
             lag: cfg.replica_lag,
             eager: Cell::new(0),
             election_ticks: cfg.replica.election_tick,
+            queued: RefCell::new(VecDeque::new()),
             writing: Cell::new(false),
             serving: Cell::new(false),
             stopped: Cell::new(false),
@@ -518,59 +528,104 @@ impl Group {
         }
     }
 
-    /// Handles Readies until raft has none, or a log write is under way (its completion pumps
-    /// again). Writes that need nothing durable are finished on the spot.
+    /// Handles Readies until raft has none: sends what may go now and queues each write for
+    /// the writer task. A Ready that writes nothing is finished on the spot when no write is
+    /// queued before it (raft-rs counts a Ready persisted with every one before it).
     fn pump(self: &Rc<Self>) {
-        while !self.writing.get() && !self.stopped.get() {
+        while !self.stopped.get() {
             let work = self.replica.borrow_mut().next_work();
             self.settle();
-            let Some(mut work) = work else { return };
+            let Some(mut work) = work else { break };
             self.transport.send(&self.id, std::mem::take(&mut work.send));
             let w = &work.write;
-            if w.batches.is_empty() && w.truncate.is_none() && w.meta.is_none() {
+            let nothing = w.batches.is_empty() && w.truncate.is_none() && w.meta.is_none();
+            if nothing && !self.writing.get() {
                 self.transport.send(&self.id, work.after);
                 self.replica.borrow_mut().persisted(w.number, &[]);
                 continue;
             }
-            self.writing.set(true);
-            let g = self.clone();
-            glommio::spawn_local(async move {
-                g.write(work).await;
-                g.writing.set(false);
-                g.pump();
-            })
-            .detach();
+            self.queued.borrow_mut().push_back(work);
+            if !self.writing.replace(true) {
+                let g = self.clone();
+                glommio::spawn_local(async move {
+                    g.write_queued().await;
+                    g.writing.set(false);
+                })
+                .detach();
+            }
         }
     }
 
-    async fn write(&self, work: Work) {
-        let Work { write, after, .. } = work;
-        match (&write.meta, &write.install) {
+    /// The writer task: takes the queue in order until it is empty (or the group stops).
+    async fn write_queued(self: &Rc<Self>) {
+        while !self.stopped.get() {
+            let mut works = self.take_writes();
+            if works.is_empty() {
+                // Idle: the log's zeros ahead, while nothing waits for a write.
+                self.log.preallocate().await;
+                works = self.take_writes();
+                if works.is_empty() {
+                    return;
+                }
+            }
+            let Some(locs) = self.write(&works).await else { return };
+            if self.stopped.get() {
+                return;
+            }
+            let mut locs = locs.as_slice();
+            for w in works {
+                let (these, rest) = locs.split_at(w.write.batches.len());
+                locs = rest;
+                self.transport.send(&self.id, w.after);
+                self.replica.borrow_mut().persisted(w.write.number, these);
+            }
+            self.answer_written();
+            self.pump();
+        }
+    }
+
+    /// The writes to make in one go: the oldest queued, and after it every one that only
+    /// appends (one that cuts the log, or writes the replica state or a snapshot, starts a
+    /// write of its own: what it writes first must come after the batches before it).
+    fn take_writes(&self) -> Vec<Work> {
+        let mut q = self.queued.borrow_mut();
+        let Some(first) = q.pop_front() else { return Vec::new() };
+        let appends_only = |w: &Work| w.write.meta.is_none() && w.write.install.is_none() && w.write.truncate.is_none();
+        let mut works = vec![first];
+        while q.front().is_some_and(appends_only) {
+            works.push(q.pop_front().expect("front"));
+        }
+        works
+    }
+
+    /// Makes `works` durable: the replica state or a snapshot first, then the log (the first
+    /// one's cut, everyone's batches) with one fsync. Returns where the batches landed, in
+    /// order; None if the replica failed.
+    async fn write(&self, works: &[Work]) -> Option<Vec<Loc>> {
+        let first = &works[0].write;
+        match (&first.meta, &first.install) {
             (Some(meta), Some(state)) => {
                 if let Err(e) = self.install(meta, state).await {
                     self.fail(format!("cannot install the leader's snapshot: {e}"));
-                    return;
+                    return None;
                 }
             }
             (Some(meta), None) => {
                 if let Err(e) = write_state(&self.state_path, meta) {
                     self.fail(e.to_string());
-                    return;
+                    return None;
                 }
             }
             (None, Some(_)) => unreachable!("an install rewrites the replica state"),
             (None, None) => {}
         }
-        match self.log.write_entries(write.truncate, &write.batches).await {
-            Ok(locs) => {
-                if self.stopped.get() {
-                    return;
-                }
-                self.transport.send(&self.id, after);
-                self.replica.borrow_mut().persisted(write.number, &locs);
-                self.answer_written();
+        let batches: Vec<Bytes> = works.iter().flat_map(|w| w.write.batches.iter().cloned()).collect();
+        match self.log.write_entries(first.truncate, &batches).await {
+            Ok(locs) => Some(locs),
+            Err(e) => {
+                self.fail(format!("cannot write the log: {e}"));
+                None
             }
-            Err(e) => self.fail(format!("cannot write the log: {e}")),
         }
     }
 

@@ -1,8 +1,9 @@
 //! A node's fake disk: one log file of Kafka batches and the replica's state file. A write
 //! lands in the "page cache" (`current`, which reads see) at once and becomes durable at the
-//! sync that ends its handling; a crash before that sync loses it, or tears it: the state
-//! file (written and fsynced first) and the cut survive with a prefix of the batches. The
-//! synced state is all a restarted node gets back.
+//! next sync; several may wait for one sync, as the broker's queued writes do. A crash before
+//! it loses them, or tears them: in order, each write's state file (written and fsynced
+//! first) and cut survive with a prefix of its batches, and a later write's only if every
+//! batch before it did. The synced state is all a restarted node gets back.
 //!
 //! Retention moving the log start only rewrites the state file (`compacted`): the batches
 //! below stay in the file, as segments a crash kept from being deleted would, and recovery
@@ -45,17 +46,22 @@ pub(super) struct Disk {
     synced: Vec<u8>,
     meta: RaftMeta,
     pub(super) current: Rc<File>,
-    pending: Option<Pending>,
+    /// Writes since the last sync, oldest first.
+    pending: Vec<Pending>,
 }
 
 impl Disk {
     pub(super) fn new(voters: &[u64]) -> Disk {
-        Disk { synced: Vec::new(), meta: RaftMeta::initial(voters.to_vec()), current: Rc::default(), pending: None }
+        Disk {
+            synced: Vec::new(),
+            meta: RaftMeta::initial(voters.to_vec()),
+            current: Rc::default(),
+            pending: Vec::new(),
+        }
     }
 
     /// Applies `w` to the page cache; returns where its batches landed.
     pub(super) fn write(&mut self, w: &Write) -> Vec<Loc> {
-        assert!(self.pending.is_none(), "a write is already pending");
         let mut f = self.current.0.borrow_mut();
         let reset = w.install.is_some();
         if reset {
@@ -70,26 +76,34 @@ impl Disk {
             locs.push(Loc { segment: 0, pos: f.len() as u64 });
             f.extend_from_slice(b);
         }
-        self.pending = Some(Pending { reset, cut, batches: w.batches.clone(), meta: w.meta.clone() });
+        self.pending.push(Pending { reset, cut, batches: w.batches.clone(), meta: w.meta.clone() });
         locs
     }
 
+    /// Batches written since the last sync.
     pub(super) fn pending_batches(&self) -> usize {
-        self.pending.as_ref().map_or(0, |p| p.batches.len())
+        self.pending.iter().map(|p| p.batches.len()).sum()
     }
 
     pub(super) fn sync(&mut self) {
-        if let Some(p) = self.pending.take() {
-            apply(&mut self.synced, &mut self.meta, p, usize::MAX);
-        }
+        self.crash_keeping(usize::MAX);
     }
 
-    /// Loses the pending write except its state file, its cut and its first `keep` batches.
+    /// Loses what was written since the last sync but the first `keep` batches, with the
+    /// state files and cuts of the writes that reach them (see the module).
     pub(super) fn crash(&mut self, keep: usize) {
-        if let Some(p) = self.pending.take() {
-            apply(&mut self.synced, &mut self.meta, p, keep);
-        }
+        self.crash_keeping(keep);
         *self.current.0.borrow_mut() = self.synced.clone();
+    }
+
+    fn crash_keeping(&mut self, mut keep: usize) {
+        for p in std::mem::take(&mut self.pending) {
+            let whole = p.batches.len() <= keep;
+            keep -= apply(&mut self.synced, &mut self.meta, p, keep);
+            if !whole {
+                break;
+            }
+        }
     }
 
     pub(super) fn meta(&self) -> &RaftMeta {
@@ -98,7 +112,7 @@ impl Disk {
 
     /// Retention moved the log start: the state file naming it is written durably at once.
     pub(super) fn compacted(&mut self, meta: RaftMeta) {
-        assert!(self.pending.is_none(), "compacting with a write pending");
+        assert!(self.pending.is_empty(), "compacting with a write pending");
         self.meta = meta;
     }
 
@@ -109,7 +123,7 @@ impl Disk {
 
     /// The synced log as recovery scans it: each batch's location and bytes.
     pub(super) fn scan(&self) -> Vec<(Loc, Bytes)> {
-        assert!(self.pending.is_none(), "recovering with a write pending");
+        assert!(self.pending.is_empty(), "recovering with a write pending");
         let mut out = Vec::new();
         let mut pos = 0;
         while pos < self.synced.len() {
@@ -134,7 +148,8 @@ impl Disk {
     }
 }
 
-fn apply(synced: &mut Vec<u8>, meta: &mut RaftMeta, p: Pending, keep: usize) {
+/// Applies `p` to the synced state with at most `keep` of its batches; returns how many.
+fn apply(synced: &mut Vec<u8>, meta: &mut RaftMeta, p: Pending, keep: usize) -> usize {
     if p.reset {
         synced.clear();
     }
@@ -144,9 +159,11 @@ fn apply(synced: &mut Vec<u8>, meta: &mut RaftMeta, p: Pending, keep: usize) {
     if let Some(at) = p.cut {
         synced.truncate(at);
     }
-    for b in p.batches.iter().take(keep) {
+    let kept = p.batches.len().min(keep);
+    for b in &p.batches[..kept] {
         synced.extend_from_slice(b);
     }
+    kept
 }
 
 /// Where the batch at `offset` starts (or the end, if the log ends before it).

@@ -9,11 +9,13 @@
 //! members must converge and agree.
 //!
 //! The nodes are the broker's own replicas (`Replica` over `RaftStore`, Kafka batches in a
-//! log file): each Ready is handled inside one step by the replica's contract, messages sent
-//! now (a leader's, allowed before its own write), the write applied and synced, then the
-//! messages that needed it and `persisted`. A torn crash lands between the write and the sync:
-//! the node never sends what needed that sync, as with a real disk. Some nodes keep no batch
-//! in memory, so their reads go to the file.
+//! log file): each Ready is handled by the replica's contract, messages sent now (a leader's,
+//! allowed before its own write) and the write applied; then, at once or after later Readies
+//! were taken and more messages delivered (a slow fsync, as the broker's writer queue allows),
+//! every write so far is synced, and in order each one's messages that needed it are sent and
+//! it is `persisted`. A torn crash lands between the writes and the sync: the node never
+//! sends what needed that sync, as with a real disk. Some nodes keep no batch in memory, so
+//! their reads go to the file.
 //!
 //! Beyond raft's safety the Kafka view is checked: committed batches are byte-identical on
 //! every node, high watermarks never go back, and an acknowledged batch sits at the offset its
@@ -57,18 +59,30 @@ struct Faults {
     torn_write: u64,
     /// A node moves its log start (retention).
     compact: u64,
+    /// A Ready's write is left unsynced while the node goes on (per Ready); pending writes
+    /// are synced with the complement's chance at each round of deliveries.
+    defer_sync: u64,
     partition: u64,
     heal: u64,
 }
 
-const CHAOS: Faults =
-    Faults { propose: 300, reconfigure: 0, crash: 3, torn_write: 3, compact: 10, partition: 5, heal: 20 };
+const CHAOS: Faults = Faults {
+    propose: 300,
+    reconfigure: 0,
+    crash: 3,
+    torn_write: 3,
+    compact: 10,
+    defer_sync: 400,
+    partition: 5,
+    heal: 20,
+};
 
 /// CHAOS plus membership changes: learners added, joint changes promoting them and removing
 /// voters, removals.
 const CHURN: Faults = Faults { reconfigure: 15, ..CHAOS };
 
-const CALM: Faults = Faults { propose: 0, reconfigure: 0, crash: 0, torn_write: 0, compact: 0, partition: 0, heal: 0 };
+const CALM: Faults =
+    Faults { propose: 0, reconfigure: 0, crash: 0, torn_write: 0, compact: 0, defer_sync: 0, partition: 0, heal: 0 };
 
 /// Every run starts with these voters; in five-node runs nodes 4 and 5 start outside the
 /// configuration, as brokers a reassignment adds.
@@ -90,6 +104,9 @@ struct Node {
     commit_seen: u64,
     /// A targeted test's crash: tear the next write that has entries, keeping this many.
     tear_next_write: Option<usize>,
+    /// Writes applied but not yet synced, oldest first: each one's messages to send once
+    /// durable, its Ready's number and where its batches landed.
+    unsynced: Vec<(Vec<Message>, u64, Vec<crate::cluster::store::Loc>)>,
     /// As a leader: the producer state of its term (see `producers`).
     producer_state: Option<(u64, crate::producer::ProducerState)>,
 }
@@ -197,6 +214,7 @@ impl Sim {
                 restart_at: 0,
                 commit_seen: 0,
                 tear_next_write: None,
+                unsynced: Vec::new(),
                 producer_state: None,
             });
             sim.restart(i);
@@ -276,6 +294,10 @@ impl Sim {
                 }
             }
             for i in 0..self.nodes.len() {
+                if !self.nodes[i].unsynced.is_empty() && !self.rng.chance(self.faults.defer_sync) {
+                    progress = true;
+                    self.sync_writes(i);
+                }
                 while self.handle_ready(i) {
                     progress = true;
                 }
@@ -308,8 +330,10 @@ impl Sim {
             self.mix(0x5a5a_0000 | i as u64);
         }
         let locs = self.nodes[i].disk.write(&work.write);
+        let wrote = !work.write.batches.is_empty();
+        self.nodes[i].unsynced.push((work.after, work.write.number, locs));
         let pending = self.nodes[i].disk.pending_batches();
-        if pending > 0 {
+        if wrote {
             let armed = self.nodes[i].tear_next_write.take();
             let keep = match armed {
                 Some(keep) => Some(keep),
@@ -322,12 +346,24 @@ impl Sim {
                 return true;
             }
         }
-        self.nodes[i].disk.sync();
-        self.send(work.after);
-        r.persisted(work.write.number, &locs);
         self.settle(i, &mut r);
         self.nodes[i].raft = Some(r);
+        if !self.rng.chance(self.faults.defer_sync) {
+            self.sync_writes(i);
+        }
         true
+    }
+
+    /// Syncs node `i`'s writes; then, in order, sends what waited for each and tells raft.
+    fn sync_writes(&mut self, i: usize) {
+        let Some(mut r) = self.nodes[i].raft.take() else { return };
+        self.nodes[i].disk.sync();
+        for (after, number, locs) in std::mem::take(&mut self.nodes[i].unsynced) {
+            self.send(after);
+            r.persisted(number, &locs);
+        }
+        self.settle(i, &mut r);
+        self.nodes[i].raft = Some(r);
     }
 
     /// Proposals of node `i` that raft settled; a committed one becomes an acknowledgement.
@@ -354,6 +390,7 @@ impl Sim {
         self.crashes += 1;
         self.mix(0xc0ff_ee00 | i as u64);
         self.nodes[i].disk.crash(keep);
+        self.nodes[i].unsynced.clear();
         self.nodes[i].restart_at = self.now + 5 + self.rng.below(50);
         self.proposals.retain(|_, p| p.node != i);
     }
@@ -490,6 +527,9 @@ impl Sim {
     /// bounds it (every peer's match, on a leader) or, half the time, only by its own commit,
     /// which leaves followers behind the start and makes the leader send snapshots.
     fn compact(&mut self, i: usize) {
+        if !self.nodes[i].unsynced.is_empty() {
+            return; // as the broker's retention waits for its group's writes
+        }
         let peers: Vec<u64> = if self.rng.chance(500) { (1..=self.nodes.len() as u64).collect() } else { Vec::new() };
         let Some(r) = self.nodes[i].raft.as_mut() else { return };
         let start = r.store().start().index;
