@@ -6,6 +6,16 @@
 //! the active one would pass `segment_bytes`, when its first batch was appended more than
 //! `segment_ms` ago, or when its index is full. The new segment's base offset is the next
 //! batch's offset.
+//!
+//! Preallocation: under a flush policy that syncs, the active segment's `.log` is written
+//! with zeros a little past its last batch (`preallocation`), so that an append overwrites
+//! blocks the file already has and its fdatasync writes the data alone. An append past the
+//! end of the file makes the fdatasync allocate blocks and write the inode for the new size
+//! too (ext4 without a journal writes the inode synchronously; with one, the size change
+//! waits for a journal commit): measured on ext4 here, 16 KiB appends each followed by
+//! fdatasync ran 1.4–1.6x as many per second into zeros written ahead, at two thirds of
+//! the CPU. The zeros are cut off when the segment is sealed or closed (`trim`); a crash
+//! leaves them for recovery, which cuts the log at the first byte that is not a whole batch.
 
 use std::cell::Cell;
 use std::fs::File;
@@ -46,7 +56,17 @@ pub struct Segment {
     pub bytes_since_index: Cell<u64>,
     /// When the first batch was appended in this process (for `segment_ms`).
     pub first_append: Cell<Option<Instant>>,
+    /// How far the file is written, zeros preallocated past the data included: at least
+    /// `size` (see the module).
+    pub allocated: Cell<u64>,
 }
+
+/// The least and the most a preallocation writes ahead of the data: ahead by an eighth of
+/// what the segment holds, so an idle partition's file grows by little and a busy one's
+/// fdatasyncs write its inode once per MiB.
+const PREALLOCATE_MIN: u64 = 64 << 10;
+const PREALLOCATE_MAX: u64 = 1 << 20;
+const PAGE: u64 = 4096;
 
 /// What `Segment::next_with_records` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +121,7 @@ impl Segment {
             max_timestamp: Cell::new(-1),
             bytes_since_index: Cell::new(0),
             first_append: Cell::new(None),
+            allocated: Cell::new(size),
         })
     }
 
@@ -111,7 +132,49 @@ impl Segment {
 
     /// Cuts the .log to `len` bytes (a torn tail, or a failed write's part that landed).
     pub fn truncate(&self, len: u64) -> io::Result<()> {
-        storage::set_len(&self.file, &self.path, len)
+        storage::set_len(&self.file, &self.path, len)?;
+        self.allocated.set(len);
+        Ok(())
+    }
+
+    /// The zeros to write past the data, as a range of the file, once less than half of
+    /// what a preallocation writes ahead is left: none past `segment_bytes` (where the
+    /// segment rolls).
+    pub fn preallocation(&self, segment_bytes: u64) -> Option<(u64, u64)> {
+        let (size, allocated) = (self.size.get(), self.allocated.get());
+        let ahead = (size / 8).clamp(PREALLOCATE_MIN, PREALLOCATE_MAX);
+        if allocated >= size + ahead / 2 {
+            return None;
+        }
+        let from = allocated.max(size);
+        let to = (size + ahead).next_multiple_of(PAGE).min(segment_bytes);
+        (to > from).then_some((from, to))
+    }
+
+    /// Whether the .log holds only zero bytes from `pos` to its end (a preallocated tail).
+    pub fn zeros_from(&self, mut pos: u64) -> io::Result<bool> {
+        let end = self.file.metadata()?.len();
+        let mut buf = vec![0u8; (end.saturating_sub(pos)).min(1 << 20) as usize];
+        while pos < end {
+            let n = (end - pos).min(buf.len() as u64) as usize;
+            self.read_at(&mut buf[..n], pos)?;
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            pos += n as u64;
+        }
+        Ok(true)
+    }
+
+    /// Cuts preallocated zeros off the .log, so the file ends with its last batch: before
+    /// the segment is sealed or the log closed (a later open takes the file's length as the
+    /// data's). The caller syncs after.
+    pub fn trim(&self) -> io::Result<()> {
+        let size = self.size.get();
+        if self.file.metadata()?.len() > size {
+            self.truncate(size)?;
+        }
+        Ok(())
     }
 
     /// Reads the header of the batch at `pos` (no CRC check), if one fits before `end`.
@@ -279,6 +342,39 @@ mod tests {
         assert_eq!(parse_log_name("00000000000000000042.log"), Some(42));
         assert_eq!(parse_log_name("42.log"), None);
         assert_eq!(parse_log_name("00000000000000000042.index"), None);
+    }
+
+    #[test]
+    fn preallocation_keeps_ahead_of_the_data_within_the_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = Segment::open(dir.path(), 0, 16, false).unwrap();
+        seg.size.set(1000);
+        assert_eq!(seg.preallocation(1 << 30), Some((1000, 69632)), "64 KiB ahead, to a page");
+        seg.allocated.set(69632);
+        assert_eq!(seg.preallocation(1 << 30), None, "more than half of it is left");
+        seg.size.set(40_000);
+        assert_eq!(seg.preallocation(1 << 30), Some((69632, 106496)), "refilled from where it ends");
+        seg.size.set(80 << 20);
+        seg.allocated.set(80 << 20);
+        assert_eq!(seg.preallocation(1 << 30), Some((80 << 20, 81 << 20)), "at most 1 MiB ahead");
+        assert_eq!(seg.preallocation((80 << 20) + 100), Some((80 << 20, (80 << 20) + 100)), "never past the roll");
+        assert_eq!(seg.preallocation(80 << 20), None);
+    }
+
+    #[test]
+    fn trim_cuts_zeros_after_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = Segment::open(dir.path(), 100, 64, false).unwrap();
+        let pos = write_batches(&seg, 3, 100);
+        let end = seg.file.metadata().unwrap().len();
+        seg.size.set(end);
+        assert!(seg.zeros_from(end).unwrap(), "nothing after the end");
+        seg.file.write_all_at(&[0u8; 5000], end).unwrap();
+        assert!(seg.zeros_from(end).unwrap());
+        assert!(!seg.zeros_from(pos[2]).unwrap(), "a batch is not zeros");
+        seg.trim().unwrap();
+        assert_eq!(seg.file.metadata().unwrap().len(), end);
+        assert_eq!(seg.allocated.get(), end);
     }
 
     #[test]

@@ -163,6 +163,7 @@ impl Partition {
                     }
                 }
             }
+            self.preallocate().await;
         }
     }
 
@@ -266,6 +267,42 @@ impl Partition {
             }
         }
         (first, stopped.map_or(Ok(()), Err))
+    }
+
+    /// Writes zeros past the active segment's data and syncs them (see `segment`), if the
+    /// flush policy syncs and little of what was written ahead is left. For a writer with
+    /// nothing queued: appends that arrive meanwhile wait for it, so it runs when the log is
+    /// idle, and a log busy for longer appends past the end of its file until it is not. A
+    /// failed write or sync of zeros only costs later fdatasyncs their speed.
+    pub async fn preallocate(&self) {
+        let cfg = self.cfg.get();
+        if cfg.durability() == Durability::Os {
+            return;
+        }
+        let (writer, path, from, to) = {
+            let st = self.st.borrow();
+            let (Some(seg), Some(writer)) = (st.segments.last(), st.writer.clone()) else { return };
+            if st.failed {
+                return;
+            }
+            let Some((from, to)) = seg.preallocation(cfg.segment_bytes) else { return };
+            (writer, seg.path.clone(), from, to)
+        };
+        let filled = async {
+            crate::storage::append_at(&writer, &path, vec![0; (to - from) as usize], from).await?;
+            crate::storage::fdatasync(&writer, &path).await
+        };
+        match filled.await {
+            Ok(()) => {
+                let st = self.st.borrow();
+                if let Some(seg) = st.segments.last().filter(|s| s.path == path) {
+                    seg.allocated.set(seg.allocated.get().max(to));
+                }
+            }
+            Err(e) => {
+                tracing::debug!(topic = %self.topic, partition = self.index, "cannot preallocate the active segment: {e}")
+            }
+        }
     }
 
     /// What the flush policy asks after a write: sync now, schedule one, or nothing.
@@ -416,7 +453,13 @@ impl Partition {
             return Ok(());
         }
         // Seal the old segment durably, whatever the policy, so that recovery after a crash
-        // only ever needs to scan the newest segment.
+        // only ever needs to scan the newest segment; without its preallocated zeros, so that
+        // its length is its data's.
+        {
+            let st = self.st.borrow();
+            let seg = st.segments.last().expect("active segment");
+            seg.trim().map_err(|e| storage(&seg.path, e))?;
+        }
         self.sync().await?;
         let (base, path) = {
             let mut st = self.st.borrow_mut();

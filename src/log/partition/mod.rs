@@ -254,14 +254,27 @@ impl Partition {
                 let scan = seg.rebuild(0, true, interval).map_err(|e| storage(&seg.path, e))?;
                 let size = seg.file.metadata().map_err(|e| storage(&seg.path, e))?.len();
                 if scan.valid_len < size {
-                    tracing::warn!(
-                        topic,
-                        partition = index,
-                        segment = base,
-                        kept = scan.valid_len,
-                        dropped = size - scan.valid_len,
-                        "truncating torn or corrupt log tail"
-                    );
+                    let zeros = seg.zeros_from(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
+                    let (kept, dropped) = (scan.valid_len, size - scan.valid_len);
+                    if zeros {
+                        tracing::info!(
+                            topic,
+                            partition = index,
+                            segment = base,
+                            kept,
+                            dropped,
+                            "cutting the preallocated zeros off the log tail"
+                        );
+                    } else {
+                        tracing::warn!(
+                            topic,
+                            partition = index,
+                            segment = base,
+                            kept,
+                            dropped,
+                            "truncating torn or corrupt log tail"
+                        );
+                    }
                     seg.truncate(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
                     crate::storage::sync(&seg.file, &seg.path).map_err(|e| storage(&seg.path, e))?;
                 }
@@ -382,6 +395,9 @@ impl Partition {
         }
         if self.st.borrow().failed {
             return Ok(()); // leave it to recovery
+        }
+        if let Some(seg) = self.st.borrow().segments.last() {
+            seg.trim().map_err(|e| storage(&seg.path, e))?;
         }
         self.sync().await?;
         let mut st = self.st.borrow_mut();

@@ -140,12 +140,14 @@ fn a_torn_tail_is_cut_at_the_last_whole_batch() {
         let c = cfg(FlushPolicy::Always, 1 << 20);
         let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
         append_n(&p, 0, 10).await;
+        let good_len = p.offsets().size;
         drop(p);
+        // Half a batch where the next would go, over the zeros preallocated there.
         let log = path.join(segment::file_name(0, "log"));
-        let good_len = std::fs::metadata(&log).unwrap().len();
+        assert!(std::fs::metadata(&log).unwrap().len() > good_len, "flush = always preallocates");
         let torn = batch(99);
-        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
-        std::io::Write::write_all(&mut f, &torn[..torn.len() / 2]).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, &torn[..torn.len() / 2], good_len).unwrap();
         drop(f);
 
         let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
@@ -153,6 +155,54 @@ fn a_torn_tail_is_cut_at_the_last_whole_batch() {
         assert_eq!(p.offsets().log_end, 20);
         assert_eq!(read_all(&p).len(), 10);
         assert_eq!(append_n(&p, 10, 1).await, vec![20]);
+    });
+}
+
+#[test]
+fn a_syncing_log_writes_zeros_ahead_and_its_files_end_with_their_data_once_sealed() {
+    let dir = tempfile::tempdir().unwrap();
+    let len = |p: &Path| std::fs::metadata(p).unwrap().len();
+    run(async move {
+        // flush = always: the active segment's file runs ahead of its data, in zeros.
+        let path = dir.path().join("t-0");
+        let c = cfg(FlushPolicy::Always, 16 << 10);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 10).await;
+        let active = |p: &Partition| {
+            let st = p.st.borrow();
+            let seg = st.segments.last().unwrap();
+            (seg.path.clone(), seg.size.get())
+        };
+        let (log, size) = active(&p);
+        assert!(len(&log) > size, "zeros ahead of {size} bytes");
+        let seg = p.st.borrow().segments.last().unwrap().base_offset;
+        assert!(p.st.borrow().segments.last().unwrap().zeros_from(size).unwrap());
+        // A roll seals the old segment at its data's end.
+        append_n(&p, 10, 200).await;
+        let sealed = path.join(segment::file_name(seg, "log"));
+        assert!(p.segment_count() > 1);
+        let sealed_size = p.st.borrow().segments[0].size.get();
+        assert_eq!(len(&sealed), sealed_size, "a sealed segment has no zeros");
+        // As after kill -9: recovery cuts the zeros and keeps every batch.
+        let (log, size) = active(&p);
+        assert!(len(&log) > size);
+        drop(p);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(len(&log), size, "recovery cut the zeros");
+        assert_eq!(read_all(&p).len(), 210);
+        append_n(&p, 210, 3).await;
+        let (log, size) = active(&p);
+        p.close().await.unwrap();
+        assert_eq!(len(&log), size, "a closed log has no zeros");
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(read_all(&p).len(), 213);
+
+        // flush = os never syncs, and writes nothing ahead.
+        let path = dir.path().join("u-0");
+        let p = Partition::open("u", 0, path, cfg(FlushPolicy::Os, 16 << 10), Probe::detached()).await.unwrap();
+        append_n(&p, 0, 10).await;
+        let (log, size) = active(&p);
+        assert_eq!(len(&log), size);
     });
 }
 
@@ -220,6 +270,8 @@ fn syncs_and_log_bytes_are_recorded_on_the_probe() {
         c.retention_bytes = 2048;
         let p = Partition::open("t", 0, path.clone(), c, probe.clone()).await.unwrap();
         append_n(&p, 0, 40).await;
+        // Log bytes are the batches' bytes: the files hold them, and the active one zeros
+        // preallocated after them until it is closed.
         let on_disk = |path: &Path| -> i64 {
             std::fs::read_dir(path)
                 .unwrap()
@@ -230,11 +282,12 @@ fn syncs_and_log_bytes_are_recorded_on_the_probe() {
         };
         let m = probe.metrics();
         assert!(m.fsync.snapshot().count() >= 1, "flush = always syncs");
-        assert_eq!(m.log_bytes.get(), on_disk(&path));
+        assert_eq!(m.log_bytes.get(), p.offsets().size as i64);
         assert!(p.apply_retention(unix_now_ms()) > 0);
-        assert_eq!(m.log_bytes.get(), on_disk(&path), "retention subtracts what it deletes");
+        assert_eq!(m.log_bytes.get(), p.offsets().size as i64, "retention subtracts what it deletes");
         p.close().await.unwrap();
         let before = m.log_bytes.get();
+        assert_eq!(before, on_disk(&path), "a closed log's files end with their last batch");
         // Reopening adds what is already there.
         let p = Partition::open("t", 0, path.clone(), cfg(FlushPolicy::Always, 2048), probe.clone()).await.unwrap();
         assert_eq!(m.log_bytes.get(), before * 2);
@@ -477,9 +530,14 @@ fn a_write_torn_at_any_byte_is_cut_and_every_acknowledged_batch_kept() {
             faults::clear(&path);
             drop(p);
             let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
-            assert_eq!(p.offsets().log_end, 10, "torn at byte {keep} of {size}");
-            assert_eq!(read_all(&p).len(), 5);
-            assert_eq!(append_n(&p, 5, 1).await, vec![10]);
+            // Unless the bytes the tear left out were zeros already there (the end of the
+            // batch falls in the preallocated zeros): then the batch is whole, byte for byte,
+            // and recovery keeps it, as it would one written whole before a crash.
+            let end = p.offsets().log_end;
+            let whole = batch(5)[keep..].iter().all(|&b| b == 0);
+            assert_eq!(end, if whole { 12 } else { 10 }, "torn at byte {keep} of {size}");
+            assert_eq!(read_all(&p).len(), 5 + usize::from(whole));
+            assert_eq!(append_n(&p, 6, 1).await, vec![end]);
         });
     }
 }
