@@ -18,6 +18,7 @@
 //! sees only peers' bytes. Sizes are still bounded so a broken peer cannot make this broker
 //! allocate without limit.
 
+use bytes::Bytes;
 use protobuf::Message as _;
 use raft::prelude::Message;
 
@@ -146,8 +147,8 @@ pub fn body_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
 }
 
 /// The sender and items of a frame body (the bytes after the length prefix).
-pub fn decode(body: &[u8]) -> Result<(u64, Vec<Item>), FrameError> {
-    let mut r = Cursor::new(body, FrameError::Truncated);
+pub fn decode(body: &Bytes) -> Result<(u64, Vec<Item>), FrameError> {
+    let mut r = Cursor::new(&body[..], FrameError::Truncated);
     let version = r.take(1)?[0];
     if version != VERSION {
         return Err(FrameError::Version(version));
@@ -163,13 +164,15 @@ pub fn decode(body: &[u8]) -> Result<(u64, Vec<Item>), FrameError> {
                 let topic = std::str::from_utf8(r.take(topic_len)?).map_err(|_| FrameError::Topic)?.to_string();
                 let partition = i32::from_be_bytes(r.array()?);
                 let len = u32::from_be_bytes(r.array()?) as usize;
-                let m = Message::parse_from_bytes(r.take(len)?).map_err(|e| FrameError::Message(e.to_string()))?;
+                // Entries' data are slices of `body`, not copies.
+                let m = Message::parse_from_carllerche_bytes(&body.slice_ref(r.take(len)?))
+                    .map_err(|e| FrameError::Message(e.to_string()))?;
                 Item::Raft(GroupId { topic, partition }, m)
             }
             kind @ (CALL | REPLY) => {
                 let id = u64::from_be_bytes(r.array()?);
                 let len = u32::from_be_bytes(r.array()?) as usize;
-                let body = bytes::Bytes::copy_from_slice(r.take(len)?);
+                let body = body.slice_ref(r.take(len)?);
                 if kind == CALL {
                     Item::Call(id, body)
                 } else {
@@ -186,8 +189,12 @@ pub fn decode(body: &[u8]) -> Result<(u64, Vec<Item>), FrameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
     use raft::prelude::{Entry, MessageType};
+
+    /// A frame's body, as the read loop hands it over.
+    fn body(frame: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(&frame[4..])
+    }
 
     fn sample() -> Vec<Item> {
         let mut append = Message { to: 2, from: 1, term: 3, index: 9, commit: 8, ..Default::default() };
@@ -210,8 +217,8 @@ mod tests {
         let frame = encode(1, &msgs);
         let len = body_len(frame[..4].try_into().unwrap()).unwrap();
         assert_eq!(len, frame.len() - 4);
-        assert_eq!(decode(&frame[4..]).unwrap(), (1, msgs));
-        assert_eq!(decode(&encode(7, &[])[4..]).unwrap(), (7, vec![]));
+        assert_eq!(decode(&body(&frame)).unwrap(), (1, msgs));
+        assert_eq!(decode(&body(&encode(7, &[]))).unwrap(), (7, vec![]));
     }
 
     #[test]
@@ -223,7 +230,7 @@ mod tests {
         let mut got = Vec::new();
         for f in &frames {
             assert!(body_len(f[..4].try_into().unwrap()).is_ok(), "every frame is within the limit");
-            let (from, items) = decode(&f[4..]).unwrap();
+            let (from, items) = decode(&body(f)).unwrap();
             assert_eq!(from, 5);
             got.extend(items);
         }
@@ -236,18 +243,18 @@ mod tests {
     fn a_broken_frame_is_an_error_never_a_panic() {
         let frame = encode(1, &sample());
         for cut in 0..frame.len() - 4 {
-            assert!(decode(&frame[4..4 + cut]).is_err(), "cut at {cut}");
+            assert!(decode(&body(&frame[..4 + cut])).is_err(), "cut at {cut}");
         }
         let mut v = frame.clone();
         v[4] = 9;
-        assert_eq!(decode(&v[4..]), Err(FrameError::Version(9)));
+        assert_eq!(decode(&body(&v)), Err(FrameError::Version(9)));
         assert_eq!(body_len((MAX_FRAME as u32 + 1).to_be_bytes()), Err(FrameError::TooLarge(MAX_FRAME + 1)));
         // A count far beyond the bytes present allocates nothing and fails.
         let mut lying = encode(1, &[]);
         lying[13..17].copy_from_slice(&u32::MAX.to_be_bytes());
-        assert_eq!(decode(&lying[4..]), Err(FrameError::Truncated));
+        assert_eq!(decode(&body(&lying)), Err(FrameError::Truncated));
         let mut unknown = encode(1, &sample());
         unknown[17] = 9;
-        assert_eq!(decode(&unknown[4..]), Err(FrameError::Kind(9)));
+        assert_eq!(decode(&body(&unknown)), Err(FrameError::Kind(9)));
     }
 }

@@ -245,7 +245,6 @@ pub fn listen(listener: TcpListener, deliver: Deliver) -> Task<()> {
 
 async fn read_loop(mut s: TcpStream, deliver: Deliver) {
     let peer = s.peer_addr().ok();
-    let mut body = Vec::new();
     loop {
         let mut prefix = [0u8; 4];
         if s.read_exact(&mut prefix).await.is_err() {
@@ -258,11 +257,12 @@ async fn read_loop(mut s: TcpStream, deliver: Deliver) {
                 return;
             }
         };
-        body.resize(len, 0);
+        // A buffer of its own per frame: the entries decoded from it keep slices of it.
+        let mut body = vec![0; len];
         if s.read_exact(&mut body).await.is_err() {
             return;
         }
-        match frame::decode(&body) {
+        match frame::decode(&Bytes::from(body)) {
             Ok((from, items)) => {
                 for item in items {
                     deliver(from, item);
