@@ -500,9 +500,15 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "preallocate",
         broker_name: "log.preallocate",
         kind: Kind::Boolean,
-        set: |_, v| match boolean(v)? {
+        set: |_, v| {
+            match boolean(v)? {
             false => Ok(()),
-            true => Err(BadValue::Unsupported("segment files are not preallocated by Ringbroker")),
+            // Ringbroker writes zeros a little ahead of the data under a flush policy that syncs
+            // (see `segment`), never a whole segment at its creation as Kafka's setting asks.
+            true => Err(BadValue::Unsupported(
+                "whole segment files are not preallocated by Ringbroker (under a flush policy that syncs it preallocates up to 1 MiB ahead of the data on its own)",
+            )),
+        }
         },
         show: |_| "false".into(),
     },

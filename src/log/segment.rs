@@ -59,6 +59,8 @@ pub struct Segment {
     /// How far the file is written, zeros preallocated past the data included: at least
     /// `size` (see the module).
     pub allocated: Cell<u64>,
+    /// Bytes before this were dropped from the page cache (`Partition::drop_cached_behind`).
+    pub uncached: Cell<u64>,
 }
 
 /// The least and the most a preallocation writes ahead of the data: ahead by an eighth of
@@ -122,6 +124,7 @@ impl Segment {
             bytes_since_index: Cell::new(0),
             first_append: Cell::new(None),
             allocated: Cell::new(size),
+            uncached: Cell::new(0),
         })
     }
 

@@ -54,6 +54,12 @@ pub const STATE_FILE: &str = "raft-state";
 /// peer frame, and what a replica holds in memory to install it.
 const SNAPSHOT_DATA_MAX: u64 = 16 << 20;
 
+/// How much of its log's end a follower keeps in the page cache: what consumers at the tail
+/// would read from it right after it became leader. Behind that, nothing reads a follower's
+/// log but a leader's catch-up and the cleaner, so its pages are dropped once synced
+/// (`Partition::drop_cached_behind`) rather than left to crowd out the pages leaders serve.
+const FOLLOWER_CACHE_BYTES: u64 = 16 << 20;
+
 type Reply = oneshot::Sender<Result<Appended, ErrorCode>>;
 
 /// How one group is set up on this broker.
@@ -571,6 +577,9 @@ impl Group {
             let Some(locs) = self.write(&works).await else { return };
             if self.stopped.get() {
                 return;
+            }
+            if !self.replica.borrow().is_leader() {
+                self.log.drop_cached_behind(FOLLOWER_CACHE_BYTES);
             }
             let mut locs = locs.as_slice();
             for w in works {

@@ -206,6 +206,46 @@ fn a_syncing_log_writes_zeros_ahead_and_its_files_end_with_their_data_once_seale
     });
 }
 
+/// Whether the page cache holds all of the file at `path` (`cachestat`, Linux 6.5+).
+fn cached(path: &Path) -> bool {
+    let file = std::fs::File::open(path).unwrap();
+    let len = file.metadata().unwrap().len();
+    crate::sys::resident(&file, 0, len)
+}
+
+#[test]
+fn dropping_the_cache_behind_a_window_keeps_the_window_cached_and_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let path = dir.path().join("t-0");
+        let p = Partition::open("t", 0, path.clone(), cfg(FlushPolicy::Always, 512 << 10), Probe::detached())
+            .await
+            .unwrap();
+        let value = vec![7u8; 64 << 10];
+        for i in 0..64 {
+            send(&p, &Bytes::from(batch::build(i, &[&value]))).await.unwrap();
+        }
+        let logs = || -> Vec<(std::path::PathBuf, u64)> {
+            p.st.borrow().segments.iter().map(|s| (s.path.clone(), s.size.get())).collect()
+        };
+        let (newest, _) = logs().last().cloned().unwrap();
+        assert!(cached(&newest), "written and not dropped: cached");
+        p.drop_cached_behind(1 << 20);
+        let segs = logs();
+        let end: u64 = segs.iter().map(|s| s.1).sum();
+        let mut start = 0;
+        for (path, size) in &segs {
+            let behind = end - (start + size);
+            if behind >= 1 << 20 {
+                assert!(!cached(path), "{} ends {behind} bytes behind the end", path.display());
+            }
+            start += size;
+        }
+        assert!(cached(&newest), "the window stays cached");
+        assert_eq!(read_all(&p).len(), 64, "dropped from the cache, not from the log");
+    });
+}
+
 #[test]
 fn retention_by_bytes_deletes_whole_old_segments() {
     let dir = tempfile::tempdir().unwrap();
