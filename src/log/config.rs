@@ -325,6 +325,8 @@ fn codec_name(c: TopicCompression) -> &'static str {
 }
 
 /// The topic configs the broker implements, in Kafka's alphabetical order.
+const NO_PREALLOCATE: &str = "whole segment files are not preallocated by Ringbroker (under a flush policy that syncs it preallocates up to 1 MiB ahead of the data on its own)";
+
 pub const TOPIC_CONFIGS: &[TopicConfig] = &[
     TopicConfig {
         name: "cleanup.policy",
@@ -500,15 +502,11 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "preallocate",
         broker_name: "log.preallocate",
         kind: Kind::Boolean,
-        set: |_, v| {
-            match boolean(v)? {
+        // Ringbroker writes zeros a little ahead of the data under a flush policy that syncs
+        // (see `segment`), never a whole segment at its creation as Kafka's setting asks.
+        set: |_, v| match boolean(v)? {
             false => Ok(()),
-            // Ringbroker writes zeros a little ahead of the data under a flush policy that syncs
-            // (see `segment`), never a whole segment at its creation as Kafka's setting asks.
-            true => Err(BadValue::Unsupported(
-                "whole segment files are not preallocated by Ringbroker (under a flush policy that syncs it preallocates up to 1 MiB ahead of the data on its own)",
-            )),
-        }
+            true => Err(BadValue::Unsupported(NO_PREALLOCATE)),
         },
         show: |_| "false".into(),
     },
