@@ -324,9 +324,10 @@ fn codec_name(c: TopicCompression) -> &'static str {
     }
 }
 
-/// The topic configs the broker implements, in Kafka's alphabetical order.
+/// Why `preallocate=true` is refused.
 const NO_PREALLOCATE: &str = "whole segment files are not preallocated by Ringbroker (under a flush policy that syncs it preallocates up to 1 MiB ahead of the data on its own)";
 
+/// The topic configs the broker implements, in Kafka's alphabetical order.
 pub const TOPIC_CONFIGS: &[TopicConfig] = &[
     TopicConfig {
         name: "cleanup.policy",
