@@ -409,7 +409,7 @@ impl Collector for Shards {
         histogram(
             &mut enc,
             "fsync_duration_seconds",
-            "fdatasync of partition logs (one per group commit); _count is the number of syncs.",
+            "Syncs of partition logs, one per group commit: an fdatasync, or under flush=always the write that syncs as it writes (O_DSYNC), timed whole; _count is the number of syncs.",
             &fsync,
         )?;
         Ok(())

@@ -4,7 +4,8 @@
 //! broker handles one kind of error, `io::Error` with the OS's code kept.
 //!
 //! - Appends go through glommio's buffered files (`open_appender`, `append_at`,
-//!   `fdatasync`): the page cache keeps fresh data for fetches.
+//!   `fdatasync`): the page cache keeps fresh data for fetches. A log that syncs before
+//!   every ack opens them with O_DSYNC, so that a write and its sync are one operation.
 //! - Index files are written through memory maps, and a store to a mapped page the file
 //!   system cannot back kills the process with SIGBUS. So no mapped page is ever written
 //!   before `allocate` has reserved its blocks (ENOSPC then comes back as an error), and
@@ -180,10 +181,31 @@ pub fn remove_dir_all(dir: &Path) -> io::Result<()> {
     std::fs::remove_dir_all(dir)
 }
 
-/// Opens a segment file for appends through the page cache.
-pub async fn open_appender(path: &Path) -> io::Result<BufferedFile> {
+/// A segment file open for appends through the page cache.
+pub struct Appender {
+    file: BufferedFile,
+    durable: bool,
+}
+
+impl Appender {
+    /// Whether every write returns only once it is durable (see `open_appender`).
+    pub fn writes_durably(&self) -> bool {
+        self.durable
+    }
+}
+
+/// Opens a segment file for appends through the page cache. `durable`: opened with O_DSYNC,
+/// so that each write returns once its bytes (and any metadata needed to read them back) are
+/// on stable storage, as if an fdatasync of its range followed it. For a log that syncs
+/// before every ack: io_uring hands each buffered write and each fdatasync on ext4 to an
+/// io-wq worker thread, and one operation instead of two halves those hand-offs, the
+/// context switches and wake-ups that were most of a replicated log's cost per write at a
+/// moderate rate (bench/results/2026-12-05-cluster-write-path.md).
+pub async fn open_appender(path: &Path, durable: bool) -> io::Result<Appender> {
     hit(Op::Open, path)?;
-    Ok(glommio::io::OpenOptions::new().write(true).buffered_open(path).await?)
+    let flags = if durable { libc::O_DSYNC } else { 0 };
+    let file = glommio::io::OpenOptions::new().write(true).custom_flags(flags).buffered_open(path).await?;
+    Ok(Appender { file, durable })
 }
 
 /// Writes the whole buffer at `pos`. glommio consumes the buffer, so a short write (for a
@@ -198,7 +220,7 @@ pub async fn open_appender(path: &Path) -> io::Result<BufferedFile> {
 /// cores (2026-12-01, `bench/run.sh ab`), and was not kept: a write the kernel holds — dirty
 /// page throttling, a journal commit, a page under writeback — would then stop the whole
 /// shard, every connection and partition on it, instead of one worker.
-pub async fn append_at(file: &BufferedFile, path: &Path, buf: Vec<u8>, pos: u64) -> io::Result<()> {
+pub async fn append_at(file: &Appender, path: &Path, buf: Vec<u8>, pos: u64) -> io::Result<()> {
     let len = buf.len();
     let buf = match faults::check(Op::Write, path) {
         None => buf,
@@ -210,7 +232,11 @@ pub async fn append_at(file: &BufferedFile, path: &Path, buf: Vec<u8>, pos: u64)
         Some(f) => return Err(f.error()),
     };
     let wanted = buf.len();
-    let n = file.write_at(buf, pos).await?;
+    let n = file.file.write_at(buf, pos).await?;
+    if file.durable {
+        // The sync a durable write makes is where a failing device reports (EIO).
+        hit(Op::Sync, path)?;
+    }
     if n != len {
         let reason = format!("short write ({n} of {len} bytes) at {}: is the data disk full?", path.display());
         return Err(io::Error::new(io::ErrorKind::WriteZero, reason));
@@ -219,7 +245,37 @@ pub async fn append_at(file: &BufferedFile, path: &Path, buf: Vec<u8>, pos: u64)
     Ok(())
 }
 
-pub async fn fdatasync(file: &BufferedFile, path: &Path) -> io::Result<()> {
+pub async fn fdatasync(file: &Appender, path: &Path) -> io::Result<()> {
     hit(Op::Sync, path)?;
-    Ok(file.fdatasync().await?)
+    Ok(file.file.fdatasync().await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    fn status_flags(a: &Appender) -> i32 {
+        nix::fcntl::fcntl(a.file.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap()
+    }
+
+    #[test]
+    fn a_durable_appender_is_open_with_o_dsync_and_a_plain_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.log");
+        std::fs::write(&path, b"").unwrap();
+        glommio::LocalExecutorBuilder::default().make().unwrap().run(async move {
+            let durable = open_appender(&path, true).await.unwrap();
+            assert!(durable.writes_durably());
+            assert_ne!(status_flags(&durable) & libc::O_DSYNC, 0);
+            append_at(&durable, &path, b"one".to_vec(), 0).await.unwrap();
+            let plain = open_appender(&path, false).await.unwrap();
+            assert!(!plain.writes_durably());
+            assert_eq!(status_flags(&plain) & libc::O_DSYNC, 0);
+            append_at(&plain, &path, b"two".to_vec(), 3).await.unwrap();
+            fdatasync(&plain, &path).await.unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"onetwo");
+        });
+    }
 }

@@ -4,6 +4,7 @@
 //! `partition`), rolls segments, and handles a write that fails: a full disk refuses the
 //! batches and lets later appends try again, any other error takes the partition offline.
 
+use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,7 @@ use crate::log::segment::{self, Segment};
 use crate::producer::Verdict;
 use crate::protocol::batch::{self, BatchError, BatchHeader};
 use crate::protocol::ErrorCode;
+use crate::storage::Appender;
 
 impl Partition {
     /// Validates one produced batch, rewrites it where the topic's configs say (recompression
@@ -234,9 +236,14 @@ impl Partition {
             let chunk = std::mem::replace(&mut buf, rest);
             buf_base = end;
             let len = chunk.len();
+            let started = Instant::now();
             if let Err(e) = crate::storage::append_at(&writer, &path, chunk, pos).await {
                 stopped = Some(storage(&path, e));
                 break;
+            }
+            if writer.writes_durably() {
+                // The write was the sync: the fsync histogram counts it whole.
+                self.probe.fsync(started.elapsed());
             }
             let mut st = self.st.borrow_mut();
             let interval = self.cfg.get().index_interval_bytes;
@@ -290,6 +297,9 @@ impl Partition {
         };
         let filled = async {
             crate::storage::append_at(&writer, &path, vec![0; (to - from) as usize], from).await?;
+            if writer.writes_durably() {
+                return Ok(());
+            }
             crate::storage::fdatasync(&writer, &path).await
         };
         match filled.await {
@@ -308,7 +318,8 @@ impl Partition {
     /// What the flush policy asks after a write: sync now, schedule one, or nothing.
     async fn make_durable(self: &Rc<Self>) -> Result<(), BrokerError> {
         match self.cfg.get().durability() {
-            Durability::Always => self.sync().await?,
+            // A durable writer's writes are synced as they return: only the bookkeeping.
+            Durability::Always => self.sync_written(!self.writes_durably()).await?,
             Durability::Interval { messages, bytes, ms } => {
                 let due = {
                     let st = self.st.borrow();
@@ -346,6 +357,17 @@ impl Partition {
     /// failed sync takes the partition offline: what it covered may be lost from the page
     /// cache, so nothing after the last good sync is served or acknowledged.
     pub async fn sync(&self) -> Result<(), BrokerError> {
+        self.sync_written(true).await
+    }
+
+    /// Whether the active segment's writer syncs every write as it makes it.
+    pub(super) fn writes_durably(&self) -> bool {
+        self.st.borrow().writer.as_ref().is_some_and(|w| w.writes_durably())
+    }
+
+    /// `sync`, or with `fsync` false only its bookkeeping: for what a durable writer wrote,
+    /// which was on stable storage before `written` counted it.
+    async fn sync_written(&self, fsync: bool) -> Result<(), BrokerError> {
         // What this sync covers, captured before it starts: a roll may happen meanwhile.
         let (writer, written, base, size, unsynced, unsynced_records, path) = {
             let st = self.st.borrow();
@@ -361,11 +383,16 @@ impl Partition {
             )
         };
         let Some(writer) = writer else { return Ok(()) };
-        self.syncing.set(true);
-        let started = Instant::now();
-        let r = crate::storage::fdatasync(&writer, &path).await;
-        self.probe.fsync(started.elapsed());
-        self.syncing.set(false);
+        let r = if fsync {
+            self.syncing.set(true);
+            let started = Instant::now();
+            let r = crate::storage::fdatasync(&writer, &path).await;
+            self.probe.fsync(started.elapsed());
+            self.syncing.set(false);
+            r
+        } else {
+            Ok(())
+        };
         if let Err(e) = r {
             self.st.borrow_mut().failed = true;
             tracing::error!(topic = %self.topic, partition = self.index, "fdatasync failed, the partition is offline until a restart recovers it: {e}");
@@ -513,15 +540,25 @@ impl Partition {
         self.write_producer_snapshot(base)?;
         let cap = Segment::index_capacity(self.cfg.get().segment_bytes, self.cfg.get().index_interval_bytes);
         let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
-        let writer = crate::storage::open_appender(&path).await.map_err(|e| storage(&path, e))?;
+        let writer = open_writer(&path, &self.cfg.get()).await?;
         // The new file's directory entry must survive a crash too.
         crate::storage::sync_dir(&self.dir).map_err(|e| storage(&self.dir, e))?;
         let mut st = self.st.borrow_mut();
         st.segments.push(seg);
-        st.writer = Some(Rc::new(writer));
+        st.writer = Some(writer);
         tracing::debug!(topic = %self.topic, partition = self.index, base, "rolled segment");
         Ok(())
     }
+}
+
+/// Opens `path`, the active segment, for appends: with durable writes when every ack waits
+/// for a sync (`storage::open_appender`). The policy is read at open; a topic changed from
+/// syncing every ack to an interval keeps syncing every write until its next segment, a
+/// topic changed the other way fdatasyncs after its writes (`make_durable`).
+pub(super) async fn open_writer(path: &Path, cfg: &LogConfig) -> Result<Rc<Appender>, BrokerError> {
+    let durable = cfg.durability() == Durability::Always;
+    let writer = crate::storage::open_appender(path, durable).await.map_err(|e| storage(path, e))?;
+    Ok(Rc::new(writer))
 }
 
 /// Kafka's `message.timestamp.after.max.ms` / `before.max.ms` for a CreateTime batch: its

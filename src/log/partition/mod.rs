@@ -32,9 +32,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
+use crate::storage::Appender;
 use futures_channel::oneshot;
 use glommio::channels::local_channel::{self, LocalSender};
-use glommio::io::BufferedFile;
 
 mod appender;
 mod compaction;
@@ -144,7 +144,7 @@ struct State {
     /// Raft owns this log (`replicated`): the high watermark moves only when it commits.
     replicated: bool,
     segments: Vec<Segment>,
-    writer: Option<Rc<BufferedFile>>,
+    writer: Option<Rc<Appender>>,
     next_offset: i64,
     written: i64,
     hwm: i64,
@@ -316,7 +316,7 @@ impl Partition {
         // DeleteRecords may have moved the log start into the first segment.
         let log_start = read_log_start(&dir)?.unwrap_or(0).clamp(segments[0].base_offset, next);
         let active_path = segments.last().expect("one segment").path.clone();
-        let writer = crate::storage::open_appender(&active_path).await.map_err(|e| storage(&active_path, e))?;
+        let writer = appender::open_writer(&active_path, &cfg).await?;
         let (tx, rx) = local_channel::new_bounded(1);
         let (done_tx, done_rx) = oneshot::channel();
         probe.log_bytes(segments.iter().map(|s| s.size.get() as i64).sum());
@@ -328,7 +328,7 @@ impl Partition {
             st: RefCell::new(State {
                 replicated: false,
                 segments,
-                writer: Some(Rc::new(writer)),
+                writer: Some(writer),
                 next_offset: next,
                 written: next,
                 hwm: next,

@@ -178,8 +178,8 @@ impl Partition {
         };
         self.probe.log_bytes(-(removed as i64));
         if reopen {
-            let writer = crate::storage::open_appender(&path).await.map_err(|e| storage(&path, e))?;
-            self.st.borrow_mut().writer = Some(Rc::new(writer));
+            let writer = super::appender::open_writer(&path, &self.cfg.get()).await?;
+            self.st.borrow_mut().writer = Some(writer);
         }
         crate::storage::sync_dir(&self.dir).map_err(|e| storage(&self.dir, e))?;
         super::snapshot::discard_after(&self.dir, offset).map_err(|e| storage(&self.dir, e))?;

@@ -231,8 +231,8 @@ impl Partition {
             st.log_start = log_start.clamp(st.segments[0].base_offset, offset);
             path
         };
-        let writer = crate::storage::open_appender(&path).await.map_err(|e| storage(&path, e))?;
-        self.st.borrow_mut().writer = Some(Rc::new(writer));
+        let writer = super::appender::open_writer(&path, &self.cfg.get()).await?;
+        self.st.borrow_mut().writer = Some(writer);
         let (start, first_base) = {
             let st = self.st.borrow();
             (st.log_start, st.segments[0].base_offset)

@@ -516,6 +516,35 @@ fn flush_ms_and_flush_messages_bound_how_long_data_stays_unsynced() {
     });
 }
 
+#[test]
+fn a_log_syncing_every_ack_syncs_as_it_writes_and_a_policy_changed_to_it_fsyncs() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let always = cfg(FlushPolicy::Always, 1 << 20);
+        let probe = Probe::detached();
+        let p = Partition::open("t", 0, dir.path().join("t-0"), always, probe.clone()).await.unwrap();
+        assert!(p.writes_durably(), "flush = always opens the segment for durable writes");
+        append_n(&p, 0, 3).await;
+        assert_eq!(p.offsets().high_watermark, 6, "each ack is durable and readable");
+        assert_eq!(probe.metrics().fsync.snapshot().count(), 3, "each write is a sync");
+
+        // Opened under an interval, then switched to always: the plain writer fdatasyncs.
+        let mut interval = cfg(FlushPolicy::Os, 1 << 20);
+        interval.flush_messages = 1_000;
+        interval.flush_ms = 3_600_000;
+        let probe = Probe::detached();
+        let q = Partition::open("t", 1, dir.path().join("t-1"), interval, probe.clone()).await.unwrap();
+        assert!(!q.writes_durably());
+        append_n(&q, 0, 1).await;
+        assert_eq!(q.offsets().high_watermark, 0, "unsynced under the interval");
+        q.set_config(always);
+        append_n(&q, 1, 1).await;
+        assert_eq!(q.offsets().high_watermark, 4, "synced before the ack once the policy says so");
+        assert_eq!(probe.metrics().fsync.snapshot().count(), 1, "by one fdatasync");
+        assert!(!q.writes_durably(), "until the next segment");
+    });
+}
+
 use crate::storage::faults::{self, Fault, Op};
 
 async fn result_of(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
