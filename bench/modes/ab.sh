@@ -7,10 +7,11 @@
 # (target/bench-base, kept between runs, so later runs only rebuild the workspace), and this
 # tree (release), then runs both side by side in one run of ROUNDS rounds, alternating
 # `before` (BASE) and `after` (this tree) in each round, so slow drift of a shared machine
-# hits both alike. Both get the same flags: --flush os --listen ADDR plus the arguments given.
+# hits both alike. Both get the same flags: --flush RB_FLUSH --listen ADDR plus the arguments given.
 # Workloads, with this tree's ringbench (1 KiB records, topics auto-created with the broker's
 # default partitions):
-#   (a) max produce throughput: PRODUCERS producers, acks=1, no fsync, DURATION s after WARMUP s
+#   (a) max produce throughput: PRODUCERS producers, acks=1, DURATION s after WARMUP s (no fsync
+#       unless RB_FLUSH=always or interval)
 #   (d) consume throughput: topic d filled with D_RECORDS records, 2 consumers re-reading it
 #       from the beginning for DURATION s
 # Prints a markdown table (bench/cost_table.py): medians of both, after/before (the ratio of
@@ -20,6 +21,7 @@
 # Environment: BASE [HEAD] ROUNDS [5] DURATION [10] WARMUP [3] PRODUCERS [4] D_RECORDS [500000]
 #   RB_PORT [19893] RB_ADMIN_PORT [0] RB_CPUS CLIENT_CPUS WAIT_QUIET [0] SKIP_BUILD [0]
 #   BASE_BIN: a release binary of BASE built before; used instead of building BASE again
+#   RB_FLUSH [os]: the brokers' --flush
 # shellcheck shell=bash
 BASE="${BASE:-HEAD}"
 ROUNDS="${ROUNDS:-5}"
@@ -47,7 +49,7 @@ wait_quiet "${WAIT_QUIET:-0}"
 cost_start() { # before | after
     local bin="$RB"
     if [[ "$1" == before ]]; then bin="$RB_BASE"; fi
-    rb_start "$1" "$bin" --flush os --listen "$ADDR" "${AB_FLAGS[@]}"
+    rb_start "$1" "$bin" --flush "${RB_FLUSH:-os}" --listen "$ADDR" "${AB_FLAGS[@]}"
 }
 
 COST_REF=before cost_rounds before after
