@@ -32,7 +32,6 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::storage::Appender;
 use futures_channel::oneshot;
 use glommio::channels::local_channel::{self, LocalSender};
 
@@ -54,6 +53,7 @@ use crate::producer::ProducerState;
 use crate::protocol::batch::BatchHeader;
 use crate::protocol::response::FileRegion;
 use crate::protocol::ErrorCode;
+use crate::storage::Appender;
 
 /// What a producer is told about its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
