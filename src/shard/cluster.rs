@@ -149,7 +149,7 @@ impl ShardCluster {
         }
     }
 
-    fn group_config(&self, voters: &[i32]) -> GroupConfig {
+    fn group_config(&self, voters: &[i32], metadata: bool) -> GroupConfig {
         let election = self.settings.election_ticks;
         GroupConfig {
             node_id: id64(self.node_id),
@@ -158,6 +158,7 @@ impl ShardCluster {
                 election_tick: election,
                 max_election_tick: 2 * election,
                 heartbeat_tick: 1,
+                skip_bcast_commit: !metadata,
                 ..ReplicaConfig::default()
             },
             cache_bytes: GROUP_CACHE_BYTES,
@@ -189,9 +190,10 @@ impl ShardCluster {
         let id = GroupId::new(topic, partition);
         let fresh = !log.dir().join(crate::cluster::group::STATE_FILE).exists();
         let logger = self.logger.new(slog::o!("group" => format!("{topic}/{partition}")));
-        let g = Group::open(id, log, &self.group_config(voters), self.transport.clone(), &logger)
-            .await
-            .map_err(|e| e.to_string())?;
+        let g =
+            Group::open(id, log, &self.group_config(voters, topic == METADATA_TOPIC), self.transport.clone(), &logger)
+                .await
+                .map_err(|e| e.to_string())?;
         // A new group's preferred replica stands at once: leaders spread as the assignment
         // dealt them, and the partition is writable within a round trip rather than an
         // election timeout.

@@ -41,7 +41,14 @@ fn config(id: u64, replica_lag: Duration) -> GroupConfig {
         // What the group was created with, on every replica: a node added later replays the
         // changes after it from the log.
         voters: vec![1, 2, 3],
-        replica: ReplicaConfig { election_tick: 10, max_election_tick: 20, heartbeat_tick: 1, ..Default::default() },
+        // As a partition's group is configured (`shard::cluster`).
+        replica: ReplicaConfig {
+            election_tick: 10,
+            max_election_tick: 20,
+            heartbeat_tick: 1,
+            skip_bcast_commit: true,
+            ..Default::default()
+        },
         cache_bytes: 4096,
         replica_lag,
     }

@@ -193,6 +193,9 @@ impl Sim {
             installs: 0,
             logger,
         };
+        // Both ways a group tells followers of commits, by seed: partitions wait for the next
+        // message, the metadata quorum sends one at once.
+        let skip_bcast_commit = sim.rng.below(2) == 1;
         for (i, offset) in offsets.iter().take(count).enumerate() {
             let election_tick = 10 + *offset as usize;
             let cfg = ReplicaConfig {
@@ -201,6 +204,7 @@ impl Sim {
                 heartbeat_tick: 1,
                 max_size_per_msg: 1 << 20,
                 max_inflight_msgs: 64,
+                skip_bcast_commit,
             };
             let cache = [0, 200, 1 << 20][sim.rng.below(3) as usize];
             let voters = sim.voters.clone();
