@@ -177,14 +177,22 @@ pub fn read_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
 /// what recovery applies to each batch on disk. A compacted batch may hold fewer records
 /// than its offset range (none at all: a producer's last batch the cleaner kept).
 pub fn check_batch(buf: &[u8]) -> Result<BatchHeader, BatchError> {
-    let h = read_header(buf)?;
-    if buf.len() < h.size {
-        return Err(BatchError::Truncated { have: buf.len(), want: h.size });
-    }
+    let h = check_framing(buf)?;
     let stored = be_i32(buf, 17) as u32;
     let computed = crc32c::crc32c(&buf[21..h.size]);
     if stored != computed {
         return Err(BatchError::Crc { stored, computed });
+    }
+    Ok(h)
+}
+
+/// `check_batch` without the CRC: length, magic and record count only, touching the header
+/// alone. For a pass that reads the same batches again with `check_batch` before anything it
+/// concluded from them is acted on (the log cleaner's key map).
+pub fn check_framing(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+    let h = read_header(buf)?;
+    if buf.len() < h.size {
+        return Err(BatchError::Truncated { have: buf.len(), want: h.size });
     }
     if h.record_count < 0 || h.last_offset_delta < 0 || h.record_count > h.last_offset_delta.saturating_add(1) {
         return Err(BatchError::CountMismatch { delta: h.last_offset_delta, count: h.record_count });

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::filter::{self, Counts, Kept, Rules};
 use super::keymap::KeyMap;
-use super::reader::{corrupt, Batches};
+use super::reader::{corrupt, Batches, Check};
 use crate::log::segment::{self, Segment};
 use crate::protocol::batch;
 use crate::storage;
@@ -120,10 +120,21 @@ impl Throttle {
 pub fn run(job: &Job) -> io::Result<Cleaned> {
     let started = Instant::now();
     let mut throttle = Throttle { limit: job.io_limit, started, bytes: 0 };
-    let (map, map_end) = build_map(job, &mut throttle)?;
+    let (map, map_end, mapped) = build_map(job, &mut throttle)?;
     // Every cleanable segment that starts below where the map ends is rewritten; records at
     // or past `map_end` in the last of them are not in the map and stay.
     let olds: Vec<OldSegment> = job.segments.iter().copied().filter(|s| s.base < map_end).collect();
+    // The map's pass skipped the CRCs, which the writing pass checks: a segment the map took
+    // keys from that is not rewritten (offsets a client's odd batch put out of order) is
+    // checked here instead, so no key from a corrupt batch decides what is dropped.
+    for s in &job.segments[..mapped] {
+        if s.base >= map_end {
+            let mut batches = Batches::open(&job.dir, s.base, Check::Crc)?;
+            while let Some(h) = batches.next()? {
+                throttle.account(h.size as u64);
+            }
+        }
+    }
     let tmp = job.dir.join(TMP_DIR);
     if tmp.exists() {
         storage::remove_dir_all(&tmp)?;
@@ -154,16 +165,17 @@ pub fn run(job: &Job) -> io::Result<Cleaned> {
     })
 }
 
-/// The key map over the dirty part, [first_dirty, end), and the offset it ends at: `end`,
-/// or the first record that did not fit.
-fn build_map(job: &Job, throttle: &mut Throttle) -> io::Result<(KeyMap, i64)> {
+/// The key map over the dirty part, [first_dirty, end), the offset it ends at (`end`, or the
+/// first record that did not fit), and how many of the segments it took keys from (the
+/// first ones). Batches are checked for framing only (`Check::Framing`).
+fn build_map(job: &Job, throttle: &mut Throttle) -> io::Result<(KeyMap, i64, usize)> {
     let mut map = KeyMap::new(job.map_capacity);
     for (i, s) in job.segments.iter().enumerate() {
         let next_base = job.segments.get(i + 1).map_or(job.end, |n| n.base);
         if next_base <= job.first_dirty {
             continue;
         }
-        let mut batches = Batches::open(&job.dir, s.base)?;
+        let mut batches = Batches::open(&job.dir, s.base, Check::Framing)?;
         while let Some(h) = batches.next()? {
             throttle.account(h.size as u64);
             if h.last_offset() < job.first_dirty || h.is_control() {
@@ -175,12 +187,12 @@ fn build_map(job: &Job, throttle: &mut Throttle) -> io::Result<(KeyMap, i64)> {
                 let offset = h.base_offset + r.offset_delta as i64;
                 let Some(key) = r.key.filter(|_| offset >= job.first_dirty) else { continue };
                 if !map.put(key, offset) {
-                    return Ok((map, offset));
+                    return Ok((map, offset, i + 1));
                 }
             }
         }
     }
-    Ok((map, job.end))
+    Ok((map, job.end, job.segments.len()))
 }
 
 /// Runs of consecutive segments whose sizes add up to at most `limit` (each run at least
@@ -224,7 +236,7 @@ fn write_group(
         Ok(())
     };
     for old in group {
-        let mut batches = Batches::open(&job.dir, old.base)?;
+        let mut batches = Batches::open(&job.dir, old.base, Check::Crc)?;
         while let Some(h) = batches.next()? {
             throttle.account(h.size as u64);
             let raw = batches.batch();
@@ -258,6 +270,80 @@ fn write_group(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes `batches` (base offset, batch) as the old segment that starts at `base`.
+    fn old_segment(dir: &Path, base: i64, batches: Vec<(i64, Vec<u8>)>) -> OldSegment {
+        let mut file = Vec::new();
+        for (offset, mut b) in batches {
+            batch::patch(&mut b, offset, 0);
+            file.extend_from_slice(&b);
+        }
+        std::fs::write(dir.join(segment::file_name(base, "log")), &file).unwrap();
+        OldSegment { base, size: file.len() as u64 }
+    }
+
+    fn job(dir: &Path, segments: Vec<OldSegment>, end: i64, map_capacity: usize) -> Job {
+        Job {
+            dir: dir.to_path_buf(),
+            topic: "t".into(),
+            partition: 0,
+            segments,
+            first_dirty: 0,
+            end,
+            log_start: 0,
+            segment_bytes: 1 << 20,
+            index_interval: 4096,
+            map_capacity,
+            now_ms: 0,
+            delete_retention_ms: i64::MAX,
+            keep: HashSet::new(),
+            keep_batches_from: None,
+            decompress_limit: 1 << 20,
+            io_limit: None,
+        }
+    }
+
+    /// A batch of k2@11 then k3@10: a client's batch with its records' offset deltas out of
+    /// order (produce checks only the last delta), its CRC made right for them; `flip` then
+    /// corrupts a byte of the last value.
+    fn odd_batch(flip: bool) -> Vec<u8> {
+        let mut b =
+            batch::build_keyed(0, &[(Some(&b"k2"[..]), Some(&b"v2"[..])), (Some(&b"k3"[..]), Some(&b"v3"[..]))]);
+        let first = batch::HEADER_LEN;
+        let second = first + 1 + usize::from(b[first] / 2); // one-byte length varints
+                                                            // Each record: length, attributes, timestamp delta, offset delta (zigzag: 1 is 2).
+        (b[first + 3], b[second + 3]) = (2, 0);
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        if flip {
+            *b.last_mut().unwrap() ^= 0xff;
+        }
+        b
+    }
+
+    #[test]
+    fn a_corrupt_batch_fails_the_cleaning_though_the_map_skips_crcs() {
+        for (flip, in_map_only) in [(false, false), (true, false), (false, true), (true, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let a = batch::build_keyed(0, &[(Some(&b"k0"[..]), Some(&b"a"[..])), (Some(&b"k1"[..]), Some(&b"b"[..]))]);
+            let first = old_segment(dir.path(), 0, vec![(0, a)]);
+            // Map room for three keys: k0, k1, then k2@11 fits and k3@10 does not, so the map
+            // ends at 10 and the segment at 10, whose k2 it holds, is not rewritten.
+            // Otherwise all four fit and both segments are rewritten.
+            let second = old_segment(dir.path(), 10, vec![(10, odd_batch(flip))]);
+            let capacity = if in_map_only { 3 } else { 4 };
+            let outcome = run(&job(dir.path(), vec![first, second], 12, capacity));
+            match (flip, outcome) {
+                (false, Ok(c)) => {
+                    let (map_end, replaced) = if in_map_only { (10, vec![0]) } else { (12, vec![0, 10]) };
+                    assert_eq!((c.map_end, c.segments.len()), (map_end, 1));
+                    assert_eq!(c.segments[0].replaces, replaced);
+                }
+                (true, Err(e)) => assert!(e.to_string().to_lowercase().contains("crc"), "{e}"),
+                (flip, outcome) => panic!("flip {flip}, in map only {in_map_only}: {:?}", outcome.map(|c| c.map_end)),
+            }
+        }
+    }
 
     #[test]
     fn groups_add_up_to_the_segment_size_and_keep_order() {
