@@ -73,10 +73,13 @@ impl Shard {
                 return false;
             }
         };
+        // The swap runs on the shard's thread: how long it held the shard is logged.
+        let swap_started = std::time::Instant::now();
         let swapped = match &replica {
             Some(g) => g.swap_cleaned(&job, &cleaned),
             None => p.swap_cleaned(&job, &cleaned),
         };
+        let swap_us = swap_started.elapsed().as_micros() as u64;
         match swapped {
             Ok(true) => {
                 self.probe.cleaned(cleaned.bytes_before, cleaned.bytes_after, cleaned.elapsed);
@@ -94,6 +97,7 @@ impl Shard {
                     keyless_removed = c.keyless,
                     clean_up_to = cleaned.map_end,
                     ms = cleaned.elapsed.as_millis() as u64,
+                    swap_us,
                     "log cleaned"
                 );
                 true

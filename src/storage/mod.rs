@@ -11,8 +11,11 @@
 //!   before `allocate` has reserved its blocks (ENOSPC then comes back as an error), and
 //!   stale entries are cleared with `zero` (a punched hole), never by storing through the map.
 //! - Small files are replaced whole, atomically (`write_atomic`).
+//! - The last handle on a removed segment is closed on a thread of the shard's own
+//!   (`close_in_background`): that close frees the file's cached pages.
 
 mod atomic;
+mod closer;
 pub mod faults;
 
 use std::fs::File;
@@ -24,6 +27,7 @@ use std::path::{Path, PathBuf};
 use glommio::io::BufferedFile;
 
 pub use atomic::write_atomic;
+pub use closer::close_in_background;
 use faults::{hit, Fault, Op};
 
 /// Whether an error means the device is full (ENOSPC, EDQUOT, or a short write, which for a

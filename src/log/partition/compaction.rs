@@ -224,7 +224,7 @@ impl Partition {
         }
         let removed: Vec<Segment> = st.segments.splice(at..at + olds.len(), fresh).collect();
         drop(st);
-        drop(removed); // fetches in flight hold their own handles on the old files
+        Segment::retire(removed);
         self.probe.log_bytes(cleaned.bytes_after as i64 - cleaned.bytes_before as i64);
         self.first_dirty.set(cleaned.map_end);
         self.cleaned_raft_start.set(job.keep_batches_from);

@@ -196,10 +196,13 @@ impl Partition {
         let path = {
             let mut st = self.st.borrow_mut();
             let mut removed = 0u64;
+            let mut old = Vec::new();
             while let Some(seg) = st.segments.pop() {
                 removed += seg.size.get();
                 seg.remove_files().map_err(|e| storage(&seg.path, e))?;
+                old.push(seg);
             }
+            Segment::retire(old);
             self.probe.log_bytes(-(removed as i64));
             if let Some(first) = first {
                 let base = first.min(log_start);

@@ -3,6 +3,7 @@
 
 use super::{storage, Partition, State, LOG_START_FILE};
 use crate::error::BrokerError;
+use crate::log::segment::Segment;
 use crate::protocol::ErrorCode;
 
 impl Partition {
@@ -52,12 +53,14 @@ impl Partition {
             return 0;
         }
         let mut st = self.st.borrow_mut();
-        for seg in st.segments.drain(..n) {
+        let expired: Vec<Segment> = st.segments.drain(..n).collect();
+        for seg in &expired {
             self.probe.log_bytes(-(seg.size.get() as i64));
             if let Err(e) = seg.remove_files() {
                 tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
             }
         }
+        Segment::retire(expired);
         st.log_start = st.segments[0].base_offset.max(st.log_start);
         tracing::info!(topic = %self.topic, partition = self.index, deleted = n, log_start = st.log_start, "retention deleted segments");
         n
@@ -65,15 +68,17 @@ impl Partition {
 
     /// Deletes the segments wholly below `offset` (never the active one); returns how many.
     pub(super) fn remove_segments_below(&self, st: &mut State, offset: i64) -> usize {
-        let mut deleted = 0;
+        let mut below = Vec::new();
         while st.segments.len() > 1 && st.segments[1].base_offset <= offset {
             let seg = st.segments.remove(0);
             self.probe.log_bytes(-(seg.size.get() as i64));
             if let Err(e) = seg.remove_files() {
                 tracing::warn!(topic = %self.topic, partition = self.index, "deleting segment {}: {e}", seg.path.display());
             }
-            deleted += 1;
+            below.push(seg);
         }
+        let deleted = below.len();
+        Segment::retire(below);
         deleted
     }
 

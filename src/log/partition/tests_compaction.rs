@@ -117,6 +117,20 @@ fn a_cleaning_keeps_the_latest_record_of_each_key_at_its_offset_and_tombstones_f
         let before = p.offsets();
         assert!(p.segment_count() > 5);
         assert_eq!(clean(&p, &SETTINGS).map(Result::unwrap), Some(true), "due and cleaned");
+        // The replaced segments' files are closed (by the shard's closer thread), not left open.
+        let open_deleted = || {
+            std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .flatten()
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .filter(|target| target.starts_with(&path) && target.to_string_lossy().ends_with(" (deleted)"))
+                .count()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while open_deleted() > 0 {
+            assert!(std::time::Instant::now() < deadline, "{} removed segment files still open", open_deleted());
+            glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+        }
         let after = p.offsets();
         assert!(after.size < before.size / 3, "{} bytes became {}", before.size, after.size);
         assert_eq!((after.log_start, after.high_watermark), (before.log_start, before.high_watermark));
