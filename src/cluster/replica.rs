@@ -686,21 +686,23 @@ mod tests {
         Replica::new(1, ReplicaConfig::default(), store, meta.conf_index, &crate::cluster::logging::logger())
     }
 
+    /// Where `batches` land, one after another from `pos` in one segment.
+    fn locs(pos: &mut u64, batches: &[Bytes]) -> Vec<Loc> {
+        let mut out = Vec::with_capacity(batches.len());
+        for b in batches {
+            out.push(Loc { segment: 0, pos: *pos });
+            *pos += b.len() as u64;
+        }
+        out
+    }
+
     /// Handles work until none is left, as the shard does; returns the batches written.
     fn drive(r: &mut Replica) -> Vec<Bytes> {
         let mut written = Vec::new();
         let mut pos = 0;
         while let Some(work) = r.next_work() {
             assert!(work.send.is_empty() && work.after.is_empty(), "a single voter sends nothing");
-            let locs: Vec<Loc> = work
-                .write
-                .batches
-                .iter()
-                .map(|b| {
-                    pos += b.len() as u64;
-                    Loc { segment: 0, pos: pos - b.len() as u64 }
-                })
-                .collect();
+            let locs = locs(&mut pos, &work.write.batches);
             written.extend(work.write.batches.iter().cloned());
             r.persisted(work.write.number, &locs);
         }
@@ -761,15 +763,7 @@ mod tests {
             let mut out = Vec::new();
             for (i, r) in rs.iter_mut().enumerate() {
                 while let Some(work) = r.next_work() {
-                    let locs: Vec<Loc> = work
-                        .write
-                        .batches
-                        .iter()
-                        .map(|b| {
-                            pos[i] += b.len() as u64;
-                            Loc { segment: 0, pos: pos[i] - b.len() as u64 }
-                        })
-                        .collect();
+                    let locs = locs(&mut pos[i], &work.write.batches);
                     out.extend(work.send);
                     r.persisted(work.write.number, &locs);
                     out.extend(work.after);

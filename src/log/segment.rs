@@ -313,10 +313,10 @@ impl Segment {
         self.time_index.inner().trim()
     }
 
-    /// Drops segments taken out of a log (cleaned, past retention, below the log start),
-    /// their files' last close on the shard's closer thread (`storage::close_in_background`):
-    /// that close frees the pages a file has cached, 700 ms for 3 GB. Fetches in flight hold
-    /// handles of their own and keep reading.
+    /// Drops segments taken out of a log (cleaned, past retention, below the log start, or
+    /// replaced by a snapshot), their files' last close on the shard's closer thread
+    /// (`storage::close_in_background`): that close frees the pages a file has cached, 700 ms
+    /// for 3 GB. Fetches in flight hold handles of their own and keep reading.
     pub fn retire(segments: impl IntoIterator<Item = Segment>) {
         let files: Vec<Arc<File>> = segments.into_iter().map(|s| s.file.clone()).collect();
         storage::close_in_background(files);

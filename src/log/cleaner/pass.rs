@@ -309,9 +309,10 @@ mod tests {
     fn odd_batch(flip: bool) -> Vec<u8> {
         let mut b =
             batch::build_keyed(0, &[(Some(&b"k2"[..]), Some(&b"v2"[..])), (Some(&b"k3"[..]), Some(&b"v3"[..]))]);
+        // Each record: length, attributes, timestamp delta, offset delta, all one-byte
+        // varints here (zigzag: 1 is 2).
         let first = batch::HEADER_LEN;
-        let second = first + 1 + usize::from(b[first] / 2); // one-byte length varints
-                                                            // Each record: length, attributes, timestamp delta, offset delta (zigzag: 1 is 2).
+        let second = first + 1 + usize::from(b[first] / 2);
         (b[first + 3], b[second + 3]) = (2, 0);
         let crc = crc32c::crc32c(&b[21..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());

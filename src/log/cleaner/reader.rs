@@ -28,11 +28,11 @@ const CHUNK: usize = 1 << 20;
 pub(super) enum Check {
     /// Framing and CRC: for the pass that writes what it read.
     Crc,
-    /// Framing only, the header alone. The key map's pass: every batch it reads is read again
-    /// by the writing pass, CRC included, before the new segments can replace the old ones,
-    /// so a corrupt batch still fails the cleaning; without the CRC the map's pass reads the
-    /// records' headers and keys, not every byte of every value, and leaves the shard's
-    /// core's caches to the shard.
+    /// Framing only, the header alone. The key map's pass: every batch it reads is checked
+    /// with its CRC before the new segments can replace the old ones (by the writing pass,
+    /// or on its own for a segment not rewritten: `pass::run`), so a corrupt batch still
+    /// fails the cleaning; without the CRC the map's pass reads the records' headers and
+    /// keys, not every byte of every value, and leaves the shard's core's caches to the shard.
     Framing,
 }
 
