@@ -134,17 +134,13 @@ fn run_on_cleaner_thread(job: cleaner::Job) -> Option<oneshot::Receiver<io::Resu
 
 fn start_cleaner_thread() -> Option<mpsc::Sender<Work>> {
     let (tx, rx) = mpsc::channel::<Work>();
-    let name = std::thread::current().name().map_or("cleaner".to_string(), |n| format!("{n}-cleaner"));
-    let spawned = std::thread::Builder::new().name(name).spawn(move || {
-        if let Err(e) = crate::sys::nice_this_thread(19) {
-            tracing::warn!("the cleaner thread runs at the shard's priority: {e}");
-        }
+    let spawned = crate::sys::spawn_niced_beside("cleaner", move || {
         while let Ok((job, reply)) = rx.recv() {
             let _ = reply.send(cleaner::pass::run(&job));
         }
     });
     match spawned {
-        Ok(_) => Some(tx),
+        Ok(()) => Some(tx),
         Err(e) => {
             tracing::error!("cannot start the cleaner thread: {e}");
             None

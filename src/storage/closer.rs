@@ -38,17 +38,13 @@ pub fn close_in_background(files: Vec<Arc<File>>) {
 
 fn start() -> Option<mpsc::Sender<Vec<Arc<File>>>> {
     let (tx, rx) = mpsc::channel::<Vec<Arc<File>>>();
-    let name = std::thread::current().name().map_or("closer".to_string(), |n| format!("{n}-closer"));
-    let spawned = std::thread::Builder::new().name(name).spawn(move || {
-        if let Err(e) = crate::sys::nice_this_thread(19) {
-            tracing::warn!("the file closer thread runs at the shard's priority: {e}");
-        }
+    let spawned = crate::sys::spawn_niced_beside("closer", move || {
         while let Ok(files) = rx.recv() {
             drop(files);
         }
     });
     match spawned {
-        Ok(_) => Some(tx),
+        Ok(()) => Some(tx),
         Err(e) => {
             tracing::error!("cannot start the file closer thread, closing files on the shard's: {e}");
             None

@@ -157,6 +157,21 @@ pub fn nice_this_thread(nice: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Starts a thread beside the calling one, named after it with `-{role}`, at nice 19: it
+/// inherits the caller's CPU placement (a shard's core) and runs on what the shard leaves of
+/// it. The shard's cleaner and its file closer are such threads.
+pub fn spawn_niced_beside(role: &str, body: impl FnOnce() + Send + 'static) -> io::Result<()> {
+    let name = std::thread::current().name().map_or(role.to_string(), |n| format!("{n}-{role}"));
+    let thread = name.clone();
+    std::thread::Builder::new().name(name).spawn(move || {
+        if let Err(e) = nice_this_thread(19) {
+            tracing::warn!("thread {thread} runs at the priority of the thread that started it: {e}");
+        }
+        body();
+    })?;
+    Ok(())
+}
+
 /// The wall clock, ms since the Unix epoch (0 if the clock is before it): record and batch
 /// timestamps, retention and offset expiry.
 pub fn unix_now_ms() -> i64 {
