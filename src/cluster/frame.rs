@@ -73,59 +73,92 @@ pub enum FrameError {
 
 /// One frame from `from` holding `items`.
 pub fn encode(from: u64, items: &[Item]) -> Vec<u8> {
-    let encoded: Vec<Vec<u8>> = items.iter().map(encode_item).collect();
-    frame(from, &encoded)
+    let mut f = Frame::new(from, items.iter().map(item_len).sum());
+    items.iter().for_each(|item| f.push(item));
+    f.finish()
 }
 
 /// Frames from `from` holding `items` in order, each within `MAX_FRAME` (a snapshot of a
 /// compacted log can be megabytes, and many can go to one peer in one loop turn). An item
-/// too large for any frame is left out and counted in the second value.
+/// too large for any frame is left out and counted in the second value. Each item is
+/// encoded straight into its frame: a leader's appends carry its batches, and every copy of
+/// them here is paid per follower.
 pub fn encode_frames(from: u64, items: &[Item]) -> (Vec<Vec<u8>>, usize) {
-    const HEADER: usize = 1 + 8 + 4;
-    let (mut frames, mut part, mut size, mut dropped) = (Vec::new(), Vec::new(), HEADER, 0);
-    for item in items {
-        let b = encode_item(item);
-        if HEADER + b.len() > MAX_FRAME {
+    let lens: Vec<usize> = items.iter().map(item_len).collect();
+    let (mut frames, mut dropped) = (Vec::new(), 0);
+    let mut current: Option<Frame> = None;
+    for (i, (item, &len)) in items.iter().zip(&lens).enumerate() {
+        if Frame::HEADER + len > MAX_FRAME {
             dropped += 1;
             continue;
         }
-        if size + b.len() > MAX_FRAME {
-            frames.push(frame(from, &std::mem::take(&mut part)));
-            size = HEADER;
+        if current.as_ref().is_some_and(|f| f.body_len() + len > MAX_FRAME) {
+            frames.extend(current.take().map(Frame::finish));
         }
-        size += b.len();
-        part.push(b);
+        let f = current.get_or_insert_with(|| Frame::new(from, lens[i..].iter().sum::<usize>().min(MAX_FRAME)));
+        f.push(item);
     }
-    if !part.is_empty() {
-        frames.push(frame(from, &part));
-    }
+    frames.extend(current.map(Frame::finish));
     (frames, dropped)
 }
 
-fn frame(from: u64, items: &[Vec<u8>]) -> Vec<u8> {
-    let mut b = vec![0u8; 4];
-    b.push(VERSION);
-    b.extend_from_slice(&from.to_be_bytes());
-    b.extend_from_slice(&(items.len() as u32).to_be_bytes());
-    for item in items {
-        b.extend_from_slice(item);
-    }
-    let len = (b.len() - 4) as u32;
-    b[..4].copy_from_slice(&len.to_be_bytes());
-    b
+/// A frame being written: its length and item count are filled in by `finish`.
+struct Frame {
+    b: Vec<u8>,
+    count: u32,
 }
 
-fn encode_item(item: &Item) -> Vec<u8> {
-    let mut b = Vec::new();
+impl Frame {
+    /// Version, sender, item count.
+    const HEADER: usize = 1 + 8 + 4;
+
+    fn new(from: u64, items_len: usize) -> Frame {
+        let mut b = Vec::with_capacity(4 + Self::HEADER + items_len);
+        b.extend_from_slice(&[0; 4]);
+        b.push(VERSION);
+        b.extend_from_slice(&from.to_be_bytes());
+        b.extend_from_slice(&[0; 4]);
+        Frame { b, count: 0 }
+    }
+
+    /// The length the frame's prefix announces.
+    fn body_len(&self) -> usize {
+        self.b.len() - 4
+    }
+
+    fn push(&mut self, item: &Item) {
+        write_item(item, &mut self.b);
+        self.count += 1;
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        let len = self.body_len() as u32;
+        self.b[..4].copy_from_slice(&len.to_be_bytes());
+        self.b[13..17].copy_from_slice(&self.count.to_be_bytes());
+        self.b
+    }
+}
+
+/// The bytes `write_item` writes for `item` (a raft message's size is computed here and
+/// cached in it for the write).
+fn item_len(item: &Item) -> usize {
+    match item {
+        Item::Raft(group, m) => 1 + 2 + group.topic.len() + 4 + 4 + m.compute_size() as usize,
+        Item::Call(_, body) | Item::Reply(_, body) => 1 + 8 + 4 + body.len(),
+    }
+}
+
+/// Appends `item` to `b`; a raft message's size must have been computed (`item_len`).
+fn write_item(item: &Item, b: &mut Vec<u8>) {
     match item {
         Item::Raft(group, m) => {
             b.push(RAFT);
             b.extend_from_slice(&(group.topic.len() as u16).to_be_bytes());
             b.extend_from_slice(group.topic.as_bytes());
             b.extend_from_slice(&group.partition.to_be_bytes());
-            let bytes = m.write_to_bytes().expect("raft-rs messages always encode");
-            b.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-            b.extend_from_slice(&bytes);
+            b.extend_from_slice(&m.get_cached_size().to_be_bytes());
+            let mut os = protobuf::CodedOutputStream::vec(b);
+            m.write_to_with_cached_sizes(&mut os).and_then(|()| os.flush()).expect("raft-rs messages always encode");
         }
         Item::Call(id, body) | Item::Reply(id, body) => {
             b.push(if matches!(item, Item::Call(..)) { CALL } else { REPLY });
@@ -134,7 +167,6 @@ fn encode_item(item: &Item) -> Vec<u8> {
             b.extend_from_slice(body);
         }
     }
-    b
 }
 
 /// The length of the frame body that `prefix` (the frame's first 4 bytes) announces.

@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 use futures_channel::oneshot;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
@@ -243,35 +243,54 @@ pub fn listen(listener: TcpListener, deliver: Deliver) -> Task<()> {
     })
 }
 
+/// Bytes asked of the socket per read at least: a follower's frames (its answers to
+/// appends) and a leader's at a moderate rate (a batch or two) fit whole, so one read takes
+/// each, where reading a frame's length and then its body took two. (Each read zero-fills
+/// what it asks for first: more would cost more than the reads it saves.)
+const READ_MIN: usize = 16 * 1024;
+/// Bytes asked per read at most: a large frame (a snapshot) is read in parts into room made
+/// for it whole, so each read zero-fills only its part.
+const READ_MAX: usize = 1 << 20;
+
 async fn read_loop(mut s: TcpStream, deliver: Deliver) {
     let peer = s.peer_addr().ok();
+    let mut buf = BytesMut::new();
     loop {
-        let mut prefix = [0u8; 4];
-        if s.read_exact(&mut prefix).await.is_err() {
-            return; // the peer closed or reset: it reconnects when it has something to say
-        }
-        let len = match frame::body_len(prefix) {
-            Ok(len) => len,
-            Err(e) => {
-                tracing::warn!(?peer, "closing a cluster connection: {e}");
-                return;
+        // Every whole frame read so far, then what the next one still needs.
+        let needed = loop {
+            let Some(prefix) = buf.get(..4) else { break 4 - buf.len() };
+            let len = match frame::body_len(prefix.try_into().expect("four bytes")) {
+                Ok(len) => len,
+                Err(e) => {
+                    tracing::warn!(?peer, "closing a cluster connection: {e}");
+                    return;
+                }
+            };
+            if buf.len() < 4 + len {
+                break 4 + len - buf.len();
             }
-        };
-        // A buffer of its own per frame: the entries decoded from it keep slices of it.
-        let mut body = vec![0; len];
-        if s.read_exact(&mut body).await.is_err() {
-            return;
-        }
-        match frame::decode(&Bytes::from(body)) {
-            Ok((from, items)) => {
-                for item in items {
-                    deliver(from, item);
+            // The frame's own bytes: the entries decoded from it keep slices of them.
+            let mut body = buf.split_to(4 + len);
+            body.advance(4);
+            match frame::decode(&body.freeze()) {
+                Ok((from, items)) => {
+                    for item in items {
+                        deliver(from, item);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(?peer, "closing a cluster connection: {e}");
+                    return;
                 }
             }
-            Err(e) => {
-                tracing::warn!(?peer, "closing a cluster connection: {e}");
-                return;
-            }
+        };
+        buf.reserve(needed);
+        let old = buf.len();
+        buf.resize(old + needed.clamp(READ_MIN, READ_MAX), 0);
+        match s.read(&mut buf[old..]).await {
+            // The peer closed or reset: it reconnects when it has something to say.
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.truncate(old + n),
         }
     }
 }
@@ -317,6 +336,56 @@ mod tests {
             assert_eq!(*got.borrow(), (1..=3).map(|term| (1, group.clone(), term)).collect::<Vec<_>>());
             // Node 3 refuses connections and node 9 is unknown: all six are counted lost.
             assert_eq!(t.dropped(), 6);
+        });
+    }
+
+    /// Frames arrive in whatever pieces TCP makes of them: several in one read, one split
+    /// over many, one larger than a read asks for; each item is delivered once, in order, with
+    /// its entries' bytes intact.
+    #[test]
+    fn frames_are_read_whole_however_the_stream_cuts_them() {
+        use raft::prelude::Entry;
+        glommio::LocalExecutorBuilder::default().make().unwrap().run(async {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let got: Rc<RefCell<Vec<(u64, Bytes)>>> = Rc::default();
+            let g = got.clone();
+            let _listening = listen(
+                listener,
+                Rc::new(move |_, item| {
+                    if let Item::Raft(_, m) = item {
+                        g.borrow_mut().push((m.term, m.entries.first().map(|e| e.data.clone()).unwrap_or_default()))
+                    }
+                }),
+            );
+            let append = |term: u64, len: usize| {
+                let data = Bytes::from((0..len).map(|i| (i % 251) as u8 ^ term as u8).collect::<Vec<u8>>());
+                let entry = Entry { index: term, term, data, ..Default::default() };
+                Message { to: 2, from: 1, term, entries: vec![entry].into(), ..Default::default() }
+            };
+            let sizes = [10, 20, 3 * READ_MIN, 5, 2 * READ_MAX + 7, 0, 100];
+            let sent: Vec<Message> = sizes.iter().enumerate().map(|(i, &len)| append(i as u64 + 1, len)).collect();
+            let mut stream = Vec::new();
+            for m in &sent {
+                stream.extend(frame::encode(1, &[Item::Raft(GroupId::new("t", 0), m.clone())]));
+            }
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            // Pieces of 1, 3, 7, ... bytes, growing: frame boundaries fall anywhere in them.
+            let (mut at, mut piece) = (0, 1);
+            while at < stream.len() {
+                let end = (at + piece).min(stream.len());
+                s.write_all(&stream[at..end]).await.unwrap();
+                s.flush().await.unwrap();
+                (at, piece) = (end, piece * 2 + 1);
+                glommio::timer::sleep(Duration::from_millis(2)).await;
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while got.borrow().len() < sent.len() {
+                assert!(Instant::now() < deadline, "{} of {} frames arrived", got.borrow().len(), sent.len());
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+            let want: Vec<(u64, Bytes)> = sent.iter().map(|m| (m.term, m.entries[0].data.clone())).collect();
+            assert!(*got.borrow() == want, "items arrived changed or out of order");
         });
     }
 
