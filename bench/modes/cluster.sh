@@ -20,7 +20,12 @@
 #        two minutes), RB_PREWARM s on Ringbroker (native code: its steps stay flat)
 #   max  max produce throughput, replication factor 3 (and on rb1, factor 1)
 #   lat  a fixed rate, the same on both: RATE records/s, else RATE_FRACTION of Kafka's max of
-#        the same round; publish latency p50, p99, p99.9
+#        the same round; publish latency p50, p99, p99.9. It starts LAT_SETTLE s after the max
+#        run ends (and its sync): on this machine's virtual disk fdatasyncs took over 25 ms,
+#        some over 50 ms, now and then for a while after Ringbroker's max run had written
+#        15 GB, where they otherwise stay under 13 ms, and a broker that syncs every ack waits
+#        for each (bench/results/2026-12-06-cluster.md). Kafka, which does not sync, waits as
+#        long.
 # ringbench sends each partition's batches to its leader (a connection per leader and producer,
 # MAX_IN_FLIGHT requests in flight on each) and reads the three brokers' CPU time from /proc over
 # the measured window (--broker-pid, summed): broker CPU s per GB produced. Before every run a
@@ -40,7 +45,7 @@
 # CONTROLLER KAFKA_BENCH_PORT+2+N (19971-19976).
 #
 # Environment: ROUNDS [3] DURATION [20] WARMUP [5] PRODUCERS [4] PARTITIONS [6] MAX_IN_FLIGHT [5]
-#   RATE [unset] RATE_FRACTION [0.5] PREWARM [150] RB_PREWARM [20] PREWARM_STEP [30]
+#   RATE [unset] RATE_FRACTION [0.5] PREWARM [150] RB_PREWARM [20] PREWARM_STEP [30] LAT_SETTLE [30]
 #   RB_PORT [19961] KAFKA_BENCH_PORT [19971] RB_FLUSH [always]
 #   KAFKA_BENCH_HEAP [768M] (each of the three JVMs) RB_NODE_CPUS ["C1 C2 C3": each broker's
 #   shard CPU; default the allowed CPUs in turn, "0 1 0" on two cores] RB_FLAGS (more flags
@@ -54,6 +59,7 @@ PARTITIONS="${PARTITIONS:-6}"
 MAX_IN_FLIGHT="${MAX_IN_FLIGHT:-5}"
 RATE="${RATE:-}"
 RATE_FRACTION="${RATE_FRACTION:-0.5}"
+LAT_SETTLE="${LAT_SETTLE:-30}"
 PREWARM="${PREWARM:-150}"
 RB_PREWARM="${RB_PREWARM:-20}"
 PREWARM_STEP="${PREWARM_STEP:-30}"
@@ -108,6 +114,16 @@ if r["produce_errors"]:
 EOF
 }
 
+# The fixed-rate run, LAT_SETTLE s after the writes before it (see the header).
+bench_lat() { # NAME ADDR PIDS
+    settle_disk
+    if ((LAT_SETTLE > 0)); then
+        log "round $ROUND: $1 starts in $LAT_SETTLE s (LAT_SETTLE)"
+        sleep "$LAT_SETTLE"
+    fi
+    bench "$1" "$2" lat 3 "$3" --rate "$FIXED"
+}
+
 # Unmeasured max produce on topic warm, SECONDS s in PREWARM_STEP s steps (NAME-warm-1, ...).
 prewarm() { # NAME ADDR REPLICAS PIDS SECONDS
     local name="$1" addr="$2" rf="$3" pids="$4" left="$5" step i=0
@@ -140,7 +156,7 @@ for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
     fi
     echo "$FIXED" >"$OUT_DIR/fixed-rate"
     log "round $ROUND: the fixed-rate runs produce $FIXED records/s"
-    bench kafka-lat "$KAFKA_ADDR" lat 3 "$pids" --rate "$FIXED"
+    bench_lat kafka-lat "$KAFKA_ADDR" "$pids"
     cluster_stats "$OUT_DIR/kafka.stats.json" "${KAFKAC_PIDS[@]}"
     kafkac_stop
 
@@ -151,7 +167,7 @@ for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
     pids="$(pids_csv "${RBC_PIDS[@]}")"
     prewarm rb "$RB_ADDR" 3 "$pids" "$RB_PREWARM"
     bench rb-max "$RB_ADDR" max 3 "$pids"
-    bench rb-lat "$RB_ADDR" lat 3 "$pids" --rate "$FIXED"
+    bench_lat rb-lat "$RB_ADDR" "$pids"
     cluster_stats "$OUT_DIR/rb.stats.json" "${RBC_PIDS[@]}"
     rbc_stop rb
 
@@ -169,5 +185,5 @@ OUT="$RESULTS/$(date -u +%Y-%m-%d)-cluster"
 mkdir -p "$RESULTS"
 if [[ -n "$RATE" ]]; then rate_setting="RATE=$RATE"; else rate_setting="RATE_FRACTION=$RATE_FRACTION"; fi
 python3 "$HERE/cluster_report.py" "$RUN" "$OUT" \
-    "bench/run.sh cluster ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP PRODUCERS=$PRODUCERS PARTITIONS=$PARTITIONS MAX_IN_FLIGHT=$MAX_IN_FLIGHT $rate_setting PREWARM=$PREWARM RB_PREWARM=$RB_PREWARM PREWARM_STEP=$PREWARM_STEP RB_FLUSH=$RB_FLUSH KAFKA_BENCH_HEAP=$KAFKA_BENCH_HEAP RB_NODE_CPUS=\"$(rbc_node_cpus)\"${RB_FLAGS:+ RB_FLAGS=\"$RB_FLAGS\"}"
+    "bench/run.sh cluster ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP PRODUCERS=$PRODUCERS PARTITIONS=$PARTITIONS MAX_IN_FLIGHT=$MAX_IN_FLIGHT $rate_setting PREWARM=$PREWARM RB_PREWARM=$RB_PREWARM PREWARM_STEP=$PREWARM_STEP LAT_SETTLE=$LAT_SETTLE RB_FLUSH=$RB_FLUSH KAFKA_BENCH_HEAP=$KAFKA_BENCH_HEAP RB_NODE_CPUS=\"$(rbc_node_cpus)\"${RB_FLAGS:+ RB_FLAGS=\"$RB_FLAGS\"}"
 log "wrote $OUT.md and $OUT.json"
