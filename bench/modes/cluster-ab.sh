@@ -11,8 +11,11 @@
 # path is worth against the build before it (`bench/run.sh cluster` compares with Kafka).
 # Workloads, ringbench on topics of PARTITIONS partitions × 3 replicas (1 KiB records, 16 a
 # batch, PRODUCERS producers, acks=all, MAX_IN_FLIGHT requests in flight per connection):
-#   max  max produce throughput, DURATION s after WARMUP s
 #   lat  RATE records/s: publish latency p50, p99, p99.9
+#   max  max produce throughput, DURATION s after WARMUP s
+# lat runs first, on the fresh cluster: right after a max run this machine's virtual disk
+# flushes slowly now and then, and the fixed-rate run would measure that
+# (bench/results/2026-12-06-cluster.md).
 # both with the three brokers' CPU s per GB produced. Prints a markdown table: medians of both
 # builds, after/before (the ratio of the medians, and the range of the per-round ratios).
 # Every run's report.json and every broker's log stay in the run dir it names.
@@ -62,7 +65,7 @@ for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
         cluster_topic "$bs" max "$PARTITIONS" 3
         cluster_topic "$bs" lat "$PARTITIONS" 3
         pids="$(pids_csv "${RBC_PIDS[@]}")"
-        for w in max lat; do
+        for w in lat max; do
             settle_disk
             rate=()
             if [[ $w == lat ]]; then rate=(--rate "$RATE"); fi
