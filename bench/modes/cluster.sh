@@ -25,7 +25,7 @@
 #        some over 50 ms, now and then for a while after Ringbroker's max run had written
 #        15 GB, where they otherwise stay under 13 ms, and a broker that syncs every ack waits
 #        for each (bench/results/2026-12-06-cluster.md). Kafka, which does not sync, waits as
-#        long.
+#        long. The pause made such stalls rarer there, not absent.
 # ringbench sends each partition's batches to its leader (a connection per leader and producer,
 # MAX_IN_FLIGHT requests in flight on each) and reads the three brokers' CPU time from /proc over
 # the measured window (--broker-pid, summed): broker CPU s per GB produced. Before every run a
