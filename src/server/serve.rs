@@ -66,8 +66,8 @@ async fn join_cluster(shard: &Rc<Shard>, settings: ClusterSettings, listeners: &
         shard.join_cluster(cluster, None);
         return Ok(());
     }
-    let listener = glommio::net::TcpListener::bind(settings.listen)
-        .map_err(|e| BrokerError::Bind { addr: format!("{} (cluster_listen)", settings.listen), source: e.into() })?;
+    let listener = super::startup::bind_exclusive(settings.listen)
+        .map_err(|e| BrokerError::Bind { addr: format!("{} (cluster_listen)", settings.listen), source: e })?;
     shard.join_cluster(cluster, Some(listener));
     shard.start_metadata_quorum().await?;
     let endpoints = listeners

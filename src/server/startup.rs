@@ -60,6 +60,19 @@ pub(super) fn reserve_port(addr: SocketAddr) -> Result<Reservation, BrokerError>
     Ok(Reservation { addr: held.local_addr().map_err(bind_err)?, _held: Some(held) })
 }
 
+/// Binds a listener that only this process serves: unlike glommio's `TcpListener::bind`,
+/// without SO_REUSEPORT, so a port another process listens on (even with SO_REUSEPORT, as
+/// every broker's client listeners do) is refused with EADDRINUSE instead of having the kernel
+/// split its connections between the two. The cluster listener binds this way: only shard 0
+/// accepts on it. SO_REUSEADDR lets a restarted broker bind over its old connections' TIME_WAIT.
+pub(super) fn bind_exclusive(addr: SocketAddr) -> std::io::Result<glommio::net::TcpListener> {
+    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(1024)?;
+    Ok(crate::sys::glommio_listener(sock))
+}
+
 pub(super) fn lock_data_dir(dir: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, BrokerError> {
     let err = |source: std::io::Error| crate::error::storage(dir, source);
     crate::storage::create_dir_all(dir).map_err(err)?;

@@ -35,6 +35,14 @@ pub fn set_socket_buffers(fd: RawFd, send: Option<usize>, receive: Option<usize>
     Ok(())
 }
 
+/// Hands a bound, listening socket to the shard's executor as its listener (glommio's own
+/// `bind` always sets SO_REUSEPORT; this takes a socket bound with the options we chose).
+pub fn glommio_listener(listening: socket2::Socket) -> glommio::net::TcpListener {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    // SAFETY: `into_raw_fd` gives up the socket's only owner, so the listener owns the fd alone.
+    unsafe { glommio::net::TcpListener::from_raw_fd(listening.into_raw_fd()) }
+}
+
 /// One `sendfile` call: copies up to `count` bytes of `file` from `offset` to the socket
 /// inside the kernel. Returns bytes sent; `WouldBlock` when the socket buffer is full.
 pub fn sendfile(socket: RawFd, file: &File, offset: u64, count: usize) -> io::Result<usize> {

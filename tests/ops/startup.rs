@@ -464,6 +464,46 @@ fn two_brokers_cannot_share_a_data_directory() {
     assert_eq!(c.api_versions().error_code, 0);
 }
 
+/// A port another broker serves is refused for either of a broker's listeners: the kernel
+/// would otherwise split that port's connections between the two processes (client listeners
+/// bind with SO_REUSEPORT), and Kafka requests would reach a cluster listener or the reverse.
+#[test]
+fn a_port_another_broker_serves_is_refused_for_the_cluster_and_the_client_listener() {
+    let b = Broker::start();
+    let taken = b.addr.to_string();
+    let data = tempfile::tempdir().expect("temp dir");
+    let dir = data.path().join("data");
+    let dir = dir.to_str().expect("utf-8");
+    let voters = format!("1@{taken}");
+    let cluster_args =
+        ["--node-id", "1", "--cluster-listen", &taken, "--controller-quorum-voters", &voters, "--data-dir", dir];
+    let mut args = vec!["--listen", "127.0.0.1:0"];
+    args.extend(cluster_args);
+    let f = run_to_exit(&args, Duration::from_secs(30));
+    assert!(!f.status.success(), "a broker started with its cluster listener on another broker's client port");
+    assert!(f.stderr.contains("cluster_listen"), "the refusal does not name cluster_listen:\n{}", f.stderr);
+    let mut c = Client::connect(b.addr);
+    assert_eq!(c.api_versions().error_code, 0, "the first broker still answers on its port");
+
+    // The reverse: a client listener on a port a cluster listener holds.
+    let cluster = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr");
+    let (cluster_port, voters) = (cluster.to_string(), format!("1@{cluster}"));
+    let member_data = tempfile::tempdir().expect("temp dir");
+    let member = Broker::start_in(
+        member_data.path(),
+        "127.0.0.1:0",
+        &["--node-id", "1", "--cluster-listen", &cluster_port, "--controller-quorum-voters", &voters],
+    );
+    let other = tempfile::tempdir().expect("temp dir");
+    let other_dir = other.path().join("data");
+    let other_dir = other_dir.to_str().expect("utf-8");
+    let f = run_to_exit(&["--listen", &cluster_port, "--data-dir", other_dir], Duration::from_secs(30));
+    assert!(!f.status.success(), "a broker started with its client listener on another broker's cluster port");
+    assert!(f.stderr.contains(&cluster_port), "the refusal does not name the port:\n{}", f.stderr);
+    let mut c = Client::connect(member.addr);
+    assert_eq!(c.api_versions().error_code, 0, "the cluster member still answers");
+}
+
 /// The CPUs the threads of each shard of process `pid` may run on, by shard name (glommio
 /// names a shard's threads, its executor's and its blocking thread's, `shard-N-ID`).
 fn shard_affinities(pid: u32) -> Vec<(String, String)> {

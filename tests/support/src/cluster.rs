@@ -18,10 +18,19 @@ pub struct Cluster {
     dirs: Vec<tempfile::TempDir>,
 }
 
-/// A port free now (another process could take it before the broker binds it; on a test
-/// machine that is rare enough).
+/// A port free now and never handed out before by this process, so that two clusters of one
+/// test binary never pick the same port. Another process could still take it before the
+/// broker binds it: the broker then refuses to start, and `start_linked` starts again.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 impl Cluster {
