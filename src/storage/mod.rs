@@ -5,7 +5,9 @@
 //!
 //! - Appends go through glommio's buffered files (`open_appender`, `append_at`,
 //!   `fdatasync`): the page cache keeps fresh data for fetches. A log that syncs before
-//!   every ack opens them with O_DSYNC, so that a write and its sync are one operation.
+//!   every ack opens them with O_DSYNC, so that a write and its sync are one operation, and
+//!   one whose fresh data nobody reads soon (a follower replica's) appends with O_DIRECT
+//!   instead, past the page cache (`direct`).
 //! - Index files are written through memory maps, and a store to a mapped page the file
 //!   system cannot back kills the process with SIGBUS. So no mapped page is ever written
 //!   before `allocate` has reserved its blocks (ENOSPC then comes back as an error), and
@@ -16,6 +18,7 @@
 
 mod atomic;
 mod closer;
+mod direct;
 pub mod faults;
 
 use std::fs::File;
@@ -185,42 +188,90 @@ pub fn remove_dir_all(dir: &Path) -> io::Result<()> {
     std::fs::remove_dir_all(dir)
 }
 
-/// A segment file open for appends through the page cache.
+/// How a segment file is appended to (`open_appender`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendMode {
+    /// Through the page cache; made durable by a later `fdatasync`.
+    Cached,
+    /// Through the page cache with O_DSYNC: each write returns once its bytes (and any
+    /// metadata needed to read them back) are on stable storage, as if an fdatasync of its
+    /// range followed it. For a log that syncs before every ack: io_uring hands each buffered
+    /// write and each fdatasync on ext4 to an io-wq worker thread, and one operation instead
+    /// of two halves those hand-offs, the context switches and wake-ups that were most of a
+    /// replicated log's cost per write at a moderate rate
+    /// (bench/results/2026-12-05-cluster-write-path.md).
+    CachedDurable,
+    /// With O_DIRECT and O_DSYNC, past the page cache (see `direct`): durable as
+    /// `CachedDurable`, at a fraction of its CPU, but a read of what was written goes to the
+    /// disk. For a log that syncs before every ack and whose fresh data nobody reads soon.
+    Direct,
+}
+
+/// A segment file open for appends.
 pub struct Appender {
-    file: BufferedFile,
-    durable: bool,
+    file: AppendFile,
+    mode: AppendMode,
+    /// What `open_appender` was asked for (`mode` is `CachedDurable` where O_DIRECT was refused).
+    asked: AppendMode,
+}
+
+enum AppendFile {
+    Cached(BufferedFile),
+    Direct(direct::DirectFile),
 }
 
 impl Appender {
-    /// Whether every write returns only once it is durable (see `open_appender`).
+    /// Whether every write returns only once it is durable.
     pub fn writes_durably(&self) -> bool {
-        self.durable
+        self.mode != AppendMode::Cached
+    }
+
+    /// How it appends: `CachedDurable` where `Direct` was asked and the file system refuses
+    /// O_DIRECT.
+    pub fn mode(&self) -> AppendMode {
+        self.mode
+    }
+
+    /// The mode it was opened for.
+    pub fn asked(&self) -> AppendMode {
+        self.asked
     }
 }
 
-/// Opens a segment file for appends through the page cache. `durable`: opened with O_DSYNC,
-/// so that each write returns once its bytes (and any metadata needed to read them back) are
-/// on stable storage, as if an fdatasync of its range followed it. For a log that syncs
-/// before every ack: io_uring hands each buffered write and each fdatasync on ext4 to an
-/// io-wq worker thread, and one operation instead of two halves those hand-offs, the
-/// context switches and wake-ups that were most of a replicated log's cost per write at a
-/// moderate rate (bench/results/2026-12-05-cluster-write-path.md).
-pub async fn open_appender(path: &Path, durable: bool) -> io::Result<Appender> {
+/// Opens a segment file, which exists, for appends in `mode`. Where the file system refuses
+/// O_DIRECT (EINVAL), `Direct` falls back to `CachedDurable`: as durable, through the page cache.
+pub async fn open_appender(path: &Path, mode: AppendMode) -> io::Result<Appender> {
     hit(Op::Open, path)?;
-    let flags = if durable { libc::O_DSYNC } else { 0 };
-    let file = glommio::io::OpenOptions::new().write(true).custom_flags(flags).buffered_open(path).await?;
-    Ok(Appender { file, durable })
+    if mode == AppendMode::Direct {
+        match direct::DirectFile::open(path).await {
+            Ok(f) => return Ok(Appender { file: AppendFile::Direct(f), mode, asked: mode }),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                tracing::debug!(path = %path.display(), "O_DIRECT refused, appending through the page cache: {e}");
+                let cached = open_cached(path, AppendMode::CachedDurable).await?;
+                return Ok(Appender { asked: mode, ..cached });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    open_cached(path, mode).await
 }
 
-/// Writes the whole buffer at `pos`. glommio consumes the buffer, so a short write (for a
-/// buffered file: the disk or a file-size limit is full) is reported as an error rather than
-/// retried; whatever part landed is the caller's to cut (see `is_no_space`).
+async fn open_cached(path: &Path, mode: AppendMode) -> io::Result<Appender> {
+    let flags = if mode == AppendMode::Cached { 0 } else { libc::O_DSYNC };
+    let file = glommio::io::OpenOptions::new().write(true).custom_flags(flags).buffered_open(path).await?;
+    Ok(Appender { file: AppendFile::Cached(file), mode, asked: mode })
+}
+
+/// Writes the whole buffer at `pos`, the end of the file's data. glommio consumes the
+/// buffer, so a short write (for a buffered file: the disk or a file-size limit is full) is
+/// reported as an error rather than retried; whatever part landed is the caller's to cut
+/// (see `is_no_space`).
 ///
-/// The write goes through io_uring, and on ext4 every buffered write is handed to an io-wq
-/// worker thread, which does the page-cache copy: ext4 refuses non-blocking buffered writes
-/// (RWF_NOWAIT gives EOPNOTSUPP; XFS takes them but gives EAGAIN on most appends, which need
-/// block allocation). A plain pwrite(2) on the shard's thread instead measured 6% more
-/// produce throughput with the broker on a core of its own and 10% more (noisy) sharing
+/// A cached write goes through io_uring, and on ext4 every buffered write is handed to an
+/// io-wq worker thread, which does the page-cache copy: ext4 refuses non-blocking buffered
+/// writes (RWF_NOWAIT gives EOPNOTSUPP; XFS takes them but gives EAGAIN on most appends,
+/// which need block allocation). A plain pwrite(2) on the shard's thread instead measured 6%
+/// more produce throughput with the broker on a core of its own and 10% more (noisy) sharing
 /// cores (2026-12-01, `bench/run.sh ab`), and was not kept: a write the kernel holds — dirty
 /// page throttling, a journal commit, a page under writeback — would then stop the whole
 /// shard, every connection and partition on it, instead of one worker.
@@ -236,8 +287,14 @@ pub async fn append_at(file: &Appender, path: &Path, buf: Vec<u8>, pos: u64) -> 
         Some(f) => return Err(f.error()),
     };
     let wanted = buf.len();
-    let n = file.file.write_at(buf, pos).await?;
-    if file.durable {
+    let n = match &file.file {
+        AppendFile::Cached(f) => f.write_at(buf, pos).await?,
+        AppendFile::Direct(f) => {
+            f.append(path, &buf, pos).await?;
+            wanted
+        }
+    };
+    if file.writes_durably() {
         // The sync a durable write makes is where a failing device reports (EIO).
         hit(Op::Sync, path)?;
     }
@@ -245,13 +302,28 @@ pub async fn append_at(file: &Appender, path: &Path, buf: Vec<u8>, pos: u64) -> 
         let reason = format!("short write ({n} of {len} bytes) at {}: is the data disk full?", path.display());
         return Err(io::Error::new(io::ErrorKind::WriteZero, reason));
     }
-    debug_assert_eq!(wanted, len);
     Ok(())
+}
+
+/// Writes zeros over [from, to), past the end of the file's data: what a log writes ahead so
+/// that its appends overwrite blocks the file system has already written (see `segment`). A
+/// direct appender writes only the whole blocks of the range.
+pub async fn write_zeros(file: &Appender, path: &Path, from: u64, to: u64) -> io::Result<()> {
+    match &file.file {
+        AppendFile::Cached(_) => append_at(file, path, vec![0; (to - from) as usize], from).await,
+        AppendFile::Direct(f) => {
+            hit(Op::Write, path)?;
+            f.write_zeros(path, from, to).await
+        }
+    }
 }
 
 pub async fn fdatasync(file: &Appender, path: &Path) -> io::Result<()> {
     hit(Op::Sync, path)?;
-    Ok(file.file.fdatasync().await?)
+    match &file.file {
+        AppendFile::Cached(f) => Ok(f.fdatasync().await?),
+        AppendFile::Direct(f) => f.fdatasync().await,
+    }
 }
 
 #[cfg(test)]
@@ -261,7 +333,11 @@ mod tests {
     use super::*;
 
     fn status_flags(a: &Appender) -> i32 {
-        nix::fcntl::fcntl(a.file.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap()
+        let fd = match &a.file {
+            AppendFile::Cached(f) => f.as_raw_fd(),
+            AppendFile::Direct(_) => panic!("a cached appender"),
+        };
+        nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL).unwrap()
     }
 
     #[test]
@@ -270,11 +346,11 @@ mod tests {
         let path = dir.path().join("0.log");
         std::fs::write(&path, b"").unwrap();
         glommio::LocalExecutorBuilder::default().make().unwrap().run(async move {
-            let durable = open_appender(&path, true).await.unwrap();
+            let durable = open_appender(&path, AppendMode::CachedDurable).await.unwrap();
             assert!(durable.writes_durably());
             assert_ne!(status_flags(&durable) & libc::O_DSYNC, 0);
             append_at(&durable, &path, b"one".to_vec(), 0).await.unwrap();
-            let plain = open_appender(&path, false).await.unwrap();
+            let plain = open_appender(&path, AppendMode::Cached).await.unwrap();
             assert!(!plain.writes_durably());
             assert_eq!(status_flags(&plain) & libc::O_DSYNC, 0);
             append_at(&plain, &path, b"two".to_vec(), 3).await.unwrap();

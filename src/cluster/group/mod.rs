@@ -58,6 +58,8 @@ const SNAPSHOT_DATA_MAX: u64 = 16 << 20;
 /// would read from it right after it became leader. Behind that, nothing reads a follower's
 /// log but a leader's catch-up and the cleaner, so its pages are dropped once synced
 /// (`Partition::drop_cached_behind`) rather than left to crowd out the pages leaders serve.
+/// A follower that syncs every write caches none of it: it appends past the page cache
+/// (`Partition::set_tail_cached`), and a new leader's first fetches read the disk.
 const FOLLOWER_CACHE_BYTES: u64 = 16 << 20;
 
 type Reply = oneshot::Sender<Result<Appended, ErrorCode>>;
@@ -574,6 +576,8 @@ impl Group {
                     return;
                 }
             }
+            // A follower's fresh entries are read by nobody soon: it appends past the page cache.
+            self.log.set_tail_cached(self.replica.borrow().is_leader());
             let Some(locs) = self.write(&works).await else { return };
             if self.stopped.get() {
                 return;

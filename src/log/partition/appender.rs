@@ -19,7 +19,7 @@ use crate::log::segment::{self, Segment};
 use crate::producer::Verdict;
 use crate::protocol::batch::{self, BatchError, BatchHeader};
 use crate::protocol::ErrorCode;
-use crate::storage::Appender;
+use crate::storage::{AppendMode, Appender};
 
 impl Partition {
     /// Validates one produced batch, rewrites it where the topic's configs say (recompression
@@ -220,6 +220,10 @@ impl Partition {
                 stopped = Some(e);
                 break;
             }
+            if let Err(e) = self.reopen_writer_if_changed().await {
+                stopped = Some(e);
+                break;
+            }
             let (writer, pos, path) = {
                 let st = self.st.borrow();
                 let seg = st.segments.last().expect("active segment");
@@ -296,7 +300,7 @@ impl Partition {
             (writer, seg.path.clone(), from, to)
         };
         let filled = async {
-            crate::storage::append_at(&writer, &path, vec![0; (to - from) as usize], from).await?;
+            crate::storage::write_zeros(&writer, &path, from, to).await?;
             if writer.writes_durably() {
                 return Ok(());
             }
@@ -508,6 +512,30 @@ impl Partition {
         w.push(tx);
     }
 
+    /// Whether this log's fresh data is read soon after it is written (the default): a
+    /// follower replica's is not, and a log that syncs every write then appends past the page
+    /// cache (`AppendMode::Direct`), from its next write on.
+    pub fn set_tail_cached(&self, cached: bool) {
+        self.tail_cached.set(cached);
+    }
+
+    /// Opens the active segment anew if the way it should be appended to changed since its
+    /// writer was opened (`append_mode`). Writes through either handle are coherent: the
+    /// kernel writes back and drops cached pages that a direct write covers.
+    async fn reopen_writer_if_changed(&self) -> Result<(), BrokerError> {
+        let (path, current) = {
+            let st = self.st.borrow();
+            let seg = st.segments.last().expect("active segment");
+            (seg.path.clone(), st.writer.as_ref().map(|w| w.asked()))
+        };
+        if current == Some(append_mode(&self.cfg.get(), self.tail_cached.get())) {
+            return Ok(());
+        }
+        let writer = open_writer(&path, &self.cfg.get(), self.tail_cached.get()).await?;
+        self.st.borrow_mut().writer = Some(writer);
+        Ok(())
+    }
+
     async fn roll_if_needed(&self, need: u64) -> Result<(), BrokerError> {
         let roll = {
             let st = self.st.borrow();
@@ -540,7 +568,7 @@ impl Partition {
         self.write_producer_snapshot(base)?;
         let cap = Segment::index_capacity(self.cfg.get().segment_bytes, self.cfg.get().index_interval_bytes);
         let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
-        let writer = open_writer(&path, &self.cfg.get()).await?;
+        let writer = open_writer(&path, &self.cfg.get(), self.tail_cached.get()).await?;
         // The new file's directory entry must survive a crash too.
         crate::storage::sync_dir(&self.dir).map_err(|e| storage(&self.dir, e))?;
         let mut st = self.st.borrow_mut();
@@ -551,13 +579,23 @@ impl Partition {
     }
 }
 
-/// Opens `path`, the active segment, for appends: with durable writes when every ack waits
-/// for a sync (`storage::open_appender`). The policy is read at open; a topic changed from
-/// syncing every ack to an interval keeps syncing every write until its next segment, a
-/// topic changed the other way fdatasyncs after its writes (`make_durable`).
-pub(super) async fn open_writer(path: &Path, cfg: &LogConfig) -> Result<Rc<Appender>, BrokerError> {
-    let durable = cfg.durability() == Durability::Always;
-    let writer = crate::storage::open_appender(path, durable).await.map_err(|e| storage(path, e))?;
+/// How the active segment is appended to (`storage::AppendMode`): with durable writes when
+/// every ack waits for a sync, and past the page cache when, besides, nobody reads the log's
+/// fresh data soon (`tail_cached` false: a follower replica's).
+fn append_mode(cfg: &LogConfig, tail_cached: bool) -> AppendMode {
+    match (cfg.durability() == Durability::Always, tail_cached) {
+        (false, _) => AppendMode::Cached,
+        (true, true) => AppendMode::CachedDurable,
+        (true, false) => AppendMode::Direct,
+    }
+}
+
+/// Opens `path`, the active segment, for appends as `append_mode` says. Each write checks the
+/// mode again (`write_queued`) and opens the segment anew when it changed: a topic whose flush
+/// policy changed, a replica that became leader or follower.
+pub(super) async fn open_writer(path: &Path, cfg: &LogConfig, tail_cached: bool) -> Result<Rc<Appender>, BrokerError> {
+    let writer =
+        crate::storage::open_appender(path, append_mode(cfg, tail_cached)).await.map_err(|e| storage(path, e))?;
     Ok(Rc::new(writer))
 }
 

@@ -194,6 +194,8 @@ pub struct Partition {
     cleaned_raft_start: Cell<Option<i64>>,
     /// Where fetches stepping over long runs of emptied batches got to (`reader`).
     emptied_scans: RefCell<Vec<reader::EmptiedScan>>,
+    /// Whether fresh data is read soon after it is written (`set_tail_cached`).
+    tail_cached: Cell<bool>,
     probe: Probe,
 }
 
@@ -316,7 +318,7 @@ impl Partition {
         // DeleteRecords may have moved the log start into the first segment.
         let log_start = read_log_start(&dir)?.unwrap_or(0).clamp(segments[0].base_offset, next);
         let active_path = segments.last().expect("one segment").path.clone();
-        let writer = appender::open_writer(&active_path, &cfg).await?;
+        let writer = appender::open_writer(&active_path, &cfg, true).await?;
         let (tx, rx) = local_channel::new_bounded(1);
         let (done_tx, done_rx) = oneshot::channel();
         probe.log_bytes(segments.iter().map(|s| s.size.get() as i64).sum());
@@ -349,6 +351,7 @@ impl Partition {
             first_dirty: Cell::new(first_dirty),
             cleaned_raft_start: Cell::new(None),
             emptied_scans: RefCell::new(Vec::new()),
+            tail_cached: Cell::new(true),
             probe,
         });
         let writer = p.clone();

@@ -517,7 +517,7 @@ fn flush_ms_and_flush_messages_bound_how_long_data_stays_unsynced() {
 }
 
 #[test]
-fn a_log_syncing_every_ack_syncs_as_it_writes_and_a_policy_changed_to_it_fsyncs() {
+fn a_log_syncing_every_ack_syncs_as_it_writes_and_a_changed_policy_applies_from_the_next_write() {
     let dir = tempfile::tempdir().unwrap();
     run(async move {
         let always = cfg(FlushPolicy::Always, 1 << 20);
@@ -528,7 +528,8 @@ fn a_log_syncing_every_ack_syncs_as_it_writes_and_a_policy_changed_to_it_fsyncs(
         assert_eq!(p.offsets().high_watermark, 6, "each ack is durable and readable");
         assert_eq!(probe.metrics().fsync.snapshot().count(), 3, "each write is a sync");
 
-        // Opened under an interval, then switched to always: the plain writer fdatasyncs.
+        // Opened under an interval, then switched to always: the next write reopens the
+        // segment for durable writes.
         let mut interval = cfg(FlushPolicy::Os, 1 << 20);
         interval.flush_messages = 1_000;
         interval.flush_ms = 3_600_000;
@@ -540,8 +541,13 @@ fn a_log_syncing_every_ack_syncs_as_it_writes_and_a_policy_changed_to_it_fsyncs(
         q.set_config(always);
         append_n(&q, 1, 1).await;
         assert_eq!(q.offsets().high_watermark, 4, "synced before the ack once the policy says so");
-        assert_eq!(probe.metrics().fsync.snapshot().count(), 1, "by one fdatasync");
-        assert!(!q.writes_durably(), "until the next segment");
+        assert_eq!(probe.metrics().fsync.snapshot().count(), 1, "by one durable write");
+        assert!(q.writes_durably());
+        // And back: the writer is plain again, and the interval applies.
+        q.set_config(interval);
+        append_n(&q, 2, 1).await;
+        assert!(!q.writes_durably());
+        assert_eq!(q.offsets().high_watermark, 4, "unsynced under the interval again");
     });
 }
 

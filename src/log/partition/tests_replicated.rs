@@ -222,3 +222,67 @@ fn a_snapshots_data_replaces_the_log_below_its_start_and_survives_a_restart() {
         assert_eq!(read(&p, 3)[..cleaned.len()], cleaned[..]);
     });
 }
+
+/// Pages of `path` in the page cache (`cachestat`, Linux 6.5+), counted one by one.
+fn cached_pages(path: &std::path::Path) -> usize {
+    let file = std::fs::File::open(path).unwrap();
+    let len = file.metadata().unwrap().len();
+    (0..len.div_ceil(4096)).filter(|i| crate::sys::resident(&file, i * 4096, 4096)).count()
+}
+
+/// A follower (`set_tail_cached(false)`) of a log that syncs every write appends past the
+/// page cache; as leader it writes through it again, and back. Across the switches, rolls and
+/// a cut tail the log holds every batch where the replica was told it landed, and a restart
+/// finds them all.
+#[test]
+fn a_follower_appends_past_the_page_cache_and_a_leader_through_it_with_the_same_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        use crate::storage::AppendMode;
+        let p = open(&path, 16 << 10).await;
+        let mode = |p: &Partition| p.st.borrow().writer.as_ref().map(|w| w.mode());
+        let mut written: Vec<(BatchLoc, Bytes)> = Vec::new();
+        let mut next = 0i64;
+        let mut i = 0;
+        for (phase, cached) in [false, true, false].into_iter().enumerate() {
+            p.set_tail_cached(cached);
+            for _ in 0..300 {
+                // One to three batches per write, as raft hands them over.
+                let n = 1 + i % 3;
+                let b = entries(next, i..i + n, 1);
+                let locs = p.write_entries(None, &b).await.unwrap();
+                written.extend(locs.into_iter().zip(b));
+                next += 2 * n as i64;
+                i += n;
+            }
+            let want = if cached { AppendMode::CachedDurable } else { AppendMode::Direct };
+            assert_eq!(mode(&p), Some(want), "phase {phase}");
+            if !cached {
+                let sealed = p.st.borrow().segments.iter().rev().nth(1).map(|s| s.path.clone()).unwrap();
+                assert!(cached_pages(&sealed) <= 1, "phase {phase}: a follower's segment stays out of the page cache");
+            }
+        }
+        // A new leader replaces the last 10 batches, written by this follower past the cache.
+        let cut = written.len() - 10;
+        let at = next - 20;
+        written.truncate(cut);
+        let b = entries(at, 5000..5004, 2);
+        let locs = p.write_entries(Some(at), &b).await.unwrap();
+        written.extend(locs.into_iter().zip(b));
+        let end = next - 20 + 8;
+        assert_eq!(p.offsets().log_end, end);
+        for (loc, bytes) in &written {
+            assert_eq!(&p.read_batch(*loc, bytes.len() as u32).unwrap(), bytes, "at {loc:?}");
+        }
+        let (loc, bytes) = written.last().unwrap();
+        p.set_high_watermark(end, BatchLoc { segment: loc.segment, pos: loc.pos + bytes.len() as u64 });
+        assert_eq!(read_all(&p).len(), written.len(), "every batch, read as fetches read");
+        p.close().await.unwrap();
+
+        let p = open(&path, 16 << 10).await;
+        assert_eq!(p.offsets().log_end, end, "a restart finds the data's end, not the zeros after it");
+        let found: Vec<BatchLoc> = p.raft_batches().unwrap().into_iter().map(|(l, _)| l).collect();
+        assert_eq!(found, written.iter().map(|(l, _)| *l).collect::<Vec<_>>());
+    });
+}
