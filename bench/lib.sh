@@ -775,7 +775,10 @@ cluster_topic() { # BOOTSTRAP TOPIC PARTITIONS REPLICAS
     until leaders="$("$RB" topic describe "$topic" -b "$bootstrap" --format json 2>/dev/null | python3 -c '
 import json, sys
 parts, rf = int(sys.argv[1]), int(sys.argv[2])
-ps = sorted(json.load(sys.stdin)[0]["partitions"], key=lambda p: p["partition"])
+try:  # empty while the topic is not yet in the metadata: try again
+    ps = sorted(json.load(sys.stdin)[0]["partitions"], key=lambda p: p["partition"])
+except ValueError:
+    sys.exit(1)
 ok = len(ps) == parts and all(p["leader"] >= 0 and len(p["replicas"]) == rf and sorted(p["isr"]) == sorted(p["replicas"]) for p in ps)
 print(" ".join(str(p["leader"]) for p in ps)) if ok else sys.exit(1)
 ' "$parts" "$rf")"; do

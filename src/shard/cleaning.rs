@@ -6,7 +6,10 @@
 //! its first cleaning on the shard's thread, so it inherits the shard's CPU placement, and
 //! niced to 19: it takes what the shard leaves of its core, and little while the shard is
 //! busy (measured: at the default nice the cleaner took 40% of a busy shard's produce
-//! throughput; `bench/run.sh compaction`). This departs from running it on glommio's
+//! throughput; `bench/run.sh compaction`). The SCHED_IDLE class instead, under which a
+//! waking shard takes the core at once, was measured and not kept: the shard's max produce
+//! on other partitions fell to 0.72× of the cleaner-off figure, where nice 19 kept 1.07×
+//! (bench/results/2026-12-06-cleaner-sched-idle.md). This departs from running it on glommio's
 //! blocking pool, whose one thread at the shard's own priority also serves sendfile's
 //! page-ins and SASL: a cleaning there would hold those up for its whole length.
 
