@@ -9,7 +9,8 @@
 //! throughput; `bench/run.sh compaction`). The SCHED_IDLE class instead, under which a
 //! waking shard takes the core at once, was measured and not kept: the shard's max produce
 //! on other partitions fell to 0.72× of the cleaner-off figure, where nice 19 kept 1.07×
-//! (bench/results/2026-12-06-cleaner-sched-idle.md). This departs from running it on glommio's
+//! (bench/results/2026-12-06-cleaner-scheduling.md, which also has a `sched_yield` every
+//! 64 KiB, measured and not kept). This departs from running it on glommio's
 //! blocking pool, whose one thread at the shard's own priority also serves sendfile's
 //! page-ins and SASL: a cleaning there would hold those up for its whole length.
 
