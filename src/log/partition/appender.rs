@@ -523,14 +523,13 @@ impl Partition {
     /// writer was opened (`append_mode`). Writes through either handle are coherent: the
     /// kernel writes back and drops cached pages that a direct write covers.
     async fn reopen_writer_if_changed(&self) -> Result<(), BrokerError> {
-        let (path, current) = {
+        let path = {
             let st = self.st.borrow();
-            let seg = st.segments.last().expect("active segment");
-            (seg.path.clone(), st.writer.as_ref().map(|w| w.asked()))
+            if st.writer.as_ref().map(|w| w.asked()) == Some(append_mode(&self.cfg.get(), self.tail_cached.get())) {
+                return Ok(());
+            }
+            st.segments.last().expect("active segment").path.clone()
         };
-        if current == Some(append_mode(&self.cfg.get(), self.tail_cached.get())) {
-            return Ok(());
-        }
         let writer = open_writer(&path, &self.cfg.get(), self.tail_cached.get()).await?;
         self.st.borrow_mut().writer = Some(writer);
         Ok(())
