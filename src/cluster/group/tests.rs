@@ -420,6 +420,34 @@ fn a_torn_leader_write_takes_that_replica_offline_and_loses_nothing_acknowledged
 }
 
 #[test]
+fn a_torn_follower_write_past_the_page_cache_takes_that_replica_offline_and_loses_nothing() {
+    use crate::storage::faults::{self, Fault, Op};
+    use crate::storage::AppendMode;
+    with_cluster(3, Duration::from_secs(10), async |nodes, peers| {
+        let mut acked = produce(nodes, 0, 10).await;
+        let l = leader(nodes).unwrap();
+        let f = (l + 1) % 3;
+        let follower = nodes[f].group().unwrap();
+        until("the follower has the batches", || follower.log().offsets().log_end > acked[9].0).await;
+        assert_eq!(follower.log().append_mode(), Some(AppendMode::Direct), "a follower appends past the cache");
+        assert_eq!(nodes[l].group().unwrap().log().append_mode(), Some(AppendMode::CachedDurable));
+        // The follower's next write stores 30 bytes of its block-aligned rewrite and fails.
+        faults::inject(&nodes[f].dir, Op::Write, Fault::Torn { keep: 30 }, Some(1));
+        // The leader and the other follower are a majority: every batch is acknowledged.
+        acked.extend(produce(nodes, 10, 10).await);
+        until("the torn follower went offline", || follower.failed().is_some()).await;
+        acked.extend(produce(nodes, 20, 5).await);
+
+        // Restarted with the fault gone: recovery cuts the torn bytes, raft sends the rest.
+        nodes[f].crash().await;
+        faults::clear(&nodes[f].dir);
+        nodes[f].start(peers).await;
+        acked.extend(produce(nodes, 25, 1).await);
+        agreed(nodes, &acked).await;
+    });
+}
+
+#[test]
 fn a_stopped_and_continued_leader_steps_down_and_rejoins_as_follower() {
     with_cluster(3, Duration::from_secs(10), async |nodes, _| {
         let mut acked = produce(nodes, 0, 10).await;

@@ -369,6 +369,12 @@ impl Partition {
         self.st.borrow().writer.as_ref().is_some_and(|w| w.writes_durably())
     }
 
+    /// How the active segment is appended to, for tests of the replicas that switch it.
+    #[cfg(test)]
+    pub(crate) fn append_mode(&self) -> Option<AppendMode> {
+        self.st.borrow().writer.as_ref().map(|w| w.mode())
+    }
+
     /// `sync`, or with `fsync` false only its bookkeeping: for what a durable writer wrote,
     /// which was on stable storage before `written` counted it.
     async fn sync_written(&self, fsync: bool) -> Result<(), BrokerError> {
