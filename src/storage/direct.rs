@@ -94,8 +94,13 @@ impl DirectFile {
             }
         }
         // Read access too: glommio probes the device with a read, and the tail is read back.
-        let file =
-            glommio::io::OpenOptions::new().read(true).write(true).custom_flags(libc::O_DSYNC).dma_open(path).await?;
+        let file = glommio::io::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DSYNC)
+            .dma_open(path)
+            .await
+            .map_err(os_error)?;
         let block = file.alignment().max(MIN_BLOCK);
         Ok(DirectFile { file, block, tail: RefCell::new(None) })
     }
@@ -161,9 +166,33 @@ impl DirectFile {
     }
 }
 
+/// The system's error inside a glommio error, whose own conversion to `io::Error` keeps only
+/// the kind of an error it adds the operation and path to: the caller tells a file system
+/// that refuses O_DIRECT (EINVAL) by its number.
+fn os_error(e: glommio::GlommioError<()>) -> io::Error {
+    match e {
+        glommio::GlommioError::EnhancedIoError { source, .. } => source,
+        e => e.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_open_refused_for_o_direct_keeps_its_error_number() {
+        let refused = || glommio::GlommioError::<()>::EnhancedIoError {
+            source: io::Error::from_raw_os_error(libc::EINVAL),
+            op: "Opening",
+            path: Some("0.log".into()),
+            fd: None,
+        };
+        assert_eq!(io::Error::from(refused()).raw_os_error(), None, "glommio's own conversion drops it");
+        assert_eq!(os_error(refused()).raw_os_error(), Some(libc::EINVAL));
+        let plain = glommio::GlommioError::<()>::IoError(io::Error::from_raw_os_error(libc::ENOSPC));
+        assert_eq!(os_error(plain).raw_os_error(), Some(libc::ENOSPC));
+    }
 
     fn run(tail: &Tail, bytes: &[u8], block: u64) -> (Plan, Vec<u8>) {
         let mut out = vec![0xAA; plan_len(tail, bytes.len(), block)];
