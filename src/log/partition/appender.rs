@@ -528,6 +528,12 @@ impl Partition {
     /// Opens the active segment anew if the way it should be appended to changed since its
     /// writer was opened (`append_mode`). Writes through either handle are coherent: the
     /// kernel writes back and drops cached pages that a direct write covers.
+    /// Opens `path`, the active segment, for appends in the mode this log's config and
+    /// `tail_cached` call for (`append_mode`).
+    pub(super) async fn open_active_writer(&self, path: &Path) -> Result<Rc<Appender>, BrokerError> {
+        open_writer(path, &self.cfg.get(), self.tail_cached.get()).await
+    }
+
     async fn reopen_writer_if_changed(&self) -> Result<(), BrokerError> {
         let path = {
             let st = self.st.borrow();
@@ -536,7 +542,7 @@ impl Partition {
             }
             st.segments.last().expect("active segment").path.clone()
         };
-        let writer = open_writer(&path, &self.cfg.get(), self.tail_cached.get()).await?;
+        let writer = self.open_active_writer(&path).await?;
         self.st.borrow_mut().writer = Some(writer);
         Ok(())
     }
@@ -573,7 +579,7 @@ impl Partition {
         self.write_producer_snapshot(base)?;
         let cap = Segment::index_capacity(self.cfg.get().segment_bytes, self.cfg.get().index_interval_bytes);
         let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
-        let writer = open_writer(&path, &self.cfg.get(), self.tail_cached.get()).await?;
+        let writer = self.open_active_writer(&path).await?;
         // The new file's directory entry must survive a crash too.
         crate::storage::sync_dir(&self.dir).map_err(|e| storage(&self.dir, e))?;
         let mut st = self.st.borrow_mut();

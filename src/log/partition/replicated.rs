@@ -178,7 +178,7 @@ impl Partition {
         };
         self.probe.log_bytes(-(removed as i64));
         if reopen {
-            let writer = super::appender::open_writer(&path, &self.cfg.get(), self.tail_cached.get()).await?;
+            let writer = self.open_active_writer(&path).await?;
             self.st.borrow_mut().writer = Some(writer);
         }
         crate::storage::sync_dir(&self.dir).map_err(|e| storage(&self.dir, e))?;

@@ -234,7 +234,7 @@ impl Partition {
             st.log_start = log_start.clamp(st.segments[0].base_offset, offset);
             path
         };
-        let writer = super::appender::open_writer(&path, &self.cfg.get(), self.tail_cached.get()).await?;
+        let writer = self.open_active_writer(&path).await?;
         self.st.borrow_mut().writer = Some(writer);
         let (start, first_base) = {
             let st = self.st.borrow();
