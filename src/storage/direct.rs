@@ -56,15 +56,21 @@ struct Plan {
     tail: Tail,
 }
 
-/// Lays out `bytes` appended at the end of `tail` into `out` (the tail's bytes, then `bytes`,
-/// then zeros to the block), and returns the write to make. `out` must hold `plan_len` bytes.
-fn plan(tail: &Tail, bytes: &[u8], block: u64, out: &mut [u8]) -> Plan {
-    let data = tail.bytes.len() + bytes.len();
-    debug_assert_eq!(out.len(), plan_len(tail, bytes.len(), block));
+/// Lays out `pieces` appended at the end of `tail` into `out` (the tail's bytes, then the
+/// pieces', then zeros to the block), and returns the write to make. `out` must hold
+/// `plan_len` bytes.
+fn plan(tail: &Tail, pieces: &[&[u8]], block: u64, out: &mut [u8]) -> Plan {
+    let len: usize = pieces.iter().map(|p| p.len()).sum();
+    let data = tail.bytes.len() + len;
+    debug_assert_eq!(out.len(), plan_len(tail, len, block));
     out[..tail.bytes.len()].copy_from_slice(&tail.bytes);
-    out[tail.bytes.len()..data].copy_from_slice(bytes);
+    let mut at = tail.bytes.len();
+    for p in pieces {
+        out[at..at + p.len()].copy_from_slice(p);
+        at += p.len();
+    }
     out[data..].fill(0);
-    let end = tail.end() + bytes.len() as u64;
+    let end = tail.end() + len as u64;
     let new_start = end / block * block;
     let kept = out[(new_start - tail.start) as usize..data].to_vec();
     Plan { start: tail.start, len: out.len(), tail: Tail { start: new_start, bytes: kept } }
@@ -105,12 +111,13 @@ impl DirectFile {
         Ok(DirectFile { file, block, tail: RefCell::new(None) })
     }
 
-    /// Writes `bytes` at `pos`, the end of the file's data, and returns once they are on
-    /// stable storage.
-    pub(super) async fn append(&self, path: &Path, bytes: &[u8], pos: u64) -> io::Result<()> {
+    /// Writes `pieces`, back to back, at `pos`, the end of the file's data, and returns once
+    /// they are on stable storage.
+    pub(super) async fn append(&self, path: &Path, pieces: &[&[u8]], pos: u64) -> io::Result<()> {
         let tail = self.tail_ending_at(pos).await?;
-        let mut buf = self.file.alloc_dma_buffer(plan_len(&tail, bytes.len(), self.block));
-        let plan = plan(&tail, bytes, self.block, buf.as_bytes_mut());
+        let len = pieces.iter().map(|p| p.len()).sum();
+        let mut buf = self.file.alloc_dma_buffer(plan_len(&tail, len, self.block));
+        let plan = plan(&tail, pieces, self.block, buf.as_bytes_mut());
         self.write(path, buf, plan.start, plan.len).await?;
         *self.tail.borrow_mut() = Some(plan.tail);
         Ok(())
@@ -196,7 +203,7 @@ mod tests {
 
     fn run(tail: &Tail, bytes: &[u8], block: u64) -> (Plan, Vec<u8>) {
         let mut out = vec![0xAA; plan_len(tail, bytes.len(), block)];
-        let p = plan(tail, bytes, block, &mut out);
+        let p = plan(tail, &[bytes], block, &mut out);
         (p, out)
     }
 
@@ -208,6 +215,15 @@ mod tests {
         assert_eq!(p.len, 16);
         assert_eq!(&out, b"abcdefghij\0\0\0\0\0\0");
         assert_eq!(p.tail, Tail { start: 16, bytes: b"ij".to_vec() });
+    }
+
+    #[test]
+    fn pieces_are_laid_out_back_to_back_as_if_joined() {
+        let tail = Tail { start: 8, bytes: b"abc".to_vec() };
+        let mut out = vec![0xAA; plan_len(&tail, 8, 8)];
+        let p = plan(&tail, &[b"de", b"", b"fghi", b"j"], 8, &mut out);
+        assert_eq!(p, run(&tail, b"defghij", 8).0);
+        assert_eq!(&out, b"abcdefghij\0\0\0\0\0\0");
     }
 
     #[test]
@@ -251,14 +267,14 @@ mod tests {
         std::fs::write(&path, b"").unwrap();
         glommio::LocalExecutorBuilder::default().make().unwrap().run(async move {
             let f = DirectFile::open(&path).await.unwrap();
-            f.append(&path, b"hello ", 0).await.unwrap();
-            f.append(&path, &[7u8; 5000], 6).await.unwrap();
+            f.append(&path, &[b"hello "], 0).await.unwrap();
+            f.append(&path, &[&[7u8; 5000]], 6).await.unwrap();
             f.write_zeros(&path, 5006, 20_000).await.unwrap();
             f.fdatasync().await.unwrap();
             drop(f);
             // A new handle knows no tail: it reads the block back.
             let f = DirectFile::open(&path).await.unwrap();
-            f.append(&path, b"world", 5006).await.unwrap();
+            f.append(&path, &[b"world"], 5006).await.unwrap();
             let on_disk = std::fs::read(&path).unwrap();
             assert_eq!(&on_disk[..6], b"hello ");
             assert!(on_disk[6..5006].iter().all(|&b| b == 7));
@@ -268,7 +284,7 @@ mod tests {
             let f = DirectFile::open(&path).await.unwrap();
             // An append where the data does not end (a log cut at 3) reads that block back
             // too, and what followed in the block is zeros.
-            f.append(&path, b"!", 3).await.unwrap();
+            f.append(&path, &[b"!"], 3).await.unwrap();
             let on_disk = std::fs::read(&path).unwrap();
             assert_eq!(&on_disk[..4], b"hel!");
             assert!(on_disk[4..4096].iter().all(|&b| b == 0));

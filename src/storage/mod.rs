@@ -27,6 +27,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use glommio::io::BufferedFile;
 
 pub use atomic::write_atomic;
@@ -262,7 +263,74 @@ async fn open_cached(path: &Path, mode: AppendMode) -> io::Result<Appender> {
     Ok(Appender { file: AppendFile::Cached(file), mode, asked: mode })
 }
 
-/// Writes the whole buffer at `pos`, the end of the file's data. glommio consumes the
+/// What one append writes: one buffer, or batches back to back. A direct appender copies
+/// the batches straight into its aligned buffer, where joining them first was a second copy
+/// of every byte a follower writes; a cached one joins them into the one buffer its write
+/// takes.
+pub enum Chunk {
+    Joined(Vec<u8>),
+    Batches(Vec<Bytes>),
+}
+
+impl Chunk {
+    pub fn len(&self) -> usize {
+        match self {
+            Chunk::Joined(b) => b.len(),
+            Chunk::Batches(bs) => bs.iter().map(Bytes::len).sum(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Takes the first `len` bytes off as a chunk of their own: the first `batches` batches
+    /// of a `Batches` chunk, which hold exactly that many bytes.
+    pub fn split_front(&mut self, len: usize, batches: usize) -> Chunk {
+        match self {
+            Chunk::Joined(b) => {
+                let rest = b.split_off(len);
+                Chunk::Joined(std::mem::replace(b, rest))
+            }
+            Chunk::Batches(bs) => {
+                let front: Vec<Bytes> = bs.drain(..batches).collect();
+                debug_assert_eq!(front.iter().map(Bytes::len).sum::<usize>(), len);
+                Chunk::Batches(front)
+            }
+        }
+    }
+
+    /// The first `keep` bytes (a torn write's).
+    fn truncate(&mut self, keep: usize) {
+        match self {
+            Chunk::Joined(b) => b.truncate(keep),
+            Chunk::Batches(bs) => {
+                let mut left = keep;
+                bs.retain_mut(|b| {
+                    let take = b.len().min(left);
+                    b.truncate(take);
+                    left -= take;
+                    take > 0
+                });
+            }
+        }
+    }
+
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Chunk::Joined(b) => b,
+            Chunk::Batches(bs) => bs.concat(),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Chunk {
+    fn from(b: Vec<u8>) -> Chunk {
+        Chunk::Joined(b)
+    }
+}
+
+/// Writes the whole chunk at `pos`, the end of the file's data. glommio consumes the
 /// buffer, so a short write (for a buffered file: the disk or a file-size limit is full) is
 /// reported as an error rather than retried; whatever part landed is the caller's to cut
 /// (see `is_no_space`).
@@ -275,22 +343,25 @@ async fn open_cached(path: &Path, mode: AppendMode) -> io::Result<Appender> {
 /// cores (2026-12-01, `bench/run.sh ab`), and was not kept: a write the kernel holds — dirty
 /// page throttling, a journal commit, a page under writeback — would then stop the whole
 /// shard, every connection and partition on it, instead of one worker.
-pub async fn append_at(file: &Appender, path: &Path, buf: Vec<u8>, pos: u64) -> io::Result<()> {
-    let len = buf.len();
-    let buf = match faults::check(Op::Write, path) {
-        None => buf,
+pub async fn append_at(file: &Appender, path: &Path, chunk: Chunk, pos: u64) -> io::Result<()> {
+    let len = chunk.len();
+    let chunk = match faults::check(Op::Write, path) {
+        None => chunk,
         Some(Fault::Torn { keep }) if keep < len => {
-            let mut prefix = buf;
+            let mut prefix = chunk;
             prefix.truncate(keep);
             prefix
         }
         Some(f) => return Err(f.error()),
     };
-    let wanted = buf.len();
+    let wanted = chunk.len();
     let n = match &file.file {
-        AppendFile::Cached(f) => f.write_at(buf, pos).await?,
+        AppendFile::Cached(f) => f.write_at(chunk.into_vec(), pos).await?,
         AppendFile::Direct(f) => {
-            f.append(path, &buf, pos).await?;
+            match &chunk {
+                Chunk::Joined(b) => f.append(path, &[b.as_slice()], pos).await?,
+                Chunk::Batches(bs) => f.append(path, &bs.iter().map(|b| &b[..]).collect::<Vec<_>>(), pos).await?,
+            }
             wanted
         }
     };
@@ -310,7 +381,7 @@ pub async fn append_at(file: &Appender, path: &Path, buf: Vec<u8>, pos: u64) -> 
 /// direct appender writes only the whole blocks of the range.
 pub async fn write_zeros(file: &Appender, path: &Path, from: u64, to: u64) -> io::Result<()> {
     match &file.file {
-        AppendFile::Cached(_) => append_at(file, path, vec![0; (to - from) as usize], from).await,
+        AppendFile::Cached(_) => append_at(file, path, vec![0; (to - from) as usize].into(), from).await,
         AppendFile::Direct(f) => {
             hit(Op::Write, path)?;
             f.write_zeros(path, from, to).await
@@ -349,11 +420,11 @@ mod tests {
             let durable = open_appender(&path, AppendMode::CachedDurable).await.unwrap();
             assert!(durable.writes_durably());
             assert_ne!(status_flags(&durable) & libc::O_DSYNC, 0);
-            append_at(&durable, &path, b"one".to_vec(), 0).await.unwrap();
+            append_at(&durable, &path, b"one".to_vec().into(), 0).await.unwrap();
             let plain = open_appender(&path, AppendMode::Cached).await.unwrap();
             assert!(!plain.writes_durably());
             assert_eq!(status_flags(&plain) & libc::O_DSYNC, 0);
-            append_at(&plain, &path, b"two".to_vec(), 3).await.unwrap();
+            append_at(&plain, &path, b"two".to_vec().into(), 3).await.unwrap();
             fdatasync(&plain, &path).await.unwrap();
             assert_eq!(std::fs::read(&path).unwrap(), b"onetwo");
         });

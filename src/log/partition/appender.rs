@@ -19,7 +19,7 @@ use crate::log::segment::{self, Segment};
 use crate::producer::Verdict;
 use crate::protocol::batch::{self, BatchError, BatchHeader};
 use crate::protocol::ErrorCode;
-use crate::storage::{AppendMode, Appender};
+use crate::storage::{AppendMode, Appender, Chunk};
 
 impl Partition {
     /// Validates one produced batch, rewrites it where the topic's configs say (recompression
@@ -146,7 +146,7 @@ impl Partition {
                     break;
                 }
                 let Queue { buf, mut items } = q;
-                let (written, result) = self.write_queued(buf, &items, &mut Vec::new()).await;
+                let (written, result) = self.write_queued(buf.into(), &items, &mut Vec::new()).await;
                 if let Err(e) = &result {
                     self.write_failed(e, items.len() - written);
                 }
@@ -207,7 +207,7 @@ impl Partition {
     /// the policy says, and the error that stopped the rest; `locs` gets where each landed.
     pub(super) async fn write_queued(
         self: &Rc<Self>,
-        mut buf: Vec<u8>,
+        mut buf: Chunk,
         items: &[Pending],
         locs: &mut Vec<BatchLoc>,
     ) -> (usize, Result<(), BrokerError>) {
@@ -236,8 +236,7 @@ impl Partition {
                 last += 1;
             }
             let end = items.get(last).map_or(buf_base + buf.len(), |it| it.at);
-            let rest = buf.split_off(end - buf_base);
-            let chunk = std::mem::replace(&mut buf, rest);
+            let chunk = buf.split_front(end - buf_base, last - first);
             buf_base = end;
             let len = chunk.len();
             let started = Instant::now();

@@ -105,12 +105,12 @@ impl Partition {
         if batches.is_empty() {
             return Ok(Vec::new());
         }
-        let mut buf = Vec::with_capacity(batches.iter().map(Bytes::len).sum());
         let mut items = Vec::with_capacity(batches.len());
+        let mut at = 0;
         for b in batches {
             let header = batch::read_header(b).map_err(|e| self.corrupt(e.to_string()))?;
-            items.push(Pending { header, at: buf.len(), log_append_time: -1, reply: None });
-            buf.extend_from_slice(b);
+            items.push(Pending { header, at, log_append_time: -1, reply: None });
+            at += b.len();
         }
         let (first, end) = (items[0].header.base_offset, self.st.borrow().written);
         if first != end {
@@ -118,7 +118,8 @@ impl Partition {
         }
         self.st.borrow_mut().next_offset = items.last().expect("one").header.last_offset() + 1;
         let mut locs = Vec::with_capacity(items.len());
-        let (written, result) = self.write_queued(buf, &items, &mut locs).await;
+        let chunk = crate::storage::Chunk::Batches(batches.to_vec());
+        let (written, result) = self.write_queued(chunk, &items, &mut locs).await;
         match result {
             Ok(()) if written == items.len() => Ok(locs),
             Ok(()) => Err(self.corrupt("a write stopped short without an error".into())),
