@@ -314,12 +314,12 @@ impl Segment {
     }
 
     /// Drops segments taken out of a log (cleaned, past retention, below the log start, or
-    /// replaced by a snapshot), their files' last close on the shard's closer thread
-    /// (`storage::close_in_background`): that close frees the pages a file has cached, 700 ms
-    /// for 3 GB. Fetches in flight hold handles of their own and keep reading.
+    /// replaced by a snapshot) on the shard's closer thread (`storage::close_in_background`):
+    /// their files' last close frees the pages a file has cached, 700 ms for 3 GB, and
+    /// unmapping and closing their indexes took another 25 ms for the 47 segments of a
+    /// cleaning. Fetches in flight hold handles of their own and keep reading.
     pub fn retire(segments: impl IntoIterator<Item = Segment>) {
-        let files: Vec<Arc<File>> = segments.into_iter().map(|s| s.file.clone()).collect();
-        storage::close_in_background(files);
+        storage::close_in_background(segments.into_iter().collect());
     }
 
     pub fn remove_files(&self) -> io::Result<()> {

@@ -18,6 +18,7 @@ use super::Group;
 use crate::error::BrokerError;
 use crate::log::cleaner::{Cleaned, CleanerSettings, Job};
 use crate::log::partition::Due;
+use crate::log::Partition;
 
 impl Group {
     /// How dirty this replica's log is and the cleaning it is due for (see the module).
@@ -40,10 +41,31 @@ impl Group {
     /// store's entries at them. False if the cleaning was discarded. An entry without its
     /// batch in the new files takes the replica offline.
     pub fn swap_cleaned(&self, job: &Job, cleaned: &Cleaned) -> Result<bool, BrokerError> {
-        if self.stopped.get() || self.failed().is_some() || !self.log.swap_cleaned(job, cleaned)? {
+        if !self.begin_swap(cleaned) {
             return Ok(false);
         }
-        let Some(from) = cleaned.segments.first().map(|s| s.base) else { return Ok(true) };
+        let committed = Partition::commit_cleaned(self.log.dir(), cleaned, job.index_interval);
+        self.finish_swap(job, cleaned, committed)?;
+        Ok(true)
+    }
+
+    /// `Partition::begin_swap`, for a replica that is running.
+    pub fn begin_swap(&self, cleaned: &Cleaned) -> bool {
+        !self.stopped.get() && self.failed().is_none() && self.log.begin_swap(cleaned)
+    }
+
+    /// `Partition::finish_swap`, then the store's entries pointed at the new segments.
+    pub fn finish_swap(
+        &self,
+        job: &Job,
+        cleaned: &Cleaned,
+        committed: std::io::Result<Vec<crate::log::segment::Segment>>,
+    ) -> Result<(), BrokerError> {
+        self.log.finish_swap(job, cleaned, committed)?;
+        let Some(from) = cleaned.segments.first().map(|s| s.base) else { return Ok(()) };
+        if self.stopped.get() {
+            return Ok(()); // the store is gone with the replica; the log holds the new segments
+        }
         let relocated = self
             .log
             .batch_locs(from, job.end)
@@ -52,7 +74,7 @@ impl Group {
         if let Err(why) = relocated {
             self.fail(format!("after a cleaning: {why}"));
         }
-        Ok(true)
+        Ok(())
     }
 }
 

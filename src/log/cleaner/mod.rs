@@ -14,9 +14,11 @@
 //!    (`keymap`, at most `log_cleaner_dedupe_buffer_size` bytes, so a large dirty part is
 //!    cleaned over several passes), then each run of old segments of up to `segment.bytes`
 //!    rewritten as one new segment (`filter` says what stays);
-//! 3. back on the shard, `Partition::swap_cleaned` checks the old segments are all still
-//!    there and swaps the new ones in (`swap`: crash-safe, with the order of fsyncs it
-//!    documents). Fetches in flight keep reading the old files they hold.
+//! 3. back on the shard, `Partition::begin_swap` checks the old segments are all still
+//!    there and holds them; the cleaner thread swaps the new ones in on disk
+//!    (`Partition::commit_cleaned`, `swap`: crash-safe, with the order of fsyncs it
+//!    documents), and `Partition::finish_swap`, on the shard again, opens them and puts them
+//!    in the log. Fetches meanwhile keep reading the old files they hold.
 //!
 //! `reader` reads old segments for `pass`. A replicated log is cleaned keeping every batch
 //! (each is a raft entry; see `cluster::group`'s `cleaning`).

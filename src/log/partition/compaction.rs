@@ -1,6 +1,7 @@
 //! A compacted log's side of a cleaning (see `log::cleaner`): when one is due and what it
 //! may touch (`cleaning_due`), rolling an idle log's active segment so that it can be
-//! (`roll_if_idle`), and putting its segments in place (`swap_cleaned`). A replicated log is
+//! (`roll_if_idle`), and putting its segments in place (`begin_swap`, `commit_cleaned` off the
+//! shard's thread, `finish_swap`; `swap_cleaned` all three in a row). A replicated log is
 //! cleaned the same way but keeps every batch from its raft log's start on (each is a raft
 //! entry), and its replica then points its entries at the new files
 //! (`cluster::group::Group::swap_cleaned`).
@@ -168,50 +169,106 @@ impl Partition {
     /// Puts a cleaning's new segments in place of the old ones it read, unless the log
     /// changed meanwhile (retention or DeleteRecords removed one of them, or the log closed
     /// or failed): then the cleaning is discarded and false returned. A failure once the swap
-    /// is committed takes the log offline; the next open finishes the swap.
+    /// is committed takes the log offline; the next open finishes the swap. All of it on the
+    /// calling thread; the shard runs the file work on its cleaner thread instead
+    /// (`begin_swap`, `commit_cleaned`, `finish_swap`).
     pub fn swap_cleaned(&self, job: &Job, cleaned: &Cleaned) -> Result<bool, BrokerError> {
-        let mut st = self.st.borrow_mut();
+        if !self.begin_swap(cleaned) {
+            return Ok(false);
+        }
+        let committed = Partition::commit_cleaned(&self.dir, cleaned, job.index_interval);
+        self.finish_swap(job, cleaned, committed)?;
+        Ok(true)
+    }
+
+    /// The first part of a swap, on the shard: whether the old segments the cleaning read
+    /// are all still the log's. If so, the log holds them (retention and DeleteRecords delete
+    /// no segment, a cut of the log or a close waits) until `finish_swap`; if not, the
+    /// cleaning is discarded and false returned.
+    pub fn begin_swap(&self, cleaned: &Cleaned) -> bool {
+        let st = self.st.borrow();
         let olds: Vec<i64> = cleaned.segments.iter().flat_map(|s| s.replaces.iter().copied()).collect();
         let first = st.segments.iter().position(|s| Some(&s.base_offset) == olds.first());
         let unchanged = !st.failed
+            && !self.swapping.get()
             && self.wake.borrow().is_some()
             && first.is_some_and(|at| {
                 olds.len() < st.segments.len() - at
                     && st.segments[at..at + olds.len()].iter().map(|s| s.base_offset).eq(olds.iter().copied())
             });
-        let Some(at) = first.filter(|_| unchanged) else {
-            drop(st);
+        drop(st);
+        if !unchanged {
             let _ = crate::storage::remove_dir_all(&self.dir.join(cleaner::pass::TMP_DIR));
             tracing::info!(topic = %self.topic, partition = self.index, "cleaning discarded: the log changed meanwhile");
-            return Ok(false);
-        };
+            return false;
+        }
+        self.swapping.set(true);
+        true
+    }
+
+    /// The file work of a swap, which blocks on several fsyncs and opens the new segments
+    /// (tens of milliseconds on a busy disk: too long for the shard's thread, where every
+    /// partition of the shard would wait): commits the cleaned segments in place of the old
+    /// ones (`cleaner::swap`), records where the cleaning ended (only an optimisation: a
+    /// failure there is logged), and opens the new segments, their indexes brought up to
+    /// their ends. Fetches meanwhile keep reading the old segments' open files.
+    pub fn commit_cleaned(
+        dir: &std::path::Path,
+        cleaned: &Cleaned,
+        index_interval: u32,
+    ) -> std::io::Result<Vec<Segment>> {
+        cleaner::swap::commit(dir, &cleaned.segments)?;
+        let path = dir.join(CHECKPOINT_FILE);
+        if let Err(e) = crate::storage::write_atomic(&path, cleaned.map_end.to_string().as_bytes(), 0o644) {
+            // Only costs cleaning the same range again.
+            tracing::warn!(dir = %dir.display(), "cannot write the cleaner checkpoint: {e}");
+        }
+        cleaned
+            .segments
+            .iter()
+            .map(|s| {
+                let mut seg = Segment::open(dir, s.base, 0, true)?;
+                let from = seg.index.last().map_or(0, |(_, pos)| pos as u64);
+                if let Some((ts, _)) = seg.time_index.last() {
+                    seg.max_timestamp.set(ts);
+                }
+                seg.rebuild(from, false, index_interval)?;
+                seg.committed.set(seg.size.get());
+                Ok(seg)
+            })
+            .collect()
+    }
+
+    /// The last part of a swap, on the shard: puts the new segments (`committed`, from
+    /// `commit_cleaned`) in the log in place of the old ones, whose last closes go to the
+    /// shard's closer thread, then deletes what retention or DeleteRecords left for it. An
+    /// error from `commit_cleaned` takes the log offline (the next open finishes the swap
+    /// from its manifest).
+    pub fn finish_swap(
+        &self,
+        job: &Job,
+        cleaned: &Cleaned,
+        committed: std::io::Result<Vec<Segment>>,
+    ) -> Result<(), BrokerError> {
+        self.swapping.set(false);
+        let mut st = self.st.borrow_mut();
         let fail = |st: &mut super::State, e: std::io::Error| {
             st.failed = true;
             tracing::error!(topic = %self.topic, partition = self.index, "swapping in cleaned segments failed, the partition is offline until a restart finishes the swap: {e}");
             storage(&self.dir, e)
         };
-        if let Err(e) = cleaner::swap::commit(&self.dir, &cleaned.segments) {
-            return Err(fail(&mut st, e));
-        }
-        let interval = job.index_interval;
-        let mut fresh = Vec::with_capacity(cleaned.segments.len());
-        for s in &cleaned.segments {
-            let opened = Segment::open(&self.dir, s.base, 0, true).and_then(|mut seg| {
-                let from = seg.index.last().map_or(0, |(_, pos)| pos as u64);
-                if let Some((ts, _)) = seg.time_index.last() {
-                    seg.max_timestamp.set(ts);
-                }
-                seg.rebuild(from, false, interval)?;
-                Ok(seg)
-            });
-            match opened {
-                Ok(seg) => {
-                    seg.committed.set(seg.size.get());
-                    fresh.push(seg);
-                }
-                Err(e) => return Err(fail(&mut st, e)),
-            }
-        }
+        let fresh = match committed {
+            Ok(fresh) => fresh,
+            Err(e) => return Err(fail(&mut st, e)),
+        };
+        let olds: Vec<i64> = cleaned.segments.iter().flat_map(|s| s.replaces.iter().copied()).collect();
+        let Some(at) = st.segments.iter().position(|s| Some(&s.base_offset) == olds.first()) else {
+            // `begin_swap` holds them against everything that deletes segments.
+            return Err(fail(
+                &mut st,
+                std::io::Error::other("the segments a cleaning replaced left the log during its swap"),
+            ));
+        };
         // An empty new segment still ends where its old ones did, for the offsets after it.
         for (seg, s) in fresh.iter().zip(&cleaned.segments) {
             let old_end = st.segments[at..at + olds.len()]
@@ -223,16 +280,19 @@ impl Partition {
             seg.next_offset.set(seg.next_offset.get().max(old_end));
         }
         let removed: Vec<Segment> = st.segments.splice(at..at + olds.len(), fresh).collect();
-        drop(st);
         Segment::retire(removed);
         self.probe.log_bytes(cleaned.bytes_after as i64 - cleaned.bytes_before as i64);
         self.first_dirty.set(cleaned.map_end);
         self.cleaned_raft_start.set(job.keep_batches_from);
-        let path = self.dir.join(CHECKPOINT_FILE);
-        if let Err(e) = crate::storage::write_atomic(&path, cleaned.map_end.to_string().as_bytes(), 0o644) {
-            // Only costs cleaning the same range again.
-            tracing::warn!(topic = %self.topic, partition = self.index, "cannot write the cleaner checkpoint: {e}");
+        let start = st.log_start;
+        self.remove_segments_below(&mut st, start);
+        Ok(())
+    }
+
+    /// Returns once no swap is under way (at once, mostly).
+    pub(super) async fn swap_ended(&self) {
+        while self.swapping.get() {
+            glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
         }
-        Ok(true)
     }
 }

@@ -196,6 +196,9 @@ pub struct Partition {
     emptied_scans: RefCell<Vec<reader::EmptiedScan>>,
     /// Whether fresh data is read soon after it is written (`set_tail_cached`).
     tail_cached: Cell<bool>,
+    /// A cleaning's segments are being put in place off the shard's thread
+    /// (`begin_swap`..`finish_swap`): the segments it replaces must stay until it ends.
+    swapping: Cell<bool>,
     probe: Probe,
 }
 
@@ -352,6 +355,7 @@ impl Partition {
             cleaned_raft_start: Cell::new(None),
             emptied_scans: RefCell::new(Vec::new()),
             tail_cached: Cell::new(true),
+            swapping: Cell::new(false),
             probe,
         });
         let writer = p.clone();
@@ -391,6 +395,7 @@ impl Partition {
     /// Stops the writer after the queued appends, syncs, trims the active indexes and
     /// leaves the marker that lets the next start skip recovery.
     pub async fn close(&self) -> Result<(), BrokerError> {
+        self.swap_ended().await;
         self.wake.borrow_mut().take();
         let done = self.writer_done.borrow_mut().take();
         if let Some(done) = done {

@@ -137,6 +137,7 @@ impl Partition {
     /// replaced). Later segments are removed, the containing one is cut and re-indexed, and
     /// the idempotence state is rebuilt for the shorter log.
     pub async fn truncate_from(self: &Rc<Self>, offset: i64) -> Result<(), BrokerError> {
+        self.swap_ended().await;
         let (hwm, written) = {
             let st = self.st.borrow();
             (st.hwm, st.written)

@@ -186,6 +186,7 @@ impl Partition {
         offset: i64,
         producers: ProducerState,
     ) -> Result<(), BrokerError> {
+        self.swap_ended().await;
         let cfg = self.cfg.get();
         let cap = Segment::index_capacity(cfg.segment_bytes, cfg.index_interval_bytes);
         let invalid = |why: String| storage(&self.dir, std::io::Error::new(std::io::ErrorKind::InvalidData, why));

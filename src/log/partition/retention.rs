@@ -45,8 +45,8 @@ impl Partition {
     /// how many were deleted. A replicated log's start moves with its replica instead
     /// (`retention_point`, `drop_below`).
     pub fn apply_retention(&self, now_ms: i64) -> usize {
-        if self.st.borrow().replicated {
-            return 0;
+        if self.st.borrow().replicated || self.swapping.get() {
+            return 0; // a swap under way holds its segments: the next pass deletes
         }
         let n = self.expired_segments(now_ms);
         if n == 0 {
@@ -67,7 +67,12 @@ impl Partition {
     }
 
     /// Deletes the segments wholly below `offset` (never the active one); returns how many.
+    /// While a cleaning's swap is under way none are: its end deletes them
+    /// (`finish_swap`).
     pub(super) fn remove_segments_below(&self, st: &mut State, offset: i64) -> usize {
+        if self.swapping.get() {
+            return 0;
+        }
         let mut below = Vec::new();
         while st.segments.len() > 1 && st.segments[1].base_offset <= offset {
             let seg = st.segments.remove(0);

@@ -392,3 +392,43 @@ fn a_fetch_landing_on_emptied_batches_is_served_from_the_next_batch_with_records
         assert!(p.emptied_scans.borrow().is_empty(), "a finished scan is forgotten");
     });
 }
+
+/// While a cleaning's segments go in place off the shard's thread (`begin_swap` ..
+/// `finish_swap`), the log holds the segments it replaces: retention and DeleteRecords
+/// delete none of them, and a close waits; the swap's end deletes what DeleteRecords moved
+/// the log start past.
+#[test]
+fn a_swap_under_way_holds_the_segments_it_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let mut c = compacted(2048);
+        c.delete = true;
+        c.retention_bytes = 1; // every segment but the active one is past retention
+        let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+        fill(&p, 0, 300, 20, |_| false).await;
+        let now = crate::sys::unix_now_ms();
+        let job = p.cleaning_due(now, &SETTINGS).1.expect("due").job;
+        let cleaned = cleaner::pass::run(&job).unwrap();
+        assert!(p.begin_swap(&cleaned));
+        assert!(!p.begin_swap(&cleaned), "one swap at a time");
+        let segments = p.segment_count();
+        assert_eq!(p.apply_retention(now), 0, "retention waits for the swap");
+        assert_eq!(p.delete_records(-1).unwrap(), 300, "to the high watermark");
+        assert_eq!(p.segment_count(), segments, "DeleteRecords deletes no segment during the swap");
+        let closed = Rc::new(std::cell::Cell::new(false));
+        let closing = {
+            let (p, closed) = (p.clone(), closed.clone());
+            glommio::spawn_local(async move {
+                p.close().await.unwrap();
+                closed.set(true);
+            })
+        };
+        glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(!closed.get(), "a close waits for the swap");
+        let committed = Partition::commit_cleaned(p.dir(), &cleaned, job.index_interval);
+        p.finish_swap(&job, &cleaned, committed).unwrap();
+        assert_eq!(p.segment_count(), 1, "the swap's end deleted every segment below the start");
+        closing.await;
+        assert!(closed.get());
+    });
+}
