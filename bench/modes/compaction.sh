@@ -9,8 +9,9 @@
 #   1. a fresh broker with the cleaner off fills topic `dirty` (compacted, one partition,
 #      64 MiB segments, min.cleanable.dirty.ratio 0.01) with FILL_RECORDS records of 1 KiB over
 #      KEYS keys, then stops;
-#   2. it starts again with the cleaner on (`cleaning`: at once, unthrottled unless
-#      CLEANER_IO_LIMIT bytes/s is set) or off (`idle`), and ringbench measures another topic,
+#   2. it starts again with the cleaner on (`cleaning`: at once, held to the broker's default
+#      `log_cleaner_io_max_bytes_per_second` unless CLEANER_IO_LIMIT bytes/s is set; 0: no
+#      limit) or off (`idle`), and ringbench measures another topic,
 #      `live` (4 partitions, on the same shard), while the cleaner works through `dirty`:
 #        (a) max produce throughput, acks=1, DURATION s after WARMUP s;
 #        (b) publish latency at RATE records/s (p50, p99).
@@ -22,7 +23,9 @@
 # BASE=<rev> (or BASE_BIN, a release binary of it built before) adds a third configuration to
 # each round, `base`: that build with its cleaner on, measured the same way, so that a change
 # to the cleaner is compared with the build before it side by side in one run. Only this
-# tree's broker fills `dirty` (both read the same log format).
+# tree's broker fills `dirty` (both read the same log format). BASE_CLEANER_IO_LIMIT sets
+# `base`'s limit apart from CLEANER_IO_LIMIT: with BASE_BIN the same binary, it compares two
+# limits of one build.
 #
 # On a guest whose kernel reports free memory to its host (virtio-balloon free page
 # reporting: /sys/module/page_reporting), each run also records how much freed memory went back
@@ -32,8 +35,8 @@
 # Writes bench/results/<date>-compaction.md (RESULTS_DIR: another directory).
 #
 # Environment: ROUNDS [3] DURATION [10] WARMUP [2] FILL_RECORDS [2000000] KEYS [20000]
-#   RATE [20000] PRODUCERS [4] CLEANER_IO_LIMIT [0] RB_PORT [19611] CLIENT_CPUS [1]
-#   BASE [none] BASE_BIN
+#   RATE [20000] PRODUCERS [4] CLEANER_IO_LIMIT [the broker's default] RB_PORT [19611]
+#   CLIENT_CPUS [1] BASE [none] BASE_BIN BASE_CLEANER_IO_LIMIT [CLEANER_IO_LIMIT]
 # shellcheck shell=bash
 ROUNDS="${ROUNDS:-3}"
 DURATION="${DURATION:-10}"
@@ -42,7 +45,8 @@ FILL_RECORDS="${FILL_RECORDS:-2000000}"
 KEYS="${KEYS:-20000}"
 RATE="${RATE:-20000}"
 PRODUCERS="${PRODUCERS:-4}"
-CLEANER_IO_LIMIT="${CLEANER_IO_LIMIT:-0}"
+CLEANER_IO_LIMIT="${CLEANER_IO_LIMIT:-}"
+BASE_CLEANER_IO_LIMIT="${BASE_CLEANER_IO_LIMIT:-$CLEANER_IO_LIMIT}"
 ADDR="127.0.0.1:${RB_PORT:-19611}"
 export CLIENT_CPUS="${CLIENT_CPUS:-1}"
 
@@ -82,10 +86,10 @@ run() { # CONFIG WORKLOAD ringbench-args...
     local config="$1" workload="$2" name="$1-$2-r$ROUND"
     shift 2
     fill "$name"
-    local cleaner=(--log-cleaner-enable false) bin="$RB"
-    if [[ "$config" == base ]]; then bin="$RB_BASE"; fi
+    local cleaner=(--log-cleaner-enable false) bin="$RB" limit="$CLEANER_IO_LIMIT"
+    if [[ "$config" == base ]]; then bin="$RB_BASE" limit="$BASE_CLEANER_IO_LIMIT"; fi
     if [[ "$config" != idle ]]; then
-        cleaner=(--log-cleaner-backoff-ms 100 --log-cleaner-io-max-bytes-per-second "$CLEANER_IO_LIMIT")
+        cleaner=(--log-cleaner-backoff-ms 100 ${limit:+--log-cleaner-io-max-bytes-per-second "$limit"})
     fi
     KEEP_DATA=1 rb_start "$name" "$bin" --cpus 0 --flush os --listen "$ADDR" "${cleaner[@]}"
     local shard_before reported_before
@@ -116,7 +120,7 @@ done
 
 OUT="$RESULTS/$(date -u +%Y-%m-%d)-compaction"
 mkdir -p "$RESULTS"
-python3 - "$RUN" "$ROUNDS" "$OUT.md" "bench/run.sh compaction ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP FILL_RECORDS=$FILL_RECORDS KEYS=$KEYS RATE=$RATE PRODUCERS=$PRODUCERS CLEANER_IO_LIMIT=$CLEANER_IO_LIMIT${BASE:+ BASE=$BASE}${BASE_BIN:+ BASE_BIN=$BASE_BIN}" "${CONFIGS[@]:1}" <<'EOF'
+python3 - "$RUN" "$ROUNDS" "$OUT.md" "bench/run.sh compaction ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP FILL_RECORDS=$FILL_RECORDS KEYS=$KEYS RATE=$RATE PRODUCERS=$PRODUCERS${CLEANER_IO_LIMIT:+ CLEANER_IO_LIMIT=$CLEANER_IO_LIMIT}${BASE:+ BASE=$BASE}${BASE_BIN:+ BASE_BIN=$BASE_BIN}${BASE_CLEANER_IO_LIMIT:+ BASE_CLEANER_IO_LIMIT=$BASE_CLEANER_IO_LIMIT}" "${CONFIGS[@]:1}" <<'EOF'
 import json, os, statistics, sys
 run, rounds, out, command, busy_configs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 def rep(name):

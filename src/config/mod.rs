@@ -236,8 +236,13 @@ settings! {
     /// `log.cleaner.dedupe.buffer.size`: memory for the cleaners' key maps, all shards together.
     log_cleaner_dedupe_buffer_size: u64 = 128 << 20, "RINGBROKER_LOG_CLEANER_DEDUPE_BUFFER_SIZE", "Memory for the cleaners' key maps, all shards together, bytes [default: 134217728]";
     /// `log.cleaner.io.max.bytes.per.second`: each shard's cleaner reads and writes at most
-    /// this much; 0 sets no limit (Kafka's default, Double.MAX_VALUE).
-    log_cleaner_io_max_bytes_per_second: u64 = 0, "RINGBROKER_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", "Bytes a shard's cleaner reads and writes per second at most, 0 = no limit [default: 0]";
+    /// this much; 0 sets no limit. Kafka sets none by default: its cleaner threads have cores
+    /// of their own to run on, where a shard's cleaner shares its shard's core. Unlimited, a
+    /// cleaning (200–400 MB/s) cost the p99 publish latency of the shard's other partitions
+    /// 1.3–2.4× in medians of runs on two VMs; held to 100 MB/s, 0.88×, 0.98× and 1.12×
+    /// (`bench/run.sh compaction`; bench/results/2026-12-06-cleaner-scheduling.md,
+    /// 2026-12-07-cleaner-default-limit.md).
+    log_cleaner_io_max_bytes_per_second: u64 = 100_000_000, "RINGBROKER_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", "Bytes a shard's cleaner reads and writes per second at most, 0 = no limit [default: 100000000]";
     /// `log.cleaner.min.cleanable.ratio`: the default `min.cleanable.dirty.ratio`.
     log_cleaner_min_cleanable_ratio: f64 = 0.5, "RINGBROKER_LOG_CLEANER_MIN_CLEANABLE_RATIO", "Dirty share of a compacted log that makes it due for cleaning, 0 to 1 [default: 0.5]";
     /// `log.cleaner.min.compaction.lag.ms`: the default `min.compaction.lag.ms`.

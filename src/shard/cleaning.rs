@@ -8,9 +8,12 @@
 //!
 //! The reading and writing (see `log::cleaner`) runs on a thread of the shard's own, made at
 //! its first cleaning on the shard's thread, so it inherits the shard's CPU placement, and
-//! niced to 19: it takes what the shard leaves of its core, and little while the shard is
-//! busy (measured: at the default nice the cleaner took 40% of a busy shard's produce
-//! throughput; `bench/run.sh compaction`). The SCHED_IDLE class instead, under which a
+//! niced to 19 with the shortest slice (`sys::spawn_niced_beside`): it takes what the shard
+//! leaves of its core, and little while the shard is busy (measured: at the default nice the
+//! cleaner took 40% of a busy shard's produce throughput; `bench/run.sh compaction`). It is
+//! held to `log_cleaner_io_max_bytes_per_second`, 100 MB/s unless set: with no core of its
+//! own, an unlimited cleaning cost the shard's other partitions' p99 far more than the 10%
+//! it may (see the setting). The SCHED_IDLE class instead, under which a
 //! waking shard takes the core at once, was measured and not kept: the shard's max produce
 //! on other partitions fell to 0.72× of the cleaner-off figure, where nice 19 kept 1.07×
 //! (bench/results/2026-12-06-cleaner-scheduling.md, which also has a `sched_yield` every
