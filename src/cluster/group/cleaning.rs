@@ -12,13 +12,14 @@
 //! heard from lately holds (`Replica::compaction_limit`, the bound retention has too), so
 //! cleaned entries are only sent to a replica that was away or is new. The swap itself and
 //! the store's move to the new files (`RaftStore::relocate`) run in one step on the shard,
-//! with no raft read between.
+//! with no raft read between; where each entry now lies the cleaning noted as it wrote it
+//! (`Cleaned::entries`), so the shard reads nothing back.
 
 use super::Group;
 use crate::error::BrokerError;
 use crate::log::cleaner::{Cleaned, CleanerSettings, Job};
 use crate::log::partition::Due;
-use crate::log::Partition;
+use crate::log::{BatchLoc, Partition};
 
 impl Group {
     /// How dirty this replica's log is and the cleaning it is due for (see the module).
@@ -66,11 +67,12 @@ impl Group {
         if self.stopped.get() {
             return Ok(()); // the store is gone with the replica; the log holds the new segments
         }
-        let relocated = self
-            .log
-            .batch_locs(from, job.end)
-            .map_err(|e| format!("cannot read the cleaned segments back: {e}"))
-            .and_then(|moved| self.replica.borrow_mut().relocate(from, job.end, &moved));
+        let moved: Vec<(i64, BatchLoc, u32)> = cleaned
+            .entries
+            .iter()
+            .map(|e| (e.base_offset, BatchLoc { segment: e.segment, pos: e.pos }, e.size))
+            .collect();
+        let relocated = self.replica.borrow_mut().relocate(from, job.end, &moved);
         if let Err(why) = relocated {
             self.fail(format!("after a cleaning: {why}"));
         }

@@ -69,10 +69,25 @@ pub struct NewSegment {
     pub size: u64,
 }
 
+/// A batch a cleaning kept at or past `Job::keep_batches_from` (a replicated log's raft
+/// entry) and where it now lies: the replica's store is pointed there after the swap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeptEntry {
+    pub base_offset: i64,
+    /// The base offset of the new segment holding it.
+    pub segment: i64,
+    pub pos: u64,
+    pub size: u32,
+}
+
 /// What a cleaning wrote, for the shard to swap in.
 #[derive(Debug, Clone)]
 pub struct Cleaned {
     pub segments: Vec<NewSegment>,
+    /// The batches kept at or past `Job::keep_batches_from`, in offset order. Noted as they
+    /// are written, on the cleaner thread: reading their headers back after the swap cost
+    /// the shard's thread one read per raft entry.
+    pub entries: Vec<KeptEntry>,
     /// The new first dirty offset: where the key map ended.
     pub map_end: i64,
     pub bytes_before: u64,
@@ -150,15 +165,16 @@ pub fn run(job: &Job) -> io::Result<Cleaned> {
         decompress_limit: job.decompress_limit,
     };
     let mut counts = Counts::default();
-    let mut out = Vec::new();
+    let (mut out, mut entries) = (Vec::new(), Vec::new());
     for group in groups(&olds, job.segment_bytes) {
-        out.push(write_group(job, &tmp, &group, &rules, &mut counts, &mut throttle)?);
+        out.push(write_group(job, &tmp, &group, &rules, &mut counts, &mut throttle, &mut entries)?);
     }
     storage::sync_dir(&tmp)?;
     Ok(Cleaned {
         bytes_before: olds.iter().map(|s| s.size).sum(),
         bytes_after: out.iter().map(|s| s.size).sum(),
         segments: out,
+        entries,
         map_end,
         counts,
         elapsed: started.elapsed(),
@@ -222,6 +238,7 @@ fn write_group(
     rules: &Rules,
     counts: &mut Counts,
     throttle: &mut Throttle,
+    entries: &mut Vec<KeptEntry>,
 ) -> io::Result<NewSegment> {
     let base = group[0].base;
     let cap = Segment::index_capacity(job.segment_bytes.max(group.iter().map(|s| s.size).sum()), job.index_interval);
@@ -248,7 +265,16 @@ fn write_group(
                 Kept::Dropped => continue,
             };
             let nh = batch::read_header(bytes).map_err(|e| corrupt(&batches.path, batches.pos, &e.to_string()))?;
-            seg.note_batch(&nh, pos + pending.len() as u64, job.index_interval);
+            let at = pos + pending.len() as u64;
+            seg.note_batch(&nh, at, job.index_interval);
+            if job.keep_batches_from.is_some_and(|from| nh.base_offset >= from) {
+                entries.push(KeptEntry {
+                    base_offset: nh.base_offset,
+                    segment: base,
+                    pos: at,
+                    size: bytes.len() as u32,
+                });
+            }
             pending.extend_from_slice(bytes);
             if pending.len() >= WRITE_CHUNK {
                 flush(&seg, &mut pending, &mut pos, throttle)?;
@@ -344,6 +370,34 @@ mod tests {
                 (flip, outcome) => panic!("flip {flip}, in map only {in_map_only}: {:?}", outcome.map(|c| c.map_end)),
             }
         }
+    }
+
+    #[test]
+    fn the_entries_kept_are_noted_where_they_were_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = |k: &'static [u8], v: &'static [u8]| batch::build_keyed(0, &[(Some(k), Some(v))]);
+        // k0 is written four times, once per batch; from offset 2 on every batch is a raft
+        // entry and stays, emptied if need be.
+        let first = old_segment(dir.path(), 0, vec![(0, kv(b"k0", b"a")), (1, kv(b"k0", b"b"))]);
+        let second = old_segment(dir.path(), 2, vec![(2, kv(b"k0", b"c")), (3, kv(b"k0", b"d"))]);
+        let mut j = job(dir.path(), vec![first, second], 4, 16);
+        j.segment_bytes = first.size.max(second.size); // a new segment for each old one
+        j.keep_batches_from = Some(2);
+        let c = run(&j).unwrap();
+        assert_eq!(c.segments.iter().map(|s| s.base).collect::<Vec<_>>(), vec![0, 2]);
+        assert_eq!(c.entries.iter().map(|e| e.base_offset).collect::<Vec<_>>(), vec![2, 3], "none below 2");
+        // Each is where the new file has a batch with its offset and size.
+        let file = std::fs::read(dir.path().join(TMP_DIR).join(segment::file_name(2, "log"))).unwrap();
+        assert_eq!(c.entries[1].pos, c.entries[0].size as u64, "back to back");
+        for e in &c.entries {
+            assert_eq!(e.segment, 2);
+            let h = batch::read_header(&file[e.pos as usize..]).unwrap();
+            assert_eq!((h.base_offset, h.size as u32), (e.base_offset, e.size));
+        }
+        assert_eq!(file.len() as u64, c.entries.iter().map(|e| e.size as u64).sum::<u64>());
+        assert_eq!(c.entries[0].size as usize, batch::HEADER_LEN, "the superseded k0@2 is emptied, not dropped");
+        let plain = job(dir.path(), vec![first, second], 4, 16);
+        assert!(run(&plain).unwrap().entries.is_empty(), "a log raft does not own notes none");
     }
 
     #[test]

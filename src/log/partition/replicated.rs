@@ -10,8 +10,7 @@
 //!   uncommitted tail (`truncate_from`: later segments removed, the indexes and the producer
 //!   state rolled back to the cut).
 //! - `set_high_watermark` moves what fetches may read to the end of the last committed batch.
-//! - `raft_batches` and `read_batch` are what the replica's store is rebuilt and read from;
-//!   `batch_locs` where a cleaning moved batches to.
+//! - `raft_batches` and `read_batch` are what the replica's store is rebuilt and read from.
 
 use std::rc::Rc;
 
@@ -248,21 +247,6 @@ impl Partition {
                 let mut buf = vec![0u8; len];
                 seg.read_at(&mut buf, pos)?;
                 out.push((BatchLoc { segment: seg.base_offset, pos }, Bytes::from(buf)));
-                pos += h.size as u64;
-            }
-        }
-        Ok(out)
-    }
-
-    /// Each batch of the segments starting in [`from`, `to`): its base offset, where it is
-    /// and its size. Where a cleaning put the batches it rewrote.
-    pub fn batch_locs(&self, from: i64, to: i64) -> std::io::Result<Vec<(i64, BatchLoc, u32)>> {
-        let st = self.st.borrow();
-        let mut out = Vec::new();
-        for seg in st.segments.iter().filter(|s| (from..to).contains(&s.base_offset)) {
-            let mut pos = 0;
-            while let Some(h) = seg.header_at(pos, seg.size.get())? {
-                out.push((h.base_offset, BatchLoc { segment: seg.base_offset, pos }, h.size as u32));
                 pos += h.size as u64;
             }
         }
