@@ -93,11 +93,11 @@ run() { # CONFIG WORKLOAD ringbench-args...
     fi
     KEEP_DATA=1 rb_start "$name" "$bin" --cpus 0 --flush os --listen "$ADDR" "${cleaner[@]}"
     local shard_before reported_before
-    shard_before="$(thread_cpu_ns "$RB_PID" "shard-0-?" first)"
+    shard_before="$(thread_schedstat "$RB_PID" "shard-0-?")"
     reported_before="$(reported_kib)"
     BENCH_BROKER_PID="$RB_PID" ringbench_run "$name" "$ADDR" --topic live --partitions 4 --producers "$PRODUCERS" \
         --consumers 0 --acks 1 "$@"
-    echo $(($(thread_cpu_ns "$RB_PID" "shard-0-?" first) - shard_before)) >"$RUN/$name.shard-cpu-ns"
+    echo "$shard_before $(thread_schedstat "$RB_PID" "shard-0-?")" >"$RUN/$name.shard-schedstat"
     if [[ -n "$reported_before" ]]; then echo $(($(reported_kib) - reported_before)) >"$RUN/$name.reported-kib"; fi
     if [[ "$config" != idle ]]; then
         if [[ "$(rb_metric ringbroker_cleaner_runs_total)" != 0 ]]; then echo early >"$RUN/$name.early"; fi
@@ -150,9 +150,17 @@ figures = [
     ("(b) publish latency p50 ms at the fixed rate", "lat", lambda r: r["publish_latency_ms"]["p50"]),
     ("(b) publish latency p99 ms at the fixed rate", "lat", lambda r: r["publish_latency_ms"]["p99"]),
 ]
+def shard_schedstat(r):
+    # The shard thread's schedstat over the ringbench run: ns on its CPU, ns runnable but
+    # waiting for it, times it ran.
+    v = [int(x) for x in open(os.path.join(run, r["_name"] + ".shard-schedstat")).read().split()]
+    return [b - a for a, b in zip(v[:3], v[3:])]
 def shard_cpu_per_record(r):
-    ns = int(open(os.path.join(run, r["_name"] + ".shard-cpu-ns")).read())
+    ns = shard_schedstat(r)[0]
     return ns / 1e3 / r["records_acked"] if r["records_acked"] else None
+def shard_wait_per_run(r):
+    _, wait, runs = shard_schedstat(r)
+    return wait / 1e3 / runs if runs else None
 def reported_mb(r):
     path = os.path.join(run, r["_name"] + ".reported-kib")
     return int(open(path).read()) / 1e3 if os.path.exists(path) else None
@@ -178,6 +186,8 @@ with open(out, "w") as f:
     table(f, "figure", figures, lambda v: f"{v:,.2f}")
     f.write("\nThe shard thread's CPU time per record published to `live` (µs: its schedstat over the whole ringbench run, over the records acknowledged in it):\n\n")
     table(f, "workload", [(w, w, shard_cpu_per_record) for w in ("max", "lat")], lambda v: f"{v:.2f}")
+    f.write("\nThe shard thread's wait for its CPU each time it ran (µs: its schedstat's run-queue time over the times it ran, over the ringbench run): what a cleaner on its core holds it up by.\n\n")
+    table(f, "workload", [(w, w, shard_wait_per_run) for w in ("max", "lat")], lambda v: f"{v:.1f}")
     if reporting:
         f.write("\nFreed guest memory the kernel reported to the host during the ringbench run (MB, `page_reporting` `reported_kib`): page-cache pages written there next are faulted in again by the host.\n\n")
         table(f, "workload", [(w, w, reported_mb) for w in ("max", "lat")], lambda v: f"{v:,.0f}")

@@ -239,7 +239,7 @@ settings! {
     /// this much; 0 sets no limit. Kafka sets none by default: its cleaner threads have cores
     /// of their own to run on, where a shard's cleaner shares its shard's core. Unlimited, a
     /// cleaning (200–400 MB/s) cost the p99 publish latency of the shard's other partitions
-    /// 1.3–2.4× in medians of runs on two VMs; held to 100 MB/s, 0.88×, 0.98× and 1.12×
+    /// 1.3–2.4× in medians of runs on two VMs; held to 100 MB/s, 0.88×, 0.98×, 1.12×, 1.31×
     /// (`bench/run.sh compaction`; bench/results/2026-12-06-cleaner-scheduling.md,
     /// 2026-12-07-cleaner-default-limit.md).
     log_cleaner_io_max_bytes_per_second: u64 = 100_000_000, "RINGBROKER_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", "Bytes a shard's cleaner reads and writes per second at most, 0 = no limit [default: 100000000]";
