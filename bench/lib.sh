@@ -272,32 +272,30 @@ rb_metric() { # NAME
     curl -s "http://$RB_ADMIN_ADDR/metrics" | awk -v n="$1" 'index($1, n "{") == 1 || $1 == n { s += $2 } END { print s + 0 }'
 }
 
-thread_schedstat() { # PID GLOB: the schedstat of the process's lowest-numbered thread whose
-    # name matches GLOB: ns on a CPU, ns runnable but waiting for one, times it ran.
+threads_named() { # PID GLOB: the process's threads whose name matches GLOB, lowest-numbered
+    # first. Threads are named for the thread that made them: glommio's executor of shard 0
+    # is `shard-0-1` and so is its blocking pool's thread, made after it; the cleaner's is
+    # `shard-0-1-clean` (15 characters).
     local t comm
     for t in $(ls /proc/"$1"/task | sort -n); do
         comm="$(cat /proc/"$1"/task/"$t"/comm 2>/dev/null)" || continue
         # shellcheck disable=SC2053  # GLOB is a pattern
-        if [[ "$comm" == $2 ]]; then
-            cat /proc/"$1"/task/"$t"/schedstat
-            return
-        fi
+        if [[ "$comm" == $2 ]]; then echo "$t"; fi
     done
-    echo "0 0 0"
 }
 
-thread_cpu_ns() { # PID GLOB [first]: CPU time so far of the process's threads whose name
-    # matches GLOB (first: only the lowest-numbered of them), ns. Threads are named for the
-    # thread that made them: glommio's executor of shard 0 is `shard-0-1` and so is its
-    # blocking pool's thread, made after it; the cleaner's is `shard-0-1-clean` (15 characters).
-    local t n=0 comm
-    for t in $(ls /proc/"$1"/task | sort -n); do
-        comm="$(cat /proc/"$1"/task/"$t"/comm 2>/dev/null)" || continue
-        # shellcheck disable=SC2053  # GLOB is a pattern
-        if [[ "$comm" == $2 ]]; then
-            n=$((n + $(cut -d' ' -f1 /proc/"$1"/task/"$t"/schedstat)))
-            if [[ "${3:-}" == first ]]; then break; fi
-        fi
+thread_schedstat() { # PID GLOB: the schedstat of the first of `threads_named`: ns on a CPU,
+    # ns runnable but waiting for one, times it ran.
+    local t
+    t="$(threads_named "$1" "$2" | head -1)"
+    if [[ -n "$t" ]]; then cat /proc/"$1"/task/"$t"/schedstat; else echo "0 0 0"; fi
+}
+
+thread_cpu_ns() { # PID GLOB: CPU time so far of the process's threads whose name matches
+    # GLOB, ns.
+    local t n=0
+    for t in $(threads_named "$1" "$2"); do
+        n=$((n + $(cut -d' ' -f1 /proc/"$1"/task/"$t"/schedstat 2>/dev/null || echo 0)))
     done
     echo "$n"
 }

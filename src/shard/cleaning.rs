@@ -73,11 +73,7 @@ impl Shard {
         let mut swap_us = 0;
         let job = d.job;
         let for_thread = job.clone();
-        let result = match on_cleaner_thread(move || cleaner::pass::run(&for_thread)) {
-            Some(rx) => rx.await.unwrap_or_else(|_| Err(io::Error::other("the cleaner thread stopped"))),
-            None => Err(io::Error::other("cannot start the cleaner thread")),
-        };
-        let cleaned = match result {
+        let cleaned = match on_cleaner_thread(move || cleaner::pass::run(&for_thread)).await {
             Ok(c) => c,
             Err(e) => {
                 // The old segments are untouched; the next check tries again.
@@ -95,10 +91,7 @@ impl Shard {
         };
         let swapped = if began {
             let (dir, for_thread, interval) = (p.dir().to_path_buf(), cleaned.clone(), job.index_interval);
-            let committed = match on_cleaner_thread(move || Partition::commit_cleaned(&dir, &for_thread, interval)) {
-                Some(rx) => rx.await.unwrap_or_else(|_| Err(io::Error::other("the cleaner thread stopped"))),
-                None => Err(io::Error::other("cannot start the cleaner thread")),
-            };
+            let committed = on_cleaner_thread(move || Partition::commit_cleaned(&dir, &for_thread, interval)).await;
             let finish_started = std::time::Instant::now();
             let finished = match &replica {
                 Some(g) => g.finish_swap(&job, &cleaned, committed),
@@ -149,9 +142,10 @@ thread_local! {
     static CLEANER: RefCell<Option<mpsc::Sender<Work>>> = const { RefCell::new(None) };
 }
 
-/// Runs `work` on this shard's cleaner thread; its result arrives on the receiver.
-fn on_cleaner_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<oneshot::Receiver<T>> {
-    CLEANER.with(|slot| {
+/// Runs `work` on this shard's cleaner thread and returns its result; an error if the
+/// thread cannot be started or stopped.
+async fn on_cleaner_thread<T: Send + 'static>(work: impl FnOnce() -> io::Result<T> + Send + 'static) -> io::Result<T> {
+    let sent = CLEANER.with(|slot| {
         let mut slot = slot.borrow_mut();
         if slot.is_none() {
             *slot = start_cleaner_thread();
@@ -162,7 +156,11 @@ fn on_cleaner_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'stati
         });
         slot.as_ref()?.send(work).ok()?;
         Some(rx)
-    })
+    });
+    match sent {
+        Some(rx) => rx.await.unwrap_or_else(|_| Err(io::Error::other("the cleaner thread stopped"))),
+        None => Err(io::Error::other("cannot start the cleaner thread")),
+    }
 }
 
 fn start_cleaner_thread() -> Option<mpsc::Sender<Work>> {

@@ -205,8 +205,8 @@ pub fn short_slice_this_thread(nice: i32) -> io::Result<()> {
 
 /// Starts a thread beside the calling one, named after it with `-{role}`, at nice 19 with
 /// the shortest slice: it inherits the caller's CPU placement (a shard's core) and runs on
-/// what the shard leaves of it, handing the core back at once when the shard wakes. The
-/// shard's cleaner and its file closer are such threads.
+/// what the shard leaves of it, holding a waking shard up for less than the default slice
+/// would. The shard's cleaner and its file closer are such threads.
 pub fn spawn_niced_beside(role: &str, body: impl FnOnce() + Send + 'static) -> io::Result<()> {
     let name = std::thread::current().name().map_or(role.to_string(), |n| format!("{n}-{role}"));
     let thread = name.clone();
