@@ -551,11 +551,15 @@ impl Replica {
         }
     }
 
-    /// The state a clean close writes, with the current commit index.
+    /// The state a clean close writes, with the current commit index as far as this
+    /// replica's log durably holds it: a commit index past that would, after a restart,
+    /// count as committed an entry that a Ready still queued would have cut (a divergent
+    /// tail), and raft-rs refuses to cut a committed entry.
     pub fn meta(&self) -> RaftMeta {
         let store = self.rn.store();
         let mut hard_state = store.hard_state().clone();
-        hard_state.commit = hard_state.commit.max(self.conf_index);
+        let persisted = self.rn.raft.raft_log.persisted;
+        hard_state.commit = hard_state.commit.min(persisted).max(self.conf_index);
         RaftMeta {
             hard_state,
             conf_state: store.conf_state().clone(),
@@ -801,6 +805,37 @@ mod tests {
                 assert_eq!((appends, followers), (4, vec![2, 2]));
             }
         }
+    }
+
+    #[test]
+    fn the_state_written_never_commits_past_what_the_log_durably_holds() {
+        let mut rs = three(false);
+        rs[0].propose(batch::build(0, &[b"a"])).unwrap();
+        // The leader's own write stays queued; its followers write theirs and answer.
+        let work = rs[0].next_work().expect("the leader's append");
+        let mut pos = [0u64; 3];
+        for m in work.send {
+            rs[m.to as usize - 1].step(m);
+        }
+        for i in 1..3 {
+            while let Some(w) = rs[i].next_work() {
+                let locs = locs(&mut pos[i], &w.write.batches);
+                rs[i].persisted(w.write.number, &locs);
+                for m in w.send.into_iter().chain(w.after) {
+                    rs[0].step(m);
+                }
+            }
+        }
+        assert_eq!(rs[0].commit_index(), 2, "two followers commit it");
+        // The next Ready carries the new commit index, before the leader's write is durable.
+        let next = rs[0].next_work().expect("a Ready with the commit");
+        assert_eq!(rs[0].rn.store().hard_state().commit, 2);
+        assert_eq!(rs[0].persisted_index(), 1, "the leader's own write is not durable yet");
+        assert_eq!(rs[0].meta().hard_state.commit, 1, "a restart would not count the entry the log may lack");
+        let locs = locs(&mut pos[0], &work.write.batches);
+        rs[0].persisted(work.write.number, &locs);
+        rs[0].persisted(next.write.number, &[]);
+        assert_eq!(rs[0].meta().hard_state.commit, 2);
     }
 
     #[test]
