@@ -33,6 +33,13 @@ use crate::log::cleaner::{self, CleanerSettings};
 use crate::log::partition::Due;
 use crate::log::Partition;
 
+/// How long a log whose cleaning failed (a batch the cleaner cannot read: corrupt on disk, or
+/// a client's malformed batch from before the produce checks) is passed over. Kafka marks
+/// such a partition uncleanable until the broker restarts (KIP-346); here the shard tries it
+/// again after this long, and meanwhile cleans its other logs, which the failing one, ever
+/// the dirtiest, would otherwise keep from ever being cleaned.
+const FAILED_CLEANING_BACKOFF: std::time::Duration = std::time::Duration::from_secs(600);
+
 impl Shard {
     /// The cleaner settings of this shard: its share of the dedupe buffer, the I/O bound.
     fn cleaner_settings(&self) -> CleanerSettings {
@@ -50,7 +57,12 @@ impl Shard {
         let now = crate::sys::unix_now_ms();
         let logs: Vec<_> = self.logs.borrow().iter().map(|(tp, p)| (*tp, p.clone())).collect();
         let (mut due, mut max_ratio, mut best) = (0usize, 0f64, None);
+        let started = std::time::Instant::now();
+        self.cleaning_failed.borrow_mut().retain(|_, until| *until > started);
         for (tp, p) in logs {
+            if self.cleaning_failed.borrow().contains_key(&tp) {
+                continue;
+            }
             // A replicated log is cleaned as its replica allows (`cluster::group`).
             let replica = self.cluster().and_then(|c| c.group(&tp)).filter(|_| p.is_replicated());
             let (ratio, job) = match &replica {
@@ -63,22 +75,24 @@ impl Shard {
             max_ratio = max_ratio.max(ratio);
             if let Some(d) = job {
                 due += 1;
-                if best.as_ref().is_none_or(|(_, _, b): &(_, _, Due)| d.dirty_ratio > b.dirty_ratio) {
-                    best = Some((p, replica, d));
+                if best.as_ref().is_none_or(|(_, _, _, b): &(_, _, _, Due)| d.dirty_ratio > b.dirty_ratio) {
+                    best = Some((tp, p, replica, d));
                 }
             }
         }
         self.probe.cleaner_backlog(due, max_ratio);
-        let Some((p, replica, d)) = best else { return false };
+        let Some((tp, p, replica, d)) = best else { return false };
         let mut swap_us = 0;
         let job = d.job;
         let for_thread = job.clone();
         let cleaned = match on_cleaner_thread(move || cleaner::pass::run(&for_thread)).await {
             Ok(c) => c,
             Err(e) => {
-                // The old segments are untouched; the next check tries again.
-                tracing::error!(topic = %job.topic, partition = job.partition, "cleaning failed: {e}");
+                // The old segments are untouched.
+                let minutes = FAILED_CLEANING_BACKOFF.as_secs() / 60;
+                tracing::error!(topic = %job.topic, partition = job.partition, "cleaning failed, the log is passed over for {minutes} minutes: {e}");
                 let _ = crate::storage::remove_dir_all(&job.dir.join(cleaner::pass::TMP_DIR));
+                self.cleaning_failed.borrow_mut().insert(tp, std::time::Instant::now() + FAILED_CLEANING_BACKOFF);
                 return false;
             }
         };

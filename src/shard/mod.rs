@@ -91,6 +91,8 @@ pub struct Shard {
     coordinated: RefCell<std::collections::HashSet<i32>>,
     /// Held while a catalog snapshot is installed (`catalog`).
     applying: glommio::sync::Semaphore,
+    /// Logs whose last cleaning failed, and when they may be tried again (`cleaning`).
+    cleaning_failed: RefCell<HashMap<Tp, std::time::Instant>>,
 }
 
 /// The static quota settings: the client-id default, client-ids' and users'.
@@ -168,6 +170,7 @@ impl Shard {
             publishing: std::cell::Cell::new(false),
             coordinated: RefCell::default(),
             applying: glommio::sync::Semaphore::new(1),
+            cleaning_failed: RefCell::new(HashMap::new()),
         })
     }
 

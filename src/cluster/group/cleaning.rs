@@ -72,7 +72,11 @@ impl Group {
             .iter()
             .map(|e| (e.base_offset, BatchLoc { segment: e.segment, pos: e.pos }, e.size))
             .collect();
-        let relocated = self.replica.borrow_mut().relocate(from, job.end, &moved);
+        // The entries of the segments the cleaning rewrote: up to the next segment's base. A
+        // key map that filled up part way ends the rewrite before the last cleanable segment.
+        let last = cleaned.segments.iter().flat_map(|s| s.replaces.iter().copied()).max().unwrap_or(from);
+        let to = job.segments.iter().map(|s| s.base).find(|&b| b > last).unwrap_or(job.end);
+        let relocated = self.replica.borrow_mut().relocate(from, to, &moved);
         if let Err(why) = relocated {
             self.fail(format!("after a cleaning: {why}"));
         }
@@ -162,11 +166,16 @@ mod tests {
     /// Runs one due cleaning on `g` to its end: the bytes it read and left, and the offset
     /// the cleaned segments end at.
     fn clean(g: &Group) -> Option<(u64, u64, i64)> {
-        let settings = CleanerSettings { map_capacity: 10_000, io_limit: None };
+        clean_with(g, 10_000).map(|(before, after, end, _)| (before, after, end))
+    }
+
+    /// `clean` with a key map of `map_capacity` keys; also the offset the map ended at.
+    fn clean_with(g: &Group, map_capacity: usize) -> Option<(u64, u64, i64, i64)> {
+        let settings = CleanerSettings { map_capacity, io_limit: None };
         let job = g.cleaning_due(crate::sys::unix_now_ms(), &settings).1?.job;
         let cleaned = crate::log::cleaner::pass::run(&job).unwrap();
         assert!(g.swap_cleaned(&job, &cleaned).unwrap(), "swapped in");
-        Some((cleaned.bytes_before, cleaned.bytes_after, job.end))
+        Some((cleaned.bytes_before, cleaned.bytes_after, job.end, cleaned.map_end))
     }
 
     fn compacted(g: &Group) {
@@ -235,6 +244,44 @@ mod tests {
             }
             let away_records = served(&nodes[away].group().unwrap()).len();
             assert!(away_records < 400, "the away replica was sent cleaned entries: {away_records} records");
+        });
+    }
+
+    #[test]
+    fn a_cleaning_whose_key_map_fills_part_way_leaves_every_replica_serving() {
+        with_cluster(3, Duration::from_secs(1), async |nodes, _| {
+            let mut latest = compacted_with_records(nodes).await;
+            produce_keyed(nodes, 100, 300, &mut latest).await;
+            for n in nodes.iter() {
+                let g = n.group().unwrap();
+                caught_up(nodes, &g).await;
+                // Room for four of the ten keys: the map ends in the first segment, and the
+                // segments after it are not rewritten this time.
+                let mut cleaned = None;
+                until("a cleaning due", || {
+                    cleaned = clean_with(&g, 4);
+                    cleaned.is_some()
+                })
+                .await;
+                let (_, _, end, map_end) = cleaned.unwrap();
+                assert!(map_end < end, "node {}: the map ended at {map_end}, before {end}", n.id);
+                assert_eq!(g.failed(), None, "node {}: the replica still serves", n.id);
+                assert_eq!(latest_of(&served(&g)), latest, "node {}: each key's latest value at its offset", n.id);
+                // Further passes take the rest.
+                let mut passes = 0;
+                while clean_with(&g, 4).is_some() {
+                    passes += 1;
+                    assert!(passes < 500, "node {}: the cleanings end", n.id);
+                }
+                assert_eq!(g.failed(), None);
+                assert_eq!(latest_of(&served(&g)), latest);
+            }
+            produce_keyed(nodes, 300, 320, &mut latest).await;
+            for n in nodes.iter() {
+                let g = n.group().unwrap();
+                caught_up(nodes, &g).await;
+                assert_eq!(latest_of(&served(&g)), latest, "node {}: after more produces", n.id);
+            }
         });
     }
 

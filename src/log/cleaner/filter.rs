@@ -5,7 +5,10 @@
 //!   came before the topic was compacted), counted apart;
 //! - a tombstone (null value) is kept until its batch's delete horizon has passed: the first
 //!   cleaning that keeps it stamps `now + delete.retention.ms` into the batch (KIP-534), a
-//!   later one past that time drops it, so consumers have that long to see the deletion;
+//!   later one past that time drops it, so consumers have that long to see the deletion. Only
+//!   a tombstone the key map covers (below `map_end`) is stamped or dropped: past where the
+//!   map ended, an older value of its key may stay (the map never saw the key), and dropping
+//!   the tombstone would bring that value back;
 //! - a batch whose records all go is dropped, unless it is its producer's last batch: that
 //!   one stays, empty, so the producer's sequence state survives a restart; in a replicated
 //!   log every batch from the raft log's start on stays, empty if need be, because each is
@@ -37,6 +40,9 @@ pub struct Rules<'a> {
     pub keep_batches_from: Option<i64>,
     /// The most a batch's records may decompress to.
     pub decompress_limit: usize,
+    /// Where the key map ends: records from here on are in no map, so none of them supersedes
+    /// anything, and their tombstones stay as they are.
+    pub map_end: i64,
 }
 
 /// What became of one batch.
@@ -102,12 +108,12 @@ pub fn filter(raw: &[u8], h: &BatchHeader, rules: &Rules, counts: &mut Counts) -
                 counts.superseded += 1;
                 false
             }
-            Some(_) if s.record.value.is_none() && horizon_passed => {
+            Some(_) if s.record.value.is_none() && horizon_passed && offset < rules.map_end => {
                 counts.tombstones_removed += 1;
                 false
             }
             Some(_) => {
-                tombstones |= s.record.value.is_none();
+                tombstones |= s.record.value.is_none() && offset < rules.map_end;
                 true
             }
         };
@@ -192,6 +198,7 @@ mod tests {
             log_start,
             keep_batches_from: every,
             decompress_limit: 1 << 20,
+            map_end: i64::MAX,
         };
         let mut counts = Counts::default();
         let h = batch::check_batch(b).unwrap();
@@ -242,6 +249,42 @@ mod tests {
         let Kept::Rewritten(after) = kept else { panic!("rewritten: {kept:?}") };
         assert_eq!(read(&after), vec![(11, 5_001, Some(b"k".to_vec()), Some(b"v".to_vec()))]);
         assert_eq!(counts.tombstones_removed, 1);
+    }
+
+    #[test]
+    fn a_tombstone_past_where_the_key_map_ended_is_neither_stamped_nor_dropped() {
+        // The map ended at 11: the tombstone at 10 is covered, the one at 12 is not (an older
+        // value of `late` may sit between 11 and 12, and it stays).
+        let b = keyed(10, 5_000, &[(Some(b"gone"), None), (Some(b"k"), Some(b"v")), (Some(b"late"), None)]);
+        let map = KeyMap::new(10);
+        let keep = HashSet::new();
+        let rules = |now_ms, map_end| Rules {
+            map: &map,
+            now_ms,
+            delete_retention_ms: 1000,
+            keep: &keep,
+            log_start: 0,
+            keep_batches_from: None,
+            decompress_limit: 1 << 20,
+            map_end,
+        };
+        let filtered = |b: &[u8], r: &Rules| {
+            let h = batch::check_batch(b).unwrap();
+            filter(b, &h, r, &mut Counts::default()).unwrap()
+        };
+        // With only tombstones past the map's end, nothing is stamped.
+        let past = keyed(10, 5_000, &[(Some(b"late"), None)]);
+        assert_eq!(filtered(&past, &rules(9_000, 10)), Kept::Whole);
+        let Kept::Rewritten(stamped) = filtered(&b, &rules(9_000, 11)) else { panic!("stamped") };
+        assert_eq!(batch::check_batch(&stamped).unwrap().delete_horizon(), Some(10_000));
+        // Past the horizon, a later cleaning whose map also ended at 11 drops only the
+        // tombstone it covers.
+        let Kept::Rewritten(after) = filtered(&stamped, &rules(10_000, 11)) else { panic!("rewritten") };
+        let keys: Vec<Option<Vec<u8>>> = read(&after).into_iter().map(|r| r.2).collect();
+        assert_eq!(keys, vec![Some(b"k".to_vec()), Some(b"late".to_vec())]);
+        // One whose map covered the whole batch drops both.
+        let Kept::Rewritten(all) = filtered(&stamped, &rules(10_000, 13)) else { panic!("rewritten") };
+        assert_eq!(read(&all).len(), 1);
     }
 
     #[test]

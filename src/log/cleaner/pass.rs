@@ -163,6 +163,7 @@ pub fn run(job: &Job) -> io::Result<Cleaned> {
         log_start: job.log_start,
         keep_batches_from: job.keep_batches_from,
         decompress_limit: job.decompress_limit,
+        map_end,
     };
     let mut counts = Counts::default();
     let (mut out, mut entries) = (Vec::new(), Vec::new());

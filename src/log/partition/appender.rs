@@ -75,9 +75,20 @@ impl Partition {
         if cfg.compact {
             // Kafka: "Compacted topic cannot accept message without key".
             let body = batch::record_bytes(records, cfg.decompressed_limit()).map_err(refuse)?;
-            if batch::parse_records(&body, header.base_timestamp).any(|r| r.key.is_none()) {
+            let (mut count, mut keyless) = (0i64, false);
+            for r in batch::parse_records(&body, header.base_timestamp) {
+                count += 1;
+                keyless |= r.key.is_none();
+            }
+            if keyless {
                 tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: a compacted topic takes only records with a key");
                 return Err(ErrorCode::InvalidRecord);
+            }
+            // The cleaner rewrites this batch record by record and refuses one whose records
+            // do not add up to its header's count (Kafka's produce checks it for every topic).
+            if count != i64::from(header.record_count) {
+                tracing::debug!(topic = %self.topic, partition = self.index, count, header = header.record_count, "refused batch: its records do not add up to its count");
+                return Err(ErrorCode::CorruptMessage);
             }
         }
         let log_start = {
@@ -183,6 +194,8 @@ impl Partition {
             }
         }
         if e.is_no_space() && !self.st.borrow().failed {
+            // Retries parked on the refused batches would wait for offsets others now take.
+            self.fail_duplicates(ErrorCode::KafkaStorageError);
             let mut st = self.st.borrow_mut();
             let seg = st.segments.last().expect("active segment");
             if let Err(cut) = seg.truncate(seg.size.get()) {
@@ -303,7 +316,15 @@ impl Partition {
             if writer.writes_durably() {
                 return Ok(());
             }
-            crate::storage::fdatasync(&writer, &path).await
+            // This sync also writes the log's own dirty pages; the kernel reports a lost one
+            // once per open file, to whichever sync comes first: this one may be the only one
+            // to hear of it.
+            if let Err(e) = crate::storage::fdatasync(&writer, &path).await {
+                self.st.borrow_mut().failed = true;
+                tracing::error!(topic = %self.topic, partition = self.index, "fdatasync failed, the partition is offline until a restart recovers it: {e}");
+                return Err(e);
+            }
+            Ok(())
         };
         match filled.await {
             Ok(()) => {
@@ -467,11 +488,16 @@ impl Partition {
 
     /// For the `interval` policy's timer: sync when something was written since the last sync.
     pub async fn sync_if_dirty(&self) -> Result<(), BrokerError> {
+        // A sync under way covers only what was written before it began: wait for it, then
+        // sync what came after.
+        while self.syncing.get() {
+            glommio::timer::sleep(Duration::from_millis(1)).await;
+        }
         let dirty = {
             let st = self.st.borrow();
             st.written > st.hwm && !st.failed
         };
-        if dirty && !self.syncing.get() {
+        if dirty {
             self.sync().await?;
         }
         Ok(())
@@ -489,6 +515,15 @@ impl Partition {
             }
         }
         self.wake_waiters();
+    }
+
+    /// Answers every parked retry (`answer_duplicate`) with `code`: the log it waits on goes
+    /// back (a refused write, a lost leadership, a cut tail), and whatever lands at those
+    /// offsets next is not its batch. The producer sends it again.
+    pub(super) fn fail_duplicates(&self, code: ErrorCode) {
+        for (_, _, tx) in self.duplicates.borrow_mut().drain(..) {
+            let _ = tx.send(Err(code));
+        }
     }
 
     pub(super) fn wake_waiters(&self) {
@@ -541,6 +576,14 @@ impl Partition {
             }
             st.segments.last().expect("active segment").path.clone()
         };
+        // What the old writer left unsynced is synced first: a durable writer's write makes
+        // only its own bytes durable, and the high watermark after it covers the older ones.
+        let old = self.st.borrow().writer.clone();
+        if let Some(old) = old.filter(|w| !w.writes_durably()) {
+            let started = Instant::now();
+            crate::storage::fdatasync(&old, &path).await.map_err(|e| storage(&path, e))?;
+            self.probe.fsync(started.elapsed());
+        }
         let writer = self.open_active_writer(&path).await?;
         self.st.borrow_mut().writer = Some(writer);
         Ok(())

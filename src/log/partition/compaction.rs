@@ -163,6 +163,7 @@ impl Partition {
             decompress_limit: cfg.decompressed_limit(),
             io_limit: settings.io_limit,
         };
+        self.replaced.set(false);
         (ratio, Some(Due { job, dirty_ratio: ratio }))
     }
 
@@ -191,6 +192,7 @@ impl Partition {
         let first = st.segments.iter().position(|s| Some(&s.base_offset) == olds.first());
         let unchanged = !st.failed
             && !self.swapping.get()
+            && !self.replaced.get()
             && self.wake.borrow().is_some()
             && first.is_some_and(|at| {
                 olds.len() < st.segments.len() - at

@@ -199,6 +199,10 @@ pub struct Partition {
     /// A cleaning's segments are being put in place off the shard's thread
     /// (`begin_swap`..`finish_swap`): the segments it replaces must stay until it ends.
     swapping: Cell<bool>,
+    /// The log was replaced (a leader's snapshot installed) since the last cleaning was
+    /// planned: that cleaning read segments that are gone, whatever their offsets, and its
+    /// swap is discarded (`begin_swap`).
+    replaced: Cell<bool>,
     probe: Probe,
 }
 
@@ -356,6 +360,7 @@ impl Partition {
             emptied_scans: RefCell::new(Vec::new()),
             tail_cached: Cell::new(true),
             swapping: Cell::new(false),
+            replaced: Cell::new(false),
             probe,
         });
         let writer = p.clone();

@@ -81,6 +81,8 @@ impl Partition {
     /// idempotence state goes back to what the log holds.
     pub fn reset_proposals(&self) {
         *self.producers.borrow_mut() = self.producers_written.borrow().clone();
+        // A retry parked on a proposal waits for offsets that may now go to other batches.
+        self.fail_duplicates(ErrorCode::NotLeaderOrFollower);
     }
 
     /// What a producer is told for a committed batch at `base_offset`.
@@ -190,6 +192,7 @@ impl Partition {
         };
         *self.producers_written.borrow_mut() = producers.clone();
         *self.producers.borrow_mut() = producers;
+        self.fail_duplicates(ErrorCode::NotLeaderOrFollower);
         tracing::info!(topic = %self.topic, partition = self.index, offset, removed, "cut a divergent log tail");
         Ok(())
     }

@@ -26,6 +26,7 @@ use crate::error::BrokerError;
 use crate::log::segment::Segment;
 use crate::producer::ProducerState;
 use crate::protocol::batch;
+use crate::protocol::ErrorCode;
 
 impl Partition {
     /// Where retention would start the log now (the base of the first segment it keeps),
@@ -248,9 +249,17 @@ impl Partition {
         }
         snapshot::discard_after(&self.dir, -1).map_err(|e| storage(&self.dir, e))?;
         snapshot::write(&self.dir, offset, &producers).map_err(|e| storage(&self.dir, e))?;
+        // Where this replica's own cleanings had got to says nothing of the leader's records.
+        let checkpoint = self.dir.join(super::compaction::CHECKPOINT_FILE);
+        crate::storage::remove_file(&checkpoint).map_err(|e| storage(&checkpoint, e))?;
         crate::storage::sync_dir(&self.dir).map_err(|e| storage(&self.dir, e))?;
         *self.producers_written.borrow_mut() = producers.clone();
         *self.producers.borrow_mut() = producers;
+        self.fail_duplicates(ErrorCode::NotLeaderOrFollower);
+        // The leader's records are cleaned as far as its cleanings went, not this replica's:
+        // all of them are dirty here, and a cleaning under way read the segments just removed.
+        self.first_dirty.set(0);
+        self.replaced.set(true);
         tracing::info!(topic = %self.topic, partition = self.index, offset, log_start, bytes = data.len(), "log replaced by a leader's snapshot");
         Ok(())
     }

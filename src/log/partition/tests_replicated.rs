@@ -128,6 +128,40 @@ fn a_cut_rolls_the_idempotence_state_back_with_the_log() {
 }
 
 #[test]
+fn a_retry_parked_on_a_proposal_is_refused_once_leadership_is_lost_or_the_tail_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let p = open(&path, 1 << 20).await;
+        for (pid, lost) in [(7, "leadership"), (17, "a cut")] {
+            let end = p.offsets().log_end;
+            // The leader proposes the producer's batch at `end`; a retry comes before it
+            // commits and is parked on it.
+            let (tx, _first) = oneshot::channel();
+            let (prop, _reply) = p.prepare_replicated(&idem(0, pid, 0, 0), tx).unwrap().expect("new");
+            p.proposed(&prop.header, end);
+            let (tx, mut retry) = oneshot::channel();
+            assert!(p.prepare_replicated(&idem(0, pid, 0, 0), tx).unwrap().is_none(), "parked");
+            let other = stamped(&idem(0, pid + 1, 0, 0), end, 2);
+            match lost {
+                "leadership" => p.reset_proposals(),
+                _ => {
+                    // Written here, then cut by a new leader's entry at the same offset.
+                    p.write_entries(None, &[stamped(&idem(0, pid, 0, 0), end, 1)]).await.unwrap();
+                }
+            }
+            // Another leader's batch lands at those offsets and commits: the retry is not told
+            // it was stored there.
+            let cut = (lost == "a cut").then_some(end);
+            let locs = p.write_entries(cut, std::slice::from_ref(&other)).await.unwrap();
+            p.set_high_watermark(end + 2, end_of(&locs, std::slice::from_ref(&other), 0));
+            let answer = retry.try_recv().unwrap().expect("answered");
+            assert_eq!(answer.err(), Some(ErrorCode::NotLeaderOrFollower), "after {lost}");
+        }
+    });
+}
+
+#[test]
 fn a_replicated_log_start_moves_only_as_far_as_allowed_and_a_reset_starts_it_afresh() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");
@@ -200,7 +234,12 @@ fn a_snapshots_data_replaces_the_log_below_its_start_and_survives_a_restart() {
         let mut torn = cleaned.clone();
         torn.truncate(cleaned.len() - 1);
         assert!(p.install(3, &torn, 10, ProducerState::default()).await.is_err(), "a torn batch is refused");
+        // Where this replica's own cleanings got to says nothing of the leader's records.
+        let checkpoint = to.join(super::compaction::CHECKPOINT_FILE);
+        std::fs::write(&checkpoint, b"9").unwrap();
+        p.first_dirty.set(9);
         p.install(3, &cleaned, 10, ProducerState::default()).await.unwrap();
+        assert!(!checkpoint.exists() && p.first_dirty.get() == 0, "all of the snapshot's records are dirty here");
         let read = |p: &Partition, at: i64| {
             let region = p.read(at, 1 << 20, true).unwrap().records.expect("records");
             let mut buf = vec![0; region.len as usize];
