@@ -302,11 +302,28 @@ impl Partition {
                     seg = Segment::open(&dir, base, cap, false).map_err(|e| storage(&dir, e))?;
                     seg.rebuild(0, false, interval).map_err(|e| storage(&seg.path, e))?;
                 } else {
-                    // headers only: the data was verified when it was written or recovered
+                    // Headers only: the data was verified when it was written or recovered.
+                    // The active segment's tail past its last index entry (a few KiB) is
+                    // checked whole: a marker left stale (its removal lost in a crash on a
+                    // file system that does not order metadata) must not make zeros written
+                    // ahead, or a torn batch, count as data.
                     if let Some((ts, _)) = seg.time_index.last() {
                         seg.max_timestamp.set(ts);
                     }
-                    seg.rebuild(from, false, interval).map_err(|e| storage(&seg.path, e))?;
+                    let scan = seg.rebuild(from, last, interval).map_err(|e| storage(&seg.path, e))?;
+                    if last && scan.valid_len < seg.size.get() {
+                        tracing::warn!(
+                            topic,
+                            partition = index,
+                            segment = base,
+                            kept = scan.valid_len,
+                            dropped = seg.size.get() - scan.valid_len,
+                            "a cleanly closed segment ends in bytes that are no batch: cutting them"
+                        );
+                        seg.truncate(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
+                        crate::storage::sync(&seg.file, &seg.path).map_err(|e| storage(&seg.path, e))?;
+                        seg.size.set(scan.valid_len);
+                    }
                 }
                 if !last {
                     seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
@@ -319,7 +336,12 @@ impl Partition {
             }
             segments.push(seg);
         }
-        let _ = crate::storage::remove_file(&marker);
+        if clean {
+            // The marker goes for good before anything is written: a crash from here on must
+            // find it absent and recover.
+            crate::storage::remove_file(&marker).map_err(|e| storage(&marker, e))?;
+            crate::storage::sync_dir(&dir).map_err(|e| storage(&dir, e))?;
+        }
         let next = segments.last().map_or(0, |s| s.next_offset.get());
         let producers = snapshot::recover(&dir, &segments, next, now_ms()).map_err(|e| storage(&dir, e))?;
         // DeleteRecords may have moved the log start into the first segment.

@@ -133,6 +133,40 @@ fn reopening_after_clean_or_unclean_stops_keeps_every_record() {
 }
 
 #[test]
+fn a_stale_clean_marker_does_not_make_zeros_or_a_torn_batch_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let c = cfg(FlushPolicy::Always, 1 << 20);
+        for tail in ["zeros", "torn"] {
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            let first = p.offsets().log_end;
+            append_n(&p, 0, 10).await;
+            p.close().await.unwrap();
+            let good_len = p.offsets().size;
+            drop(p);
+            // The marker stays, yet the log was written after it (its removal lost in a crash):
+            // zeros ahead of the data, and half a batch over them.
+            let log = path.join(segment::file_name(0, "log"));
+            let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+            std::os::unix::fs::FileExt::write_all_at(&f, &vec![0u8; 64 << 10], good_len).unwrap();
+            if tail == "torn" {
+                let torn = batch(99);
+                std::os::unix::fs::FileExt::write_all_at(&f, &torn[..torn.len() / 2], good_len).unwrap();
+            }
+            drop(f);
+            assert!(path.join(CLEAN_MARKER).exists());
+            let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+            assert_eq!(p.offsets().size, good_len, "{tail}: only whole batches are data");
+            assert_eq!(p.offsets().log_end, first + 20);
+            assert_eq!(append_n(&p, 10, 1).await, vec![first + 20], "{tail}: appends follow the last batch");
+            assert_eq!(read_all(&p).len() as i64, (first + 22) / 2, "{tail}: every batch reads back");
+            p.close().await.unwrap();
+        }
+    });
+}
+
+#[test]
 fn a_torn_tail_is_cut_at_the_last_whole_batch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");
