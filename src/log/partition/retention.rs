@@ -101,10 +101,13 @@ impl Partition {
         while n + 1 < st.segments.len() {
             let seg = &st.segments[n];
             let too_big = excess >= seg.size.get() && excess > 0;
+            // An inactive segment holding nothing (a cleaning dropped all it had) has no age of
+            // its own and nothing to keep: it goes with the old segments around it rather than
+            // stopping retention at it.
             let too_old = cfg.retention_ms >= 0
-                && seg.size.get() > 0
-                && seg.max_timestamp.get() >= 0
-                && now_ms.saturating_sub(seg.max_timestamp.get()) > cfg.retention_ms;
+                && (seg.size.get() == 0
+                    || seg.max_timestamp.get() >= 0
+                        && now_ms.saturating_sub(seg.max_timestamp.get()) > cfg.retention_ms);
             if !(too_big || too_old) {
                 break;
             }

@@ -177,6 +177,38 @@ fn a_small_key_map_cleans_over_several_passes() {
 }
 
 #[test]
+fn a_segment_a_cleaning_emptied_does_not_stop_time_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let mut c = compacted(1024);
+        (c.delete, c.retention_ms) = (true, 3_600_000);
+        let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+        let now = crate::sys::unix_now_ms();
+        // Two hours old: keys a-* (each later superseded by a fresh record), then keys o-*
+        // (never). Then the fresh records.
+        let append = |key: String, ts: i64| {
+            let b = batch::build_keyed(ts, &[(Some(key.as_bytes()), Some(&[b'x'; 100][..]))]);
+            p.append(&Bytes::from(b)).unwrap()
+        };
+        for i in 0..8 {
+            append(format!("a-{i}"), now - 7_200_000).await.unwrap().unwrap();
+        }
+        let old_end = p.offsets().log_end;
+        for i in 0..8 {
+            append(format!("o-{i}"), now - 7_200_000).await.unwrap().unwrap();
+        }
+        for i in 0..24 {
+            append(format!("a-{}", i % 8), now).await.unwrap().unwrap();
+        }
+        assert_eq!(clean(&p, &SETTINGS).map(Result::unwrap), Some(true));
+        let first = p.st.borrow().segments[0].size.get();
+        assert_eq!(first, 0, "the cleaning emptied the first segment");
+        assert!(p.apply_retention(now) >= 2, "it goes, and the old segment after it");
+        assert!(p.offsets().log_start >= old_end);
+    });
+}
+
+#[test]
 fn a_producers_last_batch_stays_empty_and_keyless_records_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     run(async move {
