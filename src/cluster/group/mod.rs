@@ -519,7 +519,12 @@ impl Group {
         if self.replica.borrow().failed().is_some() {
             return Ok(()); // leave it to recovery
         }
-        write_state(&self.state_path, &self.replica.borrow().meta())?;
+        // With writes still queued (the writer stops after the one under way) the state
+        // raft has moved to may name what they would have written, a snapshot's start
+        // above all: the state file keeps what the written log goes with.
+        if self.queued.borrow().is_empty() {
+            write_state(&self.state_path, &self.replica.borrow().meta())?;
+        }
         self.log.close().await
     }
 
@@ -658,6 +663,10 @@ impl Group {
         write_state(&self.state_path, meta)?;
         self.log.install(state.log_start, &state.data, state.offset, producers).await?;
         remove_other_starts(dir, index);
+        // The kept snapshot's removal is durable before this replica counts anything after
+        // it as written: brought back by a power loss, it would be installed again at the
+        // next open, over entries this replica acknowledged.
+        crate::storage::sync_dir(dir).map_err(|e| storage(dir, e))?;
         Ok(())
     }
 

@@ -367,6 +367,8 @@ fn acks_one_answers_after_the_leader_write_and_min_insync_counts_live_copies() {
         let g = nodes[leader(nodes).unwrap()].group().unwrap();
         let send = |acks, v: &[u8]| g.produce(&Bytes::from(batch::build(0, &[v])), acks);
         let three = Acks::All { min_insync: 3 };
+        // On a loaded machine a follower can go unheard for the lag bound before the start.
+        until("all three in sync", || g.in_sync() == 3).await;
         let a = send(three, b"all three").unwrap().await.unwrap().unwrap();
         assert_eq!(g.log().offsets().high_watermark, a.base_offset + 1, "committed when answered");
         // One follower gone for longer than the lag bound: three copies cannot be had.
