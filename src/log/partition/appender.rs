@@ -198,7 +198,10 @@ impl Partition {
             self.fail_duplicates(ErrorCode::KafkaStorageError);
             let mut st = self.st.borrow_mut();
             let seg = st.segments.last().expect("active segment");
-            if let Err(cut) = seg.truncate(seg.size.get()) {
+            // Synced too: a crash must not bring back bytes of batches their producers were
+            // told failed.
+            let cut = seg.truncate(seg.size.get()).and_then(|()| crate::storage::sync(&seg.file, &seg.path));
+            if let Err(cut) = cut {
                 tracing::warn!(topic = %self.topic, partition = self.index, "cannot cut a failed write's tail (recovery will): {cut}");
             }
             st.next_offset = st.written;
@@ -482,8 +485,12 @@ impl Partition {
             let _ = crate::storage::drop_cached(&older.file, from, size - from);
             older.uncached.set(size);
         }
-        let _ = crate::storage::drop_cached(&seg.file, from, cut - from);
-        seg.uncached.set(cut);
+        // A tail cut below what was dropped (a divergent tail, a cleaning) leaves nothing to
+        // drop in this segment.
+        if cut > from {
+            let _ = crate::storage::drop_cached(&seg.file, from, cut - from);
+            seg.uncached.set(cut);
+        }
     }
 
     /// For the `interval` policy's timer: sync when something was written since the last sync.
