@@ -249,6 +249,7 @@ impl Group {
         }
         remove_other_starts(log.dir(), start.index);
         log.make_replicated();
+        log.commit_below(start.offset).map_err(|e| storage(log.dir(), e))?;
         let batches = log.raft_batches().map_err(|e| storage(log.dir(), e))?;
         tracing::debug!(group = ?id, batches = batches.len(), term = meta.hard_state.term, vote = meta.hard_state.vote, commit = meta.hard_state.commit, "opening the replica");
         let reader = Rc::new(LogReader(log.clone()));

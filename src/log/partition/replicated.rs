@@ -43,6 +43,28 @@ impl Partition {
         }
     }
 
+    /// Counts every batch below `offset` (the raft log's start) committed, as raft does
+    /// whatever commit index its state file kept: fetches, and the records a snapshot carries
+    /// (`below`), reach up to it at once after an open, not only once this replica learns a
+    /// commit past it.
+    pub fn commit_below(&self, offset: i64) -> std::io::Result<()> {
+        let mut st = self.st.borrow_mut();
+        let offset = offset.min(st.written);
+        if offset <= st.hwm {
+            return Ok(());
+        }
+        for seg in st.segments.iter().filter(|s| s.base_offset < offset) {
+            let end = match seg.next_offset.get() <= offset {
+                true => seg.size.get(),
+                // A raft entry starts at the raft log's start: the batch found starts there.
+                false => seg.find_before(offset, seg.size.get())?.map_or(seg.size.get(), |(pos, _)| pos),
+            };
+            seg.committed.set(seg.committed.get().max(end));
+        }
+        st.hwm = offset;
+        Ok(())
+    }
+
     pub fn is_replicated(&self) -> bool {
         self.st.borrow().replicated
     }

@@ -257,6 +257,12 @@ fn a_snapshots_data_replaces_the_log_below_its_start_and_survives_a_restart() {
         p.close().await.unwrap();
         let p = open(&to, 300).await;
         assert_eq!((p.offsets().log_start, p.offsets().log_end), (3, 12), "a restart finds the start and the data");
+        // Before raft's commit is known again, what lies below the raft log's start counts
+        // as committed: a snapshot sent now carries it.
+        assert_eq!(p.below(10).unwrap(), (3, Bytes::new()), "nothing counted before");
+        p.commit_below(10).unwrap();
+        assert_eq!(p.offsets().high_watermark, 10);
+        assert_eq!(p.below(10).unwrap(), (3, Bytes::from(cleaned.clone())), "the records below the raft start");
         p.set_high_watermark(12, end_of(&locs, &next, 0)); // raft's commit, as after any restart
         assert_eq!(read(&p, 3)[..cleaned.len()], cleaned[..]);
     });
