@@ -166,6 +166,61 @@ fn a_compacted_topic_keeps_each_keys_latest_value_through_kill_9_mid_cleaning() 
     drop(tmp);
 }
 
+/// A log whose cleaning fails (a batch corrupted on disk) is passed over for a while, and the
+/// shard's other compacted logs are cleaned meanwhile: the failing log, ever the dirtiest,
+/// used to be picked again at every check, and no other log was cleaned again.
+#[test]
+fn a_log_whose_cleaning_fails_is_passed_over_and_the_others_are_cleaned() {
+    // One shard: both logs are its cleaner's to choose between.
+    let args = ["--cpus", "0", "--pin", "false", "--flush", "os", "--log-cleaner-backoff-ms", "200"];
+    let configs = [("cleanup.policy", "compact"), ("segment.bytes", "65536"), ("min.cleanable.dirty.ratio", "0.01")];
+    // 10,000 records over 100 keys from record `from` on.
+    let fill = |c: &mut Client, topic: &str, from: usize| {
+        for i in (from..from + 10_000).step_by(PER_BATCH) {
+            let recs: Vec<(Vec<u8>, Vec<u8>)> = (i..i + PER_BATCH)
+                .map(|j| (format!("k{}", j % 100).into_bytes(), format!("v{j}-{}", "x".repeat(60)).into_bytes()))
+                .collect();
+            let kvs: Vec<batch::KeyValue> =
+                recs.iter().map(|(k, v)| (Some(k.as_slice()), Some(v.as_slice()))).collect();
+            c.produce_ok(topic, 0, batch::build_keyed(now_ms(), &kvs));
+        }
+    };
+    // "good" is cleaned once, then written to again: dirty, but less so than "bad", which
+    // no cleaning has touched.
+    let mut broker = support::Broker::start_args(&args);
+    let tmp = broker.take_tempdir().unwrap();
+    let mut c = Client::connect(broker.addr);
+    assert_eq!(c.create_topic("good", 1, &configs).error_code, 0);
+    fill(&mut c, "good", 0);
+    assert!(wait_until(Duration::from_secs(60), || cleanings(&broker) >= 1.0), "good is cleaned once");
+    broker.stop();
+    let listen = broker.addr.to_string();
+    let mut broker =
+        support::restart(tmp.path(), &listen, &["--cpus", "0", "--pin", "false", "--log-cleaner-enable", "false"]);
+    let mut c = Client::connect(broker.addr);
+    assert_eq!(c.create_topic("bad", 1, &configs).error_code, 0);
+    fill(&mut c, "bad", 0);
+    fill(&mut c, "good", 10_000);
+    broker.stop();
+    // A byte of a record in bad's first (sealed) segment flipped: its batch's CRC fails.
+    let seg = tmp.path().join("bad-0").join(ringbroker::log::segment::file_name(0, "log"));
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[200] ^= 0xff;
+    std::fs::write(&seg, &bytes).unwrap();
+    let good = tmp.path().join("good-0");
+    let before = support::log_bytes(&good);
+
+    let broker = support::restart(tmp.path(), &listen, &args);
+    let cleaned = wait_until(Duration::from_secs(60), || cleanings(&broker) >= 1.0);
+    assert!(cleaned, "good is cleaned while bad's cleaning fails");
+    let after = support::log_bytes(&good);
+    assert!(after < before / 2, "good: {before} bytes of log became {after}");
+    let bad = support::log_bytes(&tmp.path().join("bad-0"));
+    assert!(bad > after, "bad is not cleaned: {bad} bytes");
+    drop(broker);
+    drop(tmp);
+}
+
 /// Commits offsets of partitions `0..partitions` of topic "committed" for `group`, `rounds`
 /// times (round `r` commits `offset(r, p)`), each acknowledged.
 fn commit_rounds(c: &mut Client, group: &str, partitions: i32, rounds: i64) {
