@@ -169,6 +169,13 @@ impl Segment {
         Ok(true)
     }
 
+    /// `truncate`, then synced: for a cut that a crash must not undo (a torn tail, a
+    /// divergent tail, a refused write's bytes).
+    pub fn truncate_durably(&self, len: u64) -> io::Result<()> {
+        self.truncate(len)?;
+        storage::sync(&self.file, &self.path)
+    }
+
     /// Cuts preallocated zeros off the .log, so the file ends with its last batch: before
     /// the segment is sealed or the log closed (a later open takes the file's length as the
     /// data's). The caller syncs after.

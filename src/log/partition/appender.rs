@@ -200,8 +200,7 @@ impl Partition {
             let seg = st.segments.last().expect("active segment");
             // Synced too: a crash must not bring back bytes of batches their producers were
             // told failed.
-            let cut = seg.truncate(seg.size.get()).and_then(|()| crate::storage::sync(&seg.file, &seg.path));
-            if let Err(cut) = cut {
+            if let Err(cut) = seg.truncate_durably(seg.size.get()) {
                 tracing::warn!(topic = %self.topic, partition = self.index, "cannot cut a failed write's tail (recovery will): {cut}");
             }
             st.next_offset = st.written;

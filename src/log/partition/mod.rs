@@ -284,8 +284,7 @@ impl Partition {
                             "truncating torn or corrupt log tail"
                         );
                     }
-                    seg.truncate(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
-                    crate::storage::sync(&seg.file, &seg.path).map_err(|e| storage(&seg.path, e))?;
+                    seg.truncate_durably(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
                 }
                 seg.size.set(scan.valid_len);
                 seg
@@ -320,8 +319,7 @@ impl Partition {
                             dropped = seg.size.get() - scan.valid_len,
                             "a cleanly closed segment ends in bytes that are no batch: cutting them"
                         );
-                        seg.truncate(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
-                        crate::storage::sync(&seg.file, &seg.path).map_err(|e| storage(&seg.path, e))?;
+                        seg.truncate_durably(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
                         seg.size.set(scan.valid_len);
                     }
                 }

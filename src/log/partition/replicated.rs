@@ -187,8 +187,7 @@ impl Partition {
             let found = seg.find_before(offset, seg.size.get()).map_err(|e| storage(&seg.path, e))?;
             let pos = found.map_or(seg.size.get(), |(pos, _)| pos);
             removed += seg.size.get() - pos;
-            seg.truncate(pos).map_err(|e| storage(&seg.path, e))?;
-            crate::storage::sync(&seg.file, &seg.path).map_err(|e| storage(&seg.path, e))?;
+            seg.truncate_durably(pos).map_err(|e| storage(&seg.path, e))?;
             // Re-index the cut segment from its batches: its index files may point past the cut.
             let base = seg.base_offset;
             let mut fresh = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&self.dir, e))?;
