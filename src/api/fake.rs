@@ -4,9 +4,10 @@
 //! temporary directory, so CreateTopics or CreateAcls change what the next request sees),
 //! the ACL index and its checks, the group coordinator (its offsets "log" is memory), the
 //! metrics probe and the quotas. What it fakes: partitions are a list of batches in one
-//! file each (so fetches still answer with file regions); `watch` applies the appends a
-//! test queued with `arrive`, and returns at once if one of them moved a watched partition's
-//! high watermark past its offset, else sleeps out the wait.
+//! file each (so fetches still answer with file regions); `watch` returns at once, as a
+//! partition's does, if a watched high watermark is already past its offset; else it
+//! applies the appends a test queued with `arrive`, and returns if one of them moved a
+//! watched partition's high watermark past its offset, else sleeps out the wait.
 //!
 //! Tests drive it with `call`: a request message in, the decoded response out.
 
@@ -61,6 +62,8 @@ pub(crate) struct Inner {
     logs: RefCell<HashMap<Tp, Log>>,
     /// Appends `watch` makes happen (a producer arriving while a fetch waits).
     arrivals: RefCell<Vec<(Tp, Bytes)>>,
+    /// Read passes of `fetch` so far.
+    fetch_passes: std::cell::Cell<usize>,
     /// Producers `producers` reports, set by tests.
     producer_summaries: RefCell<HashMap<Tp, Vec<ProducerSummary>>>,
     detached: RefCell<Vec<Pin<Box<dyn Future<Output = ()>>>>>,
@@ -152,6 +155,7 @@ impl Fake {
             controller: RefCell::new(controller),
             logs: RefCell::new(HashMap::new()),
             arrivals: RefCell::new(Vec::new()),
+            fetch_passes: std::cell::Cell::new(0),
             producer_summaries: RefCell::new(HashMap::new()),
             detached: RefCell::new(Vec::new()),
             groups: Coordinator::new(limits, 7 * 24 * 3_600_000),
@@ -241,6 +245,11 @@ impl Fake {
     pub(crate) fn arrive(&self, tp: Tp, values: &[&[u8]]) {
         let bytes = Bytes::from(batch::build(crate::sys::unix_now_ms(), values));
         self.0.arrivals.borrow_mut().push((tp, bytes));
+    }
+
+    /// Read passes of `fetch` so far.
+    pub(crate) fn fetch_passes(&self) -> usize {
+        self.0.fetch_passes.get()
     }
 
     pub(crate) fn set_producers(&self, tp: Tp, producers: Vec<ProducerSummary>) {
@@ -440,6 +449,7 @@ impl Broker for Fake {
     }
 
     async fn fetch(&self, asks: Share<FetchAsk>) -> Vec<PartResult<ReadOut>> {
+        self.0.fetch_passes.set(self.0.fetch_passes.get() + 1);
         let logs = self.0.logs.borrow();
         let read = |tp: Tp, ask: FetchAsk| -> PartResult<ReadOut> {
             let log = logs.get(&tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
@@ -468,6 +478,9 @@ impl Broker for Fake {
     }
 
     async fn watch(&self, asks: Share<i64>, wait: Duration) {
+        if asks.iter().any(|(tp, offset)| self.offsets_of(*tp).high_watermark > *offset) {
+            return;
+        }
         let arrivals: Vec<_> = self.0.arrivals.borrow_mut().drain(..).collect();
         let mut woken = false;
         for (tp, bytes) in arrivals {

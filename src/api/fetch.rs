@@ -214,7 +214,16 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             delayed = true;
             broker.probe().delayed_fetch();
         }
-        let watched = topics.iter().flat_map(|t| &t.2).filter_map(|w| w.tp.map(|tp| (tp, w.offset))).collect();
+        // Each partition is watched past what this pass already read up to (its high
+        // watermark), not past the fetch offset: below the watermark the watch is ready at
+        // once, and the loop would spin until the deadline without yielding the shard.
+        let read_to = out.iter().flat_map(|t| &t.partitions).map(|p| p.high_watermark);
+        let watched = topics
+            .iter()
+            .flat_map(|t| &t.2)
+            .zip(read_to)
+            .filter_map(|(w, hwm)| w.tp.map(|tp| (tp, w.offset.max(hwm))))
+            .collect();
         broker.watch(watched, deadline - now).await;
     }
 }
@@ -339,8 +348,13 @@ async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wante
                         let len = region.len as u64;
                         let keep = if first_data {
                             len.min(remaining.max(read.first_batch_len as u64))
-                        } else {
+                        } else if remaining >= read.first_batch_len as u64 {
                             len.min(remaining)
+                        } else {
+                            // Not even its first batch fits: no records this time (Kafka
+                            // sends none either). A part of a batch alone is no record, and
+                            // the Java consumer fails on it ("no complete records").
+                            0
                         };
                         if keep > 0 {
                             region.len = keep as u32;
@@ -435,6 +449,37 @@ mod tests {
         b.arrive(b.tp("t", 0), &[b"late"]);
         let resp: FetchResponse = b.call(ApiKey::Fetch, 12, &request("t", &[(0, 0)], 1, 10_000));
         assert_eq!(parts(&resp), vec![(0, 0, 1, vec![0])]);
+    }
+
+    #[test]
+    fn a_fetch_short_of_min_bytes_on_data_already_there_waits_instead_of_reading_again_and_again() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        b.append(b.tp("t", 0), &[b"a"]);
+        let started = Instant::now();
+        let resp: FetchResponse = b.call(ApiKey::Fetch, 12, &request("t", &[(0, 0)], 1 << 20, 50));
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert_eq!(parts(&resp), vec![(0, 0, 1, vec![0])]);
+        // One read, a wait until the deadline (nothing arrived), and the last read.
+        assert_eq!(b.fetch_passes(), 2, "the fetch read the log again without waiting");
+    }
+
+    #[test]
+    fn a_partition_after_the_first_whose_first_batch_does_not_fit_the_response_gets_no_records() {
+        let b = Fake::new();
+        b.topic("t", 2);
+        let value = [7u8; 300];
+        b.append(b.tp("t", 0), &[&value]);
+        b.append(b.tp("t", 1), &[&value, &value]);
+        let mut r = request("t", &[(0, 0), (1, 0)], 0, 0);
+        // The first partition's batch and a third of the second's.
+        let first = parts(&b.call(ApiKey::Fetch, 12, &request("t", &[(0, 0)], 0, 0)));
+        assert_eq!(first[0].3, vec![0]);
+        r.max_bytes = 600;
+        let resp: FetchResponse = b.call(ApiKey::Fetch, 12, &r);
+        let second = &resp.responses[0].partitions[1];
+        assert!(second.records.as_ref().is_none_or(|r| r.is_empty()), "no part of a batch is sent");
+        assert_eq!(parts(&resp), vec![(0, 0, 1, vec![0]), (1, 0, 2, vec![])]);
     }
 
     #[test]

@@ -92,6 +92,9 @@ impl Partition {
     /// ListOffsets MAX_TIMESTAMP: the batch holding the largest timestamp.
     pub fn max_timestamp_offset(&self) -> Option<(i64, i64)> {
         let st = self.st.borrow();
+        if st.log_start >= st.hwm {
+            return None; // every record deleted (DeleteRecords), though the active segment holds them
+        }
         let seg = st.segments.iter().filter(|s| s.max_timestamp.get() >= 0).max_by_key(|s| s.max_timestamp.get())?;
         let ts = seg.max_timestamp.get();
         let h = seg.find_by_time(ts).ok()??;
