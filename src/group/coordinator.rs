@@ -34,6 +34,9 @@ pub struct Coordinator {
     started: Instant,
     limits: GroupLimits,
     retention_ms: i64,
+    /// Commits being appended, per group: offset expiry passes such a group by, since the
+    /// store does not show the commit until its append completes.
+    committing: RefCell<HashMap<String, u32>>,
 }
 
 fn wall_ms() -> i64 {
@@ -50,6 +53,7 @@ impl Coordinator {
             started: Instant::now(),
             limits,
             retention_ms,
+            committing: RefCell::new(HashMap::new()),
         }
     }
 
@@ -308,7 +312,17 @@ impl Coordinator {
                 },
             })
             .collect();
-        self.append(&records, log).await?;
+        *self.committing.borrow_mut().entry(group.to_string()).or_default() += 1;
+        let appended = self.append(&records, log).await;
+        let mut committing = self.committing.borrow_mut();
+        if let Some(n) = committing.get_mut(group) {
+            *n -= 1;
+            if *n == 0 {
+                committing.remove(group);
+            }
+        }
+        drop(committing);
+        appended?;
         let mut store = self.offsets.borrow_mut();
         for r in records {
             store.apply(r);
@@ -346,15 +360,30 @@ impl Coordinator {
             None => Vec::new(),
         };
         records.push(Record::DeleteGroup { group: group.to_string() });
-        self.append(&records, log).await?;
+        // Dead while its tombstones are appended, as in Kafka: a join or commit arriving
+        // meanwhile is told to retry (COORDINATOR_NOT_AVAILABLE) instead of joining a group
+        // about to be removed, where nothing would ever answer it.
+        let existed = self.groups.borrow().contains_key(group);
+        self.groups
+            .borrow_mut()
+            .entry(group.to_string())
+            .or_insert_with(|| Group::new(group, self.now(), self.limits))
+            .mark_dead();
+        if let Err(e) = self.append(&records, log).await {
+            let mut groups = self.groups.borrow_mut();
+            match groups.get_mut(group) {
+                Some(g) if existed => g.revive(),
+                Some(_) => drop(groups.remove(group)),
+                None => {}
+            }
+            return Err(e);
+        }
         let mut store = self.offsets.borrow_mut();
         for r in records {
             store.apply(r);
         }
         drop(store);
-        if let Some(mut g) = self.groups.borrow_mut().remove(group) {
-            g.mark_dead();
-        }
+        self.groups.borrow_mut().remove(group);
         Ok(())
     }
 
@@ -372,12 +401,19 @@ impl Coordinator {
             if !g.is_empty() && g.protocol_type() != Some("consumer") {
                 return Err(ErrorCode::NonEmptyGroup);
             }
-            g.subscribed_topics().unwrap_or_default()
+            // A group with members whose subscriptions are not known yet (mid-rebalance,
+            // the protocol not chosen) counts as subscribed to every topic, as in Kafka:
+            // deleting an offset its members are about to fetch would reset them.
+            match g.subscribed_topics() {
+                Some(topics) => Some(topics),
+                None if g.is_empty() => Some(Default::default()),
+                None => None,
+            }
         };
         let mut results = Vec::with_capacity(partitions.len());
         let mut records = Vec::new();
         for (t, p) in partitions {
-            if subscribed.contains(&t) {
+            if subscribed.as_ref().is_none_or(|s| s.contains(&t)) {
                 results.push(Err(ErrorCode::GroupSubscribedToTopic));
             } else {
                 records.push(Record::DeleteOffset { group: group.to_string(), topic: t, partition: p });
@@ -442,9 +478,32 @@ impl Coordinator {
     }
 
     pub async fn apply_expiry(&self, group: &str, mut records: Vec<Record>, log: Option<Rc<dyn OffsetsLog>>) {
+        // Checked again right before the append (nothing awaited in between): the passes
+        // of earlier groups were awaited since `expire_offsets`, and a commit answered in
+        // that time, or still being appended, must not be followed by a tombstone.
+        if self.committing.borrow().contains_key(group)
+            || self.groups.borrow().get(group).is_some_and(|g| g.state() != State::Empty)
+        {
+            return;
+        }
         if self.groups.borrow().contains_key(group) {
             // A member or a commit brought the group back since `expire_offsets`.
             records.retain(|r| !matches!(r, Record::DeleteGroup { .. }));
+        }
+        // An offset expired only if its commit is older than the retention; a later commit
+        // of the same partition is not.
+        let before = wall_ms() - self.retention_ms;
+        {
+            let store = self.offsets.borrow();
+            records.retain(|r| match r {
+                Record::DeleteOffset { group, topic, partition } => {
+                    store.get(group, topic, *partition).is_some_and(|c| c.commit_ts < before)
+                }
+                _ => true,
+            });
+        }
+        if records.is_empty() {
+            return;
         }
         let expired = records.iter().filter(|r| matches!(r, Record::DeleteOffset { .. })).count();
         if self.append(&records, log).await.is_ok() {
@@ -476,6 +535,7 @@ impl Coordinator {
 mod tests {
     use super::*;
     use crate::group::metadata::GroupMetadata;
+    use crate::group::{CommitEntry, JoinRequest};
 
     const DAY_MS: i64 = 86_400_000;
 
@@ -501,6 +561,148 @@ mod tests {
             c.expire_offsets().into_iter().filter(|(_, r)| !r.is_empty()).map(|(g, _)| g).collect();
         ids.sort();
         ids
+    }
+
+    /// An offsets log whose appends complete only when `release`d, in order; it keeps every
+    /// batch appended.
+    #[derive(Default)]
+    struct HeldLog {
+        batches: RefCell<Vec<Bytes>>,
+        gates: RefCell<std::collections::VecDeque<oneshot::Sender<()>>>,
+    }
+
+    impl OffsetsLog for HeldLog {
+        fn append(&self, batch: Bytes) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ErrorCode>>>> {
+            self.batches.borrow_mut().push(batch);
+            let (tx, rx) = oneshot::channel();
+            self.gates.borrow_mut().push_back(tx);
+            Box::pin(async move { rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable) })
+        }
+    }
+
+    impl HeldLog {
+        fn release(&self) {
+            let _ = self.gates.borrow_mut().pop_front().expect("an append waits").send(());
+        }
+
+        fn records(&self) -> Vec<Record> {
+            self.batches.borrow().iter().flat_map(|b| offsets::from_batch(b)).collect()
+        }
+    }
+
+    fn standalone_commit(offset: i64, reply: oneshot::Sender<Result<(), ErrorCode>>) -> GroupOp {
+        let entry = CommitEntry { topic: "t".into(), partition: 0, offset, leader_epoch: -1, metadata: None };
+        GroupOp::Commit { member_id: String::new(), instance_id: None, generation: -1, entries: vec![entry], reply }
+    }
+
+    fn committed(c: &Coordinator, group: &str) -> Option<i64> {
+        c.offsets.borrow().get(group, "t", 0).map(|v| v.offset)
+    }
+
+    #[test]
+    fn an_expiry_never_tombstones_a_commit_made_after_it_was_computed() {
+        use futures_lite::future::{block_on, poll_once};
+        let c = Coordinator::new(GroupLimits::default(), 7 * DAY_MS);
+        let wall = wall_ms();
+        c.replay([commit("in-flight", wall - 30 * DAY_MS), commit("answered", wall - 30 * DAY_MS)]);
+        let held = Rc::new(HeldLog::default());
+        let log = || Some(held.clone() as Rc<dyn OffsetsLog>);
+
+        // A commit of "in-flight" is being appended when the expiry pass reads the store;
+        // one of "answered" is appended and answered between the pass and its append.
+        let (tx, mut in_flight) = oneshot::channel();
+        let mut first = Box::pin(c.handle("in-flight".into(), standalone_commit(9, tx), log()));
+        assert!(block_on(poll_once(&mut first)).is_none(), "the commit waits for its append");
+        let expiry = c.expire_offsets();
+        assert_eq!(expiry.iter().filter(|(_, r)| !r.is_empty()).count(), 2, "both stored offsets are past retention");
+        let (tx, answered) = oneshot::channel();
+        let mut second = Box::pin(c.handle("answered".into(), standalone_commit(11, tx), log()));
+        assert!(block_on(poll_once(&mut second)).is_none());
+        held.release(); // "in-flight"'s append
+        held.release(); // "answered"'s append
+        block_on(second);
+        assert_eq!(block_on(answered).unwrap(), Ok(()));
+
+        for (group, records) in expiry {
+            let mut apply = Box::pin(c.apply_expiry(&group, records, log()));
+            if block_on(poll_once(&mut apply)).is_none() {
+                held.release();
+                block_on(apply);
+            }
+        }
+        block_on(first);
+        assert_eq!(in_flight.try_recv().unwrap(), Some(Ok(())));
+
+        let tombstones: Vec<Record> = held
+            .records()
+            .into_iter()
+            .filter(|r| matches!(r, Record::DeleteOffset { .. } | Record::DeleteGroup { .. }))
+            .collect();
+        assert_eq!(tombstones, [], "no tombstone follows an answered commit");
+        assert_eq!((committed(&c, "in-flight"), committed(&c, "answered")), (Some(9), Some(11)));
+        // A replay of the log gives the same offsets.
+        let replayed = Coordinator::new(GroupLimits::default(), 7 * DAY_MS);
+        replayed.replay(held.records());
+        assert_eq!((committed(&replayed, "in-flight"), committed(&replayed, "answered")), (Some(9), Some(11)));
+    }
+
+    #[test]
+    fn a_join_while_a_group_is_being_deleted_is_told_to_retry_and_not_left_waiting() {
+        use futures_lite::future::{block_on, poll_once};
+        let c = Coordinator::new(GroupLimits::default(), 7 * DAY_MS);
+        c.replay([commit("g", wall_ms())]);
+        let held = Rc::new(HeldLog::default());
+        let log = || Some(held.clone() as Rc<dyn OffsetsLog>);
+
+        let (tx, deleted) = oneshot::channel();
+        let mut delete = Box::pin(c.handle("g".into(), GroupOp::Delete { reply: tx }, log()));
+        assert!(block_on(poll_once(&mut delete)).is_none(), "the deletion waits for its tombstones' append");
+        let (tx, mut joined) = oneshot::channel();
+        let req = JoinRequest {
+            token: 0,
+            member_id: String::new(),
+            instance_id: None,
+            client_id: "c".into(),
+            client_host: "h".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::new())],
+            require_known_member_id: false,
+            fresh_member_id: "m-1".into(),
+            supports_skip_assignment: false,
+        };
+        block_on(c.handle("g".into(), GroupOp::Join { req, reply: tx }, log()));
+        let answer = joined.try_recv().unwrap().expect("the join is answered at once");
+        assert_eq!(answer.error, Some(ErrorCode::CoordinatorNotAvailable));
+
+        held.release();
+        block_on(delete);
+        assert_eq!(block_on(deleted).unwrap(), Ok(()));
+        assert!(!c.groups.borrow().contains_key("g"));
+        assert!(c.waiting.borrow().is_empty(), "nothing waits on the deleted group");
+    }
+
+    #[test]
+    fn a_failed_deletion_leaves_the_group_usable() {
+        use futures_lite::future::{block_on, poll_once};
+        let c = Coordinator::new(GroupLimits::default(), 7 * DAY_MS);
+        c.replay([commit("g", wall_ms())]);
+        let held = Rc::new(HeldLog::default());
+        let log = || Some(held.clone() as Rc<dyn OffsetsLog>);
+        let (tx, deleted) = oneshot::channel();
+        let mut delete = Box::pin(c.handle("g".into(), GroupOp::Delete { reply: tx }, log()));
+        assert!(block_on(poll_once(&mut delete)).is_none());
+        drop(held.gates.borrow_mut().pop_front()); // the append fails
+        block_on(delete);
+        assert_eq!(block_on(deleted).unwrap(), Err(ErrorCode::CoordinatorNotAvailable));
+        let (tx, done) = oneshot::channel();
+        let mut again = Box::pin(c.handle("g".into(), standalone_commit(12, tx), log()));
+        assert!(block_on(poll_once(&mut again)).is_none());
+        held.release();
+        block_on(again);
+        assert_eq!(block_on(done).unwrap(), Ok(()));
+        assert_eq!(committed(&c, "g"), Some(12));
     }
 
     #[test]

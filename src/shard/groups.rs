@@ -75,7 +75,18 @@ impl Shard {
         if self.catalog.borrow().topic_by_id(&tp.topic).is_some_and(|t| t.replicated()) {
             return Err(ErrorCode::NotCoordinator); // no replica here
         }
-        Ok(self.log(&tp).ok().map(|p| p as Rc<dyn OffsetsLog>))
+        // Kafka answers COORDINATOR_LOAD_IN_PROGRESS while it loads a partition's groups; a
+        // partition it cannot read (or not open here) serves none of them.
+        if !self.offsets_replayed.get() {
+            return Err(ErrorCode::CoordinatorLoadInProgress);
+        }
+        if self.offsets_unreadable.borrow().contains(&tp.partition) {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        match self.log(&tp) {
+            Ok(p) => Ok(Some(p as Rc<dyn OffsetsLog>)),
+            Err(_) => Err(ErrorCode::CoordinatorNotAvailable),
+        }
     }
 
     /// Follows the leaderships of the `__consumer_offsets` partitions homed here (cluster
@@ -140,6 +151,11 @@ impl Shard {
     /// Rebuilds the committed offsets of the groups homed here from the local
     /// `__consumer_offsets` partitions (at start, after they are open).
     pub fn replay_group_offsets(&self) {
+        self.replay_local_offsets();
+        self.offsets_replayed.set(true);
+    }
+
+    fn replay_local_offsets(&self) {
         let Some(topic) = self.catalog.borrow().topic(offsets::TOPIC).map(|t| t.id) else { return };
         // In a cluster a partition is replayed when this broker comes to lead it
         // (`follow_offsets_leadership`), not at start.
@@ -157,8 +173,18 @@ impl Shard {
         let started = std::time::Instant::now();
         let mut records = Vec::new();
         for p in logs {
-            if let Err(e) = p.scan_batches(0, |b| records.extend(offsets::from_batch(b))) {
-                tracing::error!(partition = p.index, "cannot replay {}: {e}", offsets::TOPIC);
+            let mut read = Vec::new();
+            match p.scan_batches(0, |b| read.extend(offsets::from_batch(b))) {
+                Ok(_) => records.extend(read),
+                // Half a partition's commits would serve older offsets as the latest.
+                Err(e) => {
+                    tracing::error!(
+                        partition = p.index,
+                        "cannot replay {}: {e}; its groups are not served until a restart reads it",
+                        offsets::TOPIC
+                    );
+                    self.offsets_unreadable.borrow_mut().insert(p.index);
+                }
             }
         }
         let n = records.len();

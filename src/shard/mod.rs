@@ -89,6 +89,11 @@ pub struct Shard {
     /// In a cluster, the `__consumer_offsets` partitions homed here whose groups this shard
     /// coordinates: those it leads and has replayed (`groups`).
     coordinated: RefCell<std::collections::HashSet<i32>>,
+    /// Outside a cluster: whether the start-up replay of `__consumer_offsets` has run, and the
+    /// partitions it could not read (`groups`). Until then, and for those, the groups homed
+    /// here are not served: an empty coordinator would answer "no committed offset".
+    offsets_replayed: std::cell::Cell<bool>,
+    offsets_unreadable: RefCell<std::collections::HashSet<i32>>,
     /// Held while a catalog snapshot is installed (`catalog`).
     applying: glommio::sync::Semaphore,
     /// Logs whose last cleaning failed, and when they may be tried again (`cleaning`).
@@ -169,6 +174,8 @@ impl Shard {
             cluster: std::cell::OnceCell::new(),
             publishing: std::cell::Cell::new(false),
             coordinated: RefCell::default(),
+            offsets_replayed: std::cell::Cell::new(false),
+            offsets_unreadable: RefCell::default(),
             applying: glommio::sync::Semaphore::new(1),
             cleaning_failed: RefCell::new(HashMap::new()),
         })

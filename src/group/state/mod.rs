@@ -175,6 +175,13 @@ impl Group {
         self.state = State::Dead;
     }
 
+    /// Back to Empty after a deletion that failed (only an empty group is deleted).
+    pub fn revive(&mut self) {
+        if self.state == State::Dead {
+            self.state = State::Empty;
+        }
+    }
+
     fn fenced(&self, member_id: &str, instance_id: Option<&str>) -> bool {
         instance_id.is_some_and(|iid| self.statics.get(iid).is_some_and(|m| m != member_id))
     }
