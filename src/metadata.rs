@@ -37,6 +37,11 @@ pub struct TopicMeta {
     /// it has.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "by_partition")]
     pub reassigning: BTreeMap<i32, Vec<i32>>,
+    /// Brokers of targets a reassignment had before it was cancelled or given another
+    /// target: the raft group may already have moved to them, so they keep their replicas
+    /// (and count as holders) until the reassignment completes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "by_partition")]
+    pub retiring: BTreeMap<i32, Vec<i32>>,
 }
 
 /// Maps keyed by partition, written as lists of [partition, value] pairs: JSON object keys
@@ -82,7 +87,12 @@ impl TopicMeta {
     /// reassigned, the target's, in Kafka's order (the target first, then those leaving).
     pub fn holders_of(&self, p: i32) -> Vec<i32> {
         let mut all = self.reassigning.get(&p).cloned().unwrap_or_default();
-        all.extend(self.replicas_of(p).iter().filter(|r| !all.contains(r)).collect::<Vec<_>>());
+        let retiring = self.retiring.get(&p).map_or(&[][..], Vec::as_slice);
+        for &r in self.replicas_of(p).iter().chain(retiring) {
+            if !all.contains(&r) {
+                all.push(r);
+            }
+        }
         all
     }
 }
@@ -160,6 +170,11 @@ pub struct Catalog {
     by_id: HashMap<Uuid, String>,
 }
 
+/// The metadata quorum's own log. Its directory sits beside the partitions' directories, so
+/// no topic may take the name (Kafka refuses it too): a topic's replicas would open the
+/// quorum's files as theirs.
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
+
 /// Why a topic name is unusable (Kafka's rules: 1–249 of `[a-zA-Z0-9._-]`, not `.`/`..`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopicNameError {
@@ -180,6 +195,15 @@ pub fn check_topic_name(name: &str) -> Result<(), TopicNameError> {
     }
     if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
         return Err(TopicNameError::Character { name: name.to_string(), bad });
+    }
+    Ok(())
+}
+
+/// Why a topic of this name cannot be created, beyond `check_topic_name`.
+pub fn check_creatable(name: &str) -> Result<(), String> {
+    check_topic_name(name).map_err(|e| e.to_string())?;
+    if name == METADATA_TOPIC {
+        return Err(format!("Creation of internal topic {METADATA_TOPIC} is prohibited."));
     }
     Ok(())
 }
@@ -258,6 +282,7 @@ impl Catalog {
             replicas: Vec::new(),
             first_voters: BTreeMap::new(),
             reassigning: BTreeMap::new(),
+            retiring: BTreeMap::new(),
         }
     }
 
@@ -425,5 +450,8 @@ mod tests {
         assert!(check_topic_name("..").is_err());
         assert!(check_topic_name("a/b").is_err());
         assert!(check_topic_name(&"x".repeat(250)).is_err());
+        assert!(check_creatable("orders").is_ok());
+        assert!(check_creatable(METADATA_TOPIC).is_err());
+        assert!(check_creatable("a/b").is_err());
     }
 }

@@ -15,7 +15,7 @@ use proto_kafka::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse,
 use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::{Operation, ResourceType};
 use crate::controller::NewTopic;
-use crate::metadata::{check_topic_name, TopicMeta};
+use crate::metadata::{check_creatable, check_topic_name, TopicMeta};
 use crate::protocol::ErrorCode;
 use crate::shard::Tp;
 
@@ -193,7 +193,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 ))
             }
             (Some(name), _) => {
-                if check_topic_name(name.as_str()).is_ok() {
+                if check_creatable(name.as_str()).is_ok() {
                     missing.push(NewTopic {
                         name: name.to_string(),
                         partitions: -1,
@@ -343,6 +343,15 @@ mod tests {
         let resp: MetadataResponse = b.call(ApiKey::Metadata, 12, &request(Some(&["new"]), true));
         assert_eq!(topics(&resp), vec![(Some("new"), ErrorCode::UnknownTopicOrPartition.code(), 0)]);
         assert!(b.catalog().topic("new").is_none());
+    }
+
+    #[test]
+    fn the_metadata_quorums_log_is_never_created_by_a_metadata_request() {
+        let b = Fake::new();
+        let name = crate::metadata::METADATA_TOPIC;
+        let resp: MetadataResponse = b.call(ApiKey::Metadata, 12, &request(Some(&[name]), true));
+        assert_eq!(topics(&resp), vec![(Some(name), ErrorCode::UnknownTopicOrPartition.code(), 0)]);
+        assert!(b.catalog().topic(name).is_none());
     }
 
     #[test]

@@ -32,7 +32,8 @@ impl Controller {
                         ));
                     }
                     // Back to where it started: the leader undoes what it added.
-                    t.reassigning.insert(p, t.replicas_of(p).to_vec());
+                    let replaced = t.reassigning.insert(p, t.replicas_of(p).to_vec());
+                    retire(&mut t, p, replaced);
                 }
                 // Already there (a broker alone: its own id, checked above).
                 Some(target)
@@ -43,7 +44,8 @@ impl Controller {
                 }
                 Some(target) => {
                     t.first_voters.entry(p).or_insert_with(|| topic.replicas_of(p).to_vec());
-                    t.reassigning.insert(p, target.clone());
+                    let replaced = t.reassigning.insert(p, target.clone());
+                    retire(&mut t, p, replaced);
                 }
             }
             Ok((true, vec![Record::Topic { topic: t }]))
@@ -108,8 +110,27 @@ impl Controller {
         }
         let mut t = t.clone();
         t.replicas[partition as usize] = t.reassigning.remove(&partition).expect("checked above");
+        // The group's voters are the target now: brokers of an earlier target may go.
+        t.retiring.remove(&partition);
         tracing::info!(topic, partition, replicas = ?t.replicas[partition as usize], "reassignment complete");
         self.commit(vec![Record::Topic { topic: t }])
+    }
+}
+
+/// Keeps the brokers of a target being replaced (cancelled, or replaced by another) among
+/// the partition's holders: its leader may have moved the raft group to them already, and
+/// were their replicas deleted, a group whose voters are all gone would never serve again.
+fn retire(t: &mut TopicMeta, p: i32, replaced: Option<Vec<i32>>) {
+    let Some(replaced) = replaced else { return };
+    let keep: Vec<i32> = replaced.into_iter().filter(|b| !t.replicas_of(p).contains(b)).collect();
+    let retiring = t.retiring.entry(p).or_default();
+    for b in keep {
+        if !retiring.contains(&b) {
+            retiring.push(b);
+        }
+    }
+    if retiring.is_empty() {
+        t.retiring.remove(&p);
     }
 }
 

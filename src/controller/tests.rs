@@ -60,6 +60,18 @@ fn acknowledged_changes_survive_a_reopen_by_replay() {
 }
 
 #[test]
+fn the_metadata_quorums_log_name_is_no_topic_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Controller::open(context(dir.path(), 1)).unwrap();
+    let made = c.create_topics(&[topic(crate::metadata::METADATA_TOPIC, 1), topic("__cluster_metadata2", 1)], false);
+    let (code, message) = made[0].as_ref().unwrap_err();
+    assert_eq!(*code, ErrorCode::InvalidRequest);
+    assert!(message.contains("prohibited"), "{message}");
+    assert!(made[1].is_ok(), "only the exact name is reserved");
+    assert!(c.catalog().topic(crate::metadata::METADATA_TOPIC).is_none());
+}
+
+#[test]
 fn validate_only_and_refused_asks_log_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Controller::open(context(dir.path(), 1)).unwrap();
@@ -304,9 +316,30 @@ fn a_cancelled_reassignment_targets_the_replicas_it_started_from() {
     committed(&mut c);
     let t = c.catalog().topic("g").unwrap();
     assert_eq!(t.reassigning.get(&0), Some(&vec![1]));
+    // The group may already have moved to 2 and 3: they keep their replicas until it ends.
+    assert_eq!(t.holders_of(0), [1, 2, 3]);
     c.complete_reassignment("g", 0, &[1]).unwrap();
     committed(&mut c);
-    assert_eq!(c.catalog().topic("g").unwrap().replicas_of(0), &[1]);
+    let t = c.catalog().topic("g").unwrap();
+    assert_eq!(t.replicas_of(0), &[1]);
+    assert_eq!(t.holders_of(0), [1], "the cancelled target's brokers go once the group is back");
+}
+
+#[test]
+fn a_replaced_target_keeps_its_brokers_holding_until_the_reassignment_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = member(dir.path());
+    let chosen = NewTopic { assignments: Some(vec![vec![1]]), ..topic("g", -1) };
+    c.create_topics(&[chosen], false)[0].as_ref().unwrap();
+    committed(&mut c);
+    c.alter_reassignments(&[reassign("g", 0, Some(vec![2]))])[0].as_ref().unwrap();
+    committed(&mut c);
+    c.alter_reassignments(&[reassign("g", 0, Some(vec![3]))])[0].as_ref().unwrap();
+    committed(&mut c);
+    assert_eq!(c.catalog().topic("g").unwrap().holders_of(0), [3, 1, 2]);
+    c.complete_reassignment("g", 0, &[3]).unwrap();
+    committed(&mut c);
+    assert_eq!(c.catalog().topic("g").unwrap().holders_of(0), [3]);
 }
 
 #[test]

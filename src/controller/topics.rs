@@ -5,7 +5,7 @@ use super::requests::{Failure, NewPartitions, NewTopic, TopicResult};
 use super::{assign, plan, Controller};
 use crate::group::offsets;
 use crate::log::config::Form;
-use crate::metadata::{check_topic_name, Catalog};
+use crate::metadata::{check_creatable, check_topic_name, Catalog};
 use crate::protocol::ErrorCode;
 
 /// The most partitions one topic may have.
@@ -37,6 +37,7 @@ impl Controller {
     /// The new topic's partition count and (in a cluster) replicas, or why it cannot be.
     fn check_new_topic(&self, cat: &Catalog, t: &NewTopic) -> Result<(u32, Vec<Vec<i32>>), Failure> {
         check_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m.to_string()))?;
+        check_creatable(&t.name).map_err(|m| (ErrorCode::InvalidRequest, m))?;
         let partitions = match (&t.assignments, t.partitions) {
             (Some(a), _) if (1..=MAX_PARTITIONS as usize).contains(&a.len()) => a.len() as u32,
             (Some(a), _) => {

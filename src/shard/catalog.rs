@@ -48,6 +48,7 @@ impl Shard {
         if catalog.version < self.catalog.borrow().version {
             return;
         }
+        self.retire_partitions(&catalog).await;
         let mut wanted = Vec::new();
         let node = self.config.node_id;
         for t in catalog.topics.values() {
@@ -60,32 +61,6 @@ impl Shard {
                 }
             }
         }
-        // Partitions of deleted topics, and replicas a finished reassignment moved away (no
-        // longer in the partition's raft configuration, so raft counts on nothing here).
-        let held = |tp: &Tp| {
-            catalog
-                .topic_by_id(&tp.topic)
-                .is_some_and(|t| !t.replicated() || t.holders_of(tp.partition).contains(&node))
-        };
-        let gone: Vec<(Tp, Rc<Partition>)> =
-            self.logs.borrow().iter().filter(|(tp, _)| !held(tp)).map(|(tp, p)| (*tp, p.clone())).collect();
-        for (tp, p) in gone {
-            if catalog.topic_by_id(&tp.topic).is_some() {
-                tracing::info!(topic = %p.topic, partition = p.index, "the replica moved away: deleting it here");
-                self.tell_other_shards(move |c| c.forget_view(&tp));
-            }
-            self.logs.borrow_mut().remove(&tp);
-            let closed = match self.cluster().and_then(|c| c.remove_group(&tp)) {
-                Some(g) => g.stop().await, // closes the log too
-                None => p.close().await,
-            };
-            if let Err(e) = closed {
-                tracing::warn!(topic = %p.topic, partition = p.index, "closing deleted partition: {e}");
-            }
-            if let Err(e) = p.delete_files() {
-                tracing::warn!(topic = %p.topic, partition = p.index, "deleting partition files: {e}");
-            }
-        }
         // Partitions that stay get their topic's current configs (they, or the dynamic broker
         // defaults under them, may have changed).
         for (tp, p) in self.logs.borrow().iter() {
@@ -96,6 +71,10 @@ impl Shard {
         for (name, tp) in wanted {
             let topic = &catalog.topics[&name];
             let dir = self.config.data_dir.join(Partition::dir_name(&name, tp.partition));
+            if let Err(e) = claim_dir(&dir, topic.id) {
+                tracing::error!(topic = %name, partition = tp.partition, "cannot open partition: {e}");
+                continue;
+            }
             let cfg = self.topic_log_config(&catalog, &name, &topic.configs);
             match Partition::open(&name, tp.partition, dir, cfg, self.probe.clone()).await {
                 Ok(p) if topic.replicated() => {
@@ -128,14 +107,113 @@ impl Shard {
         self.probe.partitions(self.logs.borrow().len());
     }
 
+    /// Closes and deletes this shard's partitions that `catalog` no longer has here.
+    async fn retire_partitions(self: &Rc<Self>, catalog: &Catalog) {
+        let node = self.config.node_id;
+        // Partitions of deleted topics, and replicas a finished reassignment moved away (no
+        // longer in the partition's raft configuration, so raft counts on nothing here).
+        let held = |tp: &Tp| {
+            catalog
+                .topic_by_id(&tp.topic)
+                .is_some_and(|t| !t.replicated() || t.holders_of(tp.partition).contains(&node))
+        };
+        let gone: Vec<(Tp, Rc<Partition>)> =
+            self.logs.borrow().iter().filter(|(tp, _)| !held(tp)).map(|(tp, p)| (*tp, p.clone())).collect();
+        for (tp, p) in gone {
+            if catalog.topic_by_id(&tp.topic).is_some() {
+                tracing::info!(topic = %p.topic, partition = p.index, "the replica moved away: deleting it here");
+            }
+            self.tell_other_shards(move |c| c.forget_view(&tp));
+            self.logs.borrow_mut().remove(&tp);
+            let closed = match self.cluster().and_then(|c| c.remove_group(&tp)) {
+                Some(g) => g.stop().await, // closes the log too
+                None => p.close().await,
+            };
+            if let Err(e) = closed {
+                tracing::warn!(topic = %p.topic, partition = p.index, "closing deleted partition: {e}");
+            }
+            if let Err(e) = p.delete_files() {
+                tracing::warn!(topic = %p.topic, partition = p.index, "deleting partition files: {e}");
+            }
+        }
+    }
+
+    /// `retire_partitions` on its own, for the first step of `broadcast_catalog`.
+    async fn retire_for(self: &Rc<Self>, catalog: Arc<Catalog>) {
+        let Ok(_turn) = self.applying.acquire_permit(1).await else { return };
+        if catalog.version >= self.catalog.borrow().version {
+            self.retire_partitions(&catalog).await;
+        }
+    }
+
     /// Sends a catalog snapshot to every shard (this one included) and waits until all
-    /// have applied it.
+    /// have applied it. Every shard first closes and deletes what the snapshot removes, and
+    /// only then does any shard open what it adds: a topic deleted and created again under
+    /// its name may get a partition on another shard, in the same directory, and its files
+    /// must be gone before it is opened there.
     pub async fn broadcast_catalog(self: &Rc<Self>, catalog: Arc<Catalog>) {
-        let others = (0..self.count).filter(|s| *s != self.id.0).map(|shard| {
+        let others = |retire: bool| {
             let catalog = catalog.clone();
-            self.call(shard, move |here| async move { here.apply_catalog(catalog).await })
-        });
-        join_all(others).await;
+            (0..self.count).filter(|s| *s != self.id.0).map(move |shard| {
+                let catalog = catalog.clone();
+                self.call(shard, move |here| async move {
+                    match retire {
+                        true => here.retire_for(catalog).await,
+                        false => here.apply_catalog(catalog).await,
+                    }
+                })
+            })
+        };
+        join_all(others(true)).await;
+        self.retire_for(catalog.clone()).await;
+        join_all(others(false)).await;
         self.apply_catalog(catalog).await;
+    }
+}
+
+/// The file in a partition's directory naming the topic (by id) whose records it holds.
+const TOPIC_ID_FILE: &str = "topic-id";
+
+/// Makes `dir` the directory of a partition of topic `id`. One left by a deleted topic of
+/// the same name (a stop between the deletion's commit and the removal of its files) is
+/// removed first: its records are not the new topic's. A directory without the file (from
+/// before the file was written) is taken as the topic's.
+fn claim_dir(dir: &std::path::Path, id: uuid::Uuid) -> std::io::Result<()> {
+    let file = dir.join(TOPIC_ID_FILE);
+    match std::fs::read_to_string(&file) {
+        Ok(held) if held.trim() == id.to_string() => return Ok(()),
+        Ok(held) => {
+            tracing::warn!(dir = %dir.display(), held = held.trim(), "removing the files of a deleted topic of the same name");
+            crate::storage::remove_dir_all(dir)?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    crate::storage::create_dir_all(dir)?;
+    crate::storage::write_atomic(&file, id.to_string().as_bytes(), 0o644)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_directory_left_by_a_deleted_topic_of_the_same_name_is_emptied_before_use() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("t-0");
+        let (old, new) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+        claim_dir(&dir, old).unwrap();
+        std::fs::write(dir.join("00000000000000000000.log"), b"old records").unwrap();
+        claim_dir(&dir, old).unwrap();
+        assert!(dir.join("00000000000000000000.log").exists(), "the topic's own files stay");
+        claim_dir(&dir, new).unwrap();
+        assert!(!dir.join("00000000000000000000.log").exists(), "the deleted topic's records are gone");
+        assert_eq!(std::fs::read_to_string(dir.join(TOPIC_ID_FILE)).unwrap(), new.to_string());
+        // A directory from before the file existed is taken as it is.
+        let legacy = root.path().join("u-0");
+        std::fs::create_dir(&legacy).unwrap();
+        std::fs::write(legacy.join("00000000000000000000.log"), b"kept").unwrap();
+        claim_dir(&legacy, new).unwrap();
+        assert!(legacy.join("00000000000000000000.log").exists());
     }
 }

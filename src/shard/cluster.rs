@@ -29,7 +29,7 @@ use crate::log::Partition;
 use crate::metadata::TopicMeta;
 
 /// The metadata quorum's log, on shard 0 of every member.
-pub const METADATA_TOPIC: &str = "__cluster_metadata";
+pub use crate::metadata::METADATA_TOPIC;
 /// How long a stopping broker waits for its leaderships to move (controlled shutdown).
 const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How often a leadership transfer that has not happened is asked for again.

@@ -427,8 +427,16 @@ impl Shard {
     /// A producer id from this member's block, reserving a new block from the leader when it
     /// is used up.
     async fn forwarded_producer_id(&self, cell: &RefCell<Controller>) -> Result<i64, ErrorCode> {
-        if let Some(id) = cell.borrow_mut().next_from_block() {
-            return Ok(id);
+        {
+            // A change this broker proposed as the leader may still be waiting for its
+            // result: a block it reserved is in the controller's fields, but is only this
+            // broker's once committed (`commit_with` abandons it if not). Its turn ends when
+            // that is known.
+            let meta = self.cluster().and_then(|c| c.meta()).ok_or(ErrorCode::CoordinatorNotAvailable)?;
+            let _turn = meta.turn.acquire_permit(1).await.map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
+            if let Some(id) = cell.borrow_mut().next_from_block() {
+                return Ok(id);
+            }
         }
         match self.call_controller(Call::ReserveProducerIds).await {
             Ok(Answer::ProducerIds(from, until)) => {

@@ -35,6 +35,9 @@ pub struct Quorum {
     follow: RefCell<Option<Task<()>>>,
 }
 
+/// How long the follow loop waits before reading again records it could not read.
+const RETRY_UNREADABLE: Duration = Duration::from_secs(1);
+
 impl Quorum {
     /// Applies what `group`'s log holds committed, then follows its commits on this shard.
     pub fn start(group: Rc<Group>, apply: Apply) -> Rc<Quorum> {
@@ -57,7 +60,12 @@ impl Quorum {
                     glommio::timer::sleep(Duration::from_millis(10)).await;
                 }
                 let Some(q) = weak.upgrade() else { return };
-                q.catch_up();
+                if !q.catch_up() {
+                    // The watch is ready at once while records stay unapplied: without a
+                    // pause the loop would hold the shard.
+                    drop(q);
+                    glommio::timer::sleep(RETRY_UNREADABLE).await;
+                }
             }
         }));
         q
@@ -92,10 +100,18 @@ impl Quorum {
     }
 
     /// Applies every committed record after `applied`, in order, and wakes the proposals
-    /// they cover. A failed read leaves the rest for the next commit.
-    fn catch_up(&self) {
+    /// they cover. A failed read leaves the rest for later (false): nothing after a record
+    /// not applied is applied.
+    fn catch_up(&self) -> bool {
+        let mut stuck = false;
         let scanned = self.group.log().scan_batches(self.applied.get(), |whole| {
-            let Ok(h) = batch::read_header(whole) else { return };
+            if stuck {
+                return;
+            }
+            let Ok(h) = batch::read_header(whole) else {
+                stuck = true;
+                return;
+            };
             if !h.is_control() {
                 for r in batch::records(whole) {
                     let offset = h.base_offset + i64::from(r.offset_delta);
@@ -106,13 +122,21 @@ impl Quorum {
             }
             self.applied.set(self.applied.get().max(h.last_offset() + 1));
         });
-        if let Err(e) = scanned {
-            tracing::error!(group = ?self.group.id(), "cannot read committed records: {e}");
+        if let Err(e) = &scanned {
+            tracing::error!(group = ?self.group.id(), "cannot read committed records: {e}; trying again in 1 s");
+        }
+        if stuck {
+            tracing::error!(
+                group = ?self.group.id(),
+                offset = self.applied.get(),
+                "a committed batch has no readable header; trying again in 1 s"
+            );
         }
         let applied = self.applied.get();
         for (_, tx) in self.waiting.borrow_mut().extract_if(.., |(offset, _)| *offset < applied) {
             let _ = tx.send(());
         }
+        scanned.is_ok() && !stuck
     }
 }
 
