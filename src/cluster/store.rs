@@ -33,6 +33,10 @@ use super::entry::{self, EntryError};
 use super::meta::{LogStart, RaftMeta};
 use super::snapshot::StartState;
 
+/// Batches up to this size are copied into the cache rather than kept as slices of the
+/// buffer they arrived in (`RaftStore::append`).
+const COPY_INTO_CACHE_BELOW: usize = 64 << 10;
+
 /// Where a written batch starts: the segment (by its base offset) and the position in it.
 pub use crate::log::BatchLoc as Loc;
 
@@ -346,12 +350,19 @@ impl RaftStore {
             if !pinned {
                 self.cached += batch.len();
             }
+            // A follower's entry is a slice of the peer link's read buffer, which it keeps
+            // whole while cached: a small batch alone in a read would hold 16 KiB or more,
+            // and the cache counts only the batch. Small ones are cached as copies.
+            let cached = match batch.len() <= COPY_INTO_CACHE_BELOW {
+                true => Bytes::copy_from_slice(&batch),
+                false => batch.clone(),
+            };
             self.slots.push_back(Slot {
                 term: e.term,
                 end: next,
                 len: batch.len() as u32,
                 loc: None,
-                bytes: Some(batch.clone()),
+                bytes: Some(cached),
                 write,
                 pinned,
             });

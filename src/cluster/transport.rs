@@ -88,7 +88,10 @@ impl Transport {
                     (id, Peer { queue: RefCell::new(Vec::new()), wake, _task: task })
                 })
                 .collect();
-            Transport { node_id, peers, dropped, calls: RefCell::default(), next_call: Cell::new(1) }
+            // Call ids start where no earlier run of this broker's are likely to be: a reply
+            // to a call made before a restart must not complete a new one.
+            let first_call = (crate::sys::unix_now_ms() as u64) << 20;
+            Transport { node_id, peers, dropped, calls: RefCell::default(), next_call: Cell::new(first_call) }
         })
     }
 
@@ -188,6 +191,16 @@ async fn send_loop(
             match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT).await {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
+                    // This side only reads: without probes, a connection whose peer's host
+                    // went away would keep its reader, and its buffer, for good.
+                    if let Err(e) = crate::sys::set_keepalive(
+                        std::os::fd::AsRawFd::as_raw_fd(&s),
+                        Duration::from_secs(10),
+                        Duration::from_secs(5),
+                        3,
+                    ) {
+                        tracing::debug!("cannot set keepalive on a peer connection: {e}");
+                    }
                     let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
                     tracing::info!(peer, %addr, "connected to peer broker");
                     conn = Some(s);

@@ -35,6 +35,21 @@ pub fn set_socket_buffers(fd: RawFd, send: Option<usize>, receive: Option<usize>
     Ok(())
 }
 
+/// Turns on TCP keepalive probes: after `idle` without traffic, a probe every `interval`,
+/// and the connection fails after `count` unanswered ones (a peer whose host went away
+/// without closing it).
+pub fn set_keepalive(
+    fd: RawFd,
+    idle: std::time::Duration,
+    interval: std::time::Duration,
+    count: u32,
+) -> io::Result<()> {
+    // SAFETY: the caller passes the fd of a socket it owns for the duration of this call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let probes = socket2::TcpKeepalive::new().with_time(idle).with_interval(interval).with_retries(count);
+    socket2::SockRef::from(&fd).set_tcp_keepalive(&probes)
+}
+
 /// Hands a bound, listening socket to the shard's executor as its listener (glommio's own
 /// `bind` always sets SO_REUSEPORT; this takes a socket bound with the options we chose).
 pub fn glommio_listener(listening: socket2::Socket) -> glommio::net::TcpListener {

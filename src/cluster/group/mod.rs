@@ -49,6 +49,9 @@ use crate::protocol::ErrorCode;
 
 /// The replica state's file name in a partition directory.
 pub const STATE_FILE: &str = "raft-state";
+/// The largest batch a replicated partition takes: its entry, with the message around it,
+/// must fit one frame of the peer link.
+pub const MAX_ENTRY_BYTES: usize = super::frame::MAX_FRAME - (64 << 10);
 
 /// The most of a compacted log a snapshot carries (see `apply_retention`): well within a
 /// peer frame, and what a replica holds in memory to install it.
@@ -339,6 +342,11 @@ impl Group {
     ) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
         if !self.serving() || self.stopped.get() {
             return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        // An entry goes to a follower whole, in one frame of the peer link: one too large
+        // for a frame would never be replicated, and nothing after it would commit.
+        if records.len() > MAX_ENTRY_BYTES {
+            return Err(ErrorCode::MessageTooLarge);
         }
         if let Acks::All { min_insync } = acks {
             if self.in_sync() < min_insync {

@@ -284,6 +284,12 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
             nodes[follower].group().unwrap().produce(&Bytes::from(batch::build(0, &[b"x"])), ALL).err(),
             Some(ErrorCode::NotLeaderOrFollower)
         );
+        // A batch no frame of the peer link could carry is refused, not proposed.
+        let huge = vec![0u8; super::MAX_ENTRY_BYTES];
+        assert_eq!(
+            nodes[leader(nodes).unwrap()].group().unwrap().produce(&Bytes::from(batch::build(0, &[&huge])), ALL).err(),
+            Some(ErrorCode::MessageTooLarge)
+        );
         let mut acked = produce(nodes, 0, 30).await;
         let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
         let top = hwm(&nodes[leader(nodes).unwrap()]).unwrap();
