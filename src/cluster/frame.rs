@@ -5,10 +5,11 @@
 //!
 //! ```text
 //! u32  length of what follows
-//! u8   version = 1
+//! u8   version = 2
 //! u64  sender's node id
 //! u32  item count, then per item a kind byte:
-//!      0 raft message: u16 topic length, topic (UTF-8), i32 partition,
+//!      0 raft message: u16 topic length, topic (UTF-8), 16 bytes topic id (all zero for
+//!                      the metadata log), i32 partition,
 //!                      u32 message length, the raft message (raft-rs's protobuf encoding)
 //!      1 call, 2 reply: u64 call id, u32 body length, body
 //! ```
@@ -24,7 +25,9 @@ use raft::prelude::Message;
 
 use super::cursor::Cursor;
 
-const VERSION: u8 = 1;
+/// 2: a raft message names its topic's id as well as its name, so that a message of a
+/// deleted topic's group never reaches the group of a topic created again under the name.
+const VERSION: u8 = 2;
 /// The largest frame accepted: raft-rs's message size limit bounds what a peer sends.
 pub const MAX_FRAME: usize = 64 << 20;
 
@@ -33,11 +36,18 @@ pub const MAX_FRAME: usize = 64 << 20;
 pub struct GroupId {
     pub topic: String,
     pub partition: i32,
+    /// The topic's id (nil for the metadata log): a topic deleted and created again under
+    /// its name has another.
+    pub topic_id: uuid::Uuid,
 }
 
 impl GroupId {
     pub fn new(topic: &str, partition: i32) -> GroupId {
-        GroupId { topic: topic.to_string(), partition }
+        GroupId { topic: topic.to_string(), partition, topic_id: uuid::Uuid::nil() }
+    }
+
+    pub fn with_topic_id(self, topic_id: uuid::Uuid) -> GroupId {
+        GroupId { topic_id, ..self }
     }
 }
 
@@ -143,7 +153,7 @@ impl Frame {
 /// cached in it for the write).
 fn item_len(item: &Item) -> usize {
     match item {
-        Item::Raft(group, m) => 1 + 2 + group.topic.len() + 4 + 4 + m.compute_size() as usize,
+        Item::Raft(group, m) => 1 + 2 + group.topic.len() + 16 + 4 + 4 + m.compute_size() as usize,
         Item::Call(_, body) | Item::Reply(_, body) => 1 + 8 + 4 + body.len(),
     }
 }
@@ -155,6 +165,7 @@ fn write_item(item: &Item, b: &mut Vec<u8>) {
             b.push(RAFT);
             b.extend_from_slice(&(group.topic.len() as u16).to_be_bytes());
             b.extend_from_slice(group.topic.as_bytes());
+            b.extend_from_slice(group.topic_id.as_bytes());
             b.extend_from_slice(&group.partition.to_be_bytes());
             b.extend_from_slice(&m.get_cached_size().to_be_bytes());
             let mut os = protobuf::CodedOutputStream::vec(b);
@@ -187,19 +198,20 @@ pub fn decode(body: &Bytes) -> Result<(u64, Vec<Item>), FrameError> {
     }
     let from = u64::from_be_bytes(r.array()?);
     let count = u32::from_be_bytes(r.array()?) as usize;
-    // Each item takes at least 11 bytes: a count larger than that cannot be honest.
-    let mut items = Vec::with_capacity(count.min(body.len() / 11));
+    // Each item takes at least 13 bytes: a count larger than that cannot be honest.
+    let mut items = Vec::with_capacity(count.min(body.len() / 13));
     for _ in 0..count {
         let item = match r.take(1)?[0] {
             RAFT => {
                 let topic_len = u16::from_be_bytes(r.array()?) as usize;
                 let topic = std::str::from_utf8(r.take(topic_len)?).map_err(|_| FrameError::Topic)?.to_string();
+                let topic_id = uuid::Uuid::from_bytes(r.array()?);
                 let partition = i32::from_be_bytes(r.array()?);
                 let len = u32::from_be_bytes(r.array()?) as usize;
                 // Entries' data are slices of `body`, not copies.
                 let m = Message::parse_from_carllerche_bytes(&body.slice_ref(r.take(len)?))
                     .map_err(|e| FrameError::Message(e.to_string()))?;
-                Item::Raft(GroupId { topic, partition }, m)
+                Item::Raft(GroupId { topic, partition, topic_id }, m)
             }
             kind @ (CALL | REPLY) => {
                 let id = u64::from_be_bytes(r.array()?);
@@ -236,7 +248,7 @@ mod tests {
         let mut beat = Message { to: 2, from: 1, term: 3, ..Default::default() };
         beat.set_msg_type(MessageType::MsgHeartbeat);
         vec![
-            Item::Raft(GroupId::new("orders", 4), append),
+            Item::Raft(GroupId::new("orders", 4).with_topic_id(uuid::Uuid::from_u128(0x005e_ed0f_0dd5)), append),
             Item::Call(7, Bytes::from_static(b"{}")),
             Item::Raft(GroupId::new("__cluster_metadata", 0), beat),
             Item::Reply(7, Bytes::new()),

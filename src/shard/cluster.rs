@@ -171,7 +171,7 @@ impl ShardCluster {
         let p = tp.partition;
         // A replica a reassignment added starts outside the configuration it replays.
         let new_group = !topic.first_voters.contains_key(&p);
-        let g = self.start_group(&topic.name, p, topic.first_voters_of(p), new_group, log).await?;
+        let g = self.start_group(&topic.name, topic.id, p, topic.first_voters_of(p), new_group, log).await?;
         self.groups.borrow_mut().insert(tp, g.clone());
         Ok(g)
     }
@@ -182,12 +182,13 @@ impl ShardCluster {
     pub async fn start_group(
         &self,
         topic: &str,
+        topic_id: uuid::Uuid,
         partition: i32,
         voters: &[i32],
         new_group: bool,
         log: Rc<Partition>,
     ) -> Result<Rc<Group>, String> {
-        let id = GroupId::new(topic, partition);
+        let id = GroupId::new(topic, partition).with_topic_id(topic_id);
         let fresh = !log.dir().join(crate::cluster::group::STATE_FILE).exists();
         let logger = self.logger.new(slog::o!("group" => format!("{topic}/{partition}")));
         let g =
@@ -313,6 +314,12 @@ impl Shard {
             Item::Raft(group, m) => {
                 let cat = self.catalog();
                 let Some(t) = cat.topic(&group.topic) else { return }; // not applied here yet
+                if group.topic_id != t.id {
+                    // Another topic of that name: a deleted one's group, or one this broker
+                    // has not learnt of yet. Raft counts on neither getting the other's.
+                    tracing::debug!(topic = %group.topic, from, "raft message of another topic of the name dropped");
+                    return;
+                }
                 let tp = Tp { topic: t.id, partition: group.partition };
                 let Some(&home) = t.homes.get(group.partition as usize) else { return };
                 if home == self.id.0 {

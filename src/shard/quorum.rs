@@ -101,7 +101,7 @@ impl Shard {
         let log = Partition::open(METADATA_TOPIC, 0, dir, self.log_config, self.probe.clone()).await?;
         // Ticked beside the partitions' groups (`tick_raft`), but not offered to clients.
         let group = cluster
-            .start_group(METADATA_TOPIC, 0, &cluster.settings.members(), true, log)
+            .start_group(METADATA_TOPIC, uuid::Uuid::nil(), 0, &cluster.settings.members(), true, log)
             .await
             .map_err(|e| crate::error::storage(&self.config.data_dir, std::io::Error::other(e)))?;
         let weak = Rc::downgrade(self);

@@ -381,3 +381,73 @@ fn a_restarted_broker_gets_its_preferred_leaderships_back() {
     let back = support::client::wait_until(Duration::from_secs(30), || cluster.leader("balanced", 0) == Some(first));
     assert!(back, "broker {first} leads partition 0 again, led by {:?}", cluster.leader("balanced", 0));
 }
+
+/// A topic deleted and created again under its name while one of its replicas' brokers was
+/// down: that broker comes back with the old topic's replica (files, raft state, a catalog
+/// that still names it). It must neither serve nor spread the old topic's records: the new
+/// topic's replicas, that broker's included, hold only the new records.
+#[test]
+fn a_topic_created_again_while_a_replica_was_down_holds_only_its_own_records() {
+    use ringbroker::protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse};
+    use support::client::{batch, now_ms, topic_name};
+
+    let mut cluster = Cluster::start(3, &["--replica-lag-time-max-ms", "1000"]);
+    cluster.create_topic("again", 1, 3);
+    let leader = cluster.leader("again", 0).expect("a leader");
+    let mut c = Client::connect(cluster.addr(leader));
+    for i in 0..30 {
+        let p = c.produce_acks("again", 0, batch(now_ms(), &[format!("old-{i}").into_bytes()]), -1);
+        assert_eq!(p.error_code, 0, "old record {i}");
+    }
+    // The old topic's leader goes down with the longest log of the highest term it knew.
+    cluster.kill9(leader);
+    let deleted = support::client::wait_until(Duration::from_secs(30), || {
+        let Some(controller) = cluster.controller().filter(|c| *c >= 0 && cluster.is_up(*c)) else { return false };
+        let mut req = DeleteTopicsRequest::default();
+        req.topic_names = vec![topic_name("again")];
+        req.timeout_ms = 30_000;
+        let r: DeleteTopicsResponse = Client::connect(cluster.addr(controller)).call(ApiKey::DeleteTopics, 4, &req);
+        r.responses
+            .first()
+            .is_some_and(|t| t.error_code == 0 || t.error_code == ErrorCode::UnknownTopicOrPartition.code())
+    });
+    assert!(deleted, "the topic is deleted");
+    let created = support::client::wait_until(Duration::from_secs(30), || {
+        let Some(controller) = cluster.controller().filter(|c| *c >= 0 && cluster.is_up(*c)) else { return false };
+        let mut a = Client::connect(cluster.addr(controller));
+        let r = a.create_topics(vec![new_topic("again", 1, 3, &[])], false);
+        r.topics.first().is_some_and(|t| t.error_code == 0)
+    });
+    assert!(created, "the topic is created again");
+    let new_leader = support::client::wait_until(Duration::from_secs(30), || cluster.leader("again", 0).is_some());
+    assert!(new_leader, "the new topic has a leader");
+    let mut n = Client::connect(cluster.addr(cluster.leader("again", 0).unwrap()));
+    for i in 0..10 {
+        let p = n.produce_acks("again", 0, batch(now_ms(), &[format!("new-{i}").into_bytes()]), -1);
+        assert_eq!(p.error_code, 0, "new record {i}");
+    }
+
+    cluster.restart(leader);
+    assert!(cluster.settled("again", 1, Duration::from_secs(60)), "every replica of the new topic in sync");
+    let mut r = Client::connect(cluster.addr(cluster.leader("again", 0).unwrap()));
+    let earliest = r.earliest("again", 0);
+    let values: Vec<String> = r
+        .fetch_all("again", 0, earliest)
+        .into_iter()
+        .filter_map(|rec| rec.value.filter(|v| !v.is_empty()))
+        .map(|v| String::from_utf8_lossy(&v).into_owned())
+        .collect();
+    assert_eq!(values, (0..10).map(|i| format!("new-{i}")).collect::<Vec<_>>(), "the new topic's records alone");
+    // The broker that was down holds the new topic's replica, with none of the old records.
+    let dir = cluster.data_dir(leader).join("again-0");
+    let id = r.metadata(Some(&["again"]), false).topics[0].topic_id;
+    assert_eq!(std::fs::read_to_string(dir.join("topic-id")).unwrap().trim(), id.to_string());
+    let held: Vec<u8> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert!(!held.windows(4).any(|w| w == b"old-"), "an old record on the restarted broker");
+    assert!(held.windows(4).any(|w| w == b"new-"), "the new records on the restarted broker");
+}
