@@ -110,7 +110,8 @@ pub trait Broker: Clone + 'static {
         asked.await.unwrap_or_else(|e| vec![Err(unreachable(e)); n])
     }
 
-    async fn delete_topics(&self, names: Vec<String>) -> Vec<Result<uuid::Uuid, ErrorCode>> {
+    /// Deletes topics by name; one named with a non-nil id only if it still has that id.
+    async fn delete_topics(&self, names: Vec<(String, uuid::Uuid)>) -> Vec<Result<uuid::Uuid, ErrorCode>> {
         let n = names.len();
         self.controller(move |reply| ControllerOp::DeleteTopics { names, reply })
             .await

@@ -22,32 +22,36 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let may = |op: Operation, name: &str| cluster_delete || authz::topic(broker, &req, op, name);
     let by_name = |n: &str| {
         if may(Operation::Describe, n) && may(Operation::Delete, n) {
-            (Some(n.to_string()), catalog.topic(n).map_or(uuid::Uuid::nil(), |m| m.id), None)
+            (Some(n.to_string()), catalog.topic(n).map_or(uuid::Uuid::nil(), |m| m.id), None, uuid::Uuid::nil())
         } else {
-            (Some(n.to_string()), uuid::Uuid::nil(), Some(ErrorCode::TopicAuthorizationFailed))
+            (Some(n.to_string()), uuid::Uuid::nil(), Some(ErrorCode::TopicAuthorizationFailed), uuid::Uuid::nil())
         }
     };
-    // (name if known and shown, id, early error)
-    let mut asks: Vec<(Option<String>, uuid::Uuid, Option<ErrorCode>)> = Vec::new();
+    // (name if known and shown, id, early error, the id it was asked by or nil)
+    let mut asks: Vec<(Option<String>, uuid::Uuid, Option<ErrorCode>, uuid::Uuid)> = Vec::new();
     if req.version >= 6 {
         for t in &r.topics {
             asks.push(match (&t.name, catalog.topic_by_id(&t.topic_id)) {
                 (Some(n), _) => by_name(n),
-                (None, None) => (None, t.topic_id, Some(ErrorCode::UnknownTopicId)),
+                (None, None) => (None, t.topic_id, Some(ErrorCode::UnknownTopicId), t.topic_id),
                 (None, Some(m)) if !may(Operation::Delete, &m.name) => {
                     let shown = may(Operation::Describe, &m.name).then(|| m.name.clone());
-                    (shown, m.id, Some(ErrorCode::TopicAuthorizationFailed))
+                    (shown, m.id, Some(ErrorCode::TopicAuthorizationFailed), m.id)
                 }
-                (None, Some(m)) => (Some(m.name.clone()), m.id, None),
+                (None, Some(m)) => (Some(m.name.clone()), m.id, None, m.id),
             });
         }
     } else {
         asks.extend(r.topic_names.iter().map(|n| by_name(n)));
     }
-    let names: Vec<String> = asks.iter().filter(|a| a.2.is_none()).filter_map(|a| a.0.clone()).collect();
+    // Each with the id it was asked by (nil: by name): the controller deletes a topic only if
+    // it still has that id, so a topic created again under the name since this broker's
+    // catalog was made is not deleted in the old one's place.
+    let names: Vec<(String, uuid::Uuid)> =
+        asks.iter().filter(|a| a.2.is_none()).filter_map(|a| Some((a.0.clone()?, a.3))).collect();
     let mut results = broker.delete_topics(names).await.into_iter();
     let mut resp = DeleteTopicsResponse::default();
-    for (name, id, early) in asks {
+    for (name, id, early, _) in asks {
         let mut tr = DeletableTopicResult::default();
         tr.name = name.clone().map(|n| TopicName(str_bytes(n)));
         tr.topic_id = id;

@@ -740,7 +740,9 @@ mod tests {
             vec![a(&t.to_string(), 1, &[0]), (unknown.to_string(), 0, unknown_id, vec![])],
             "by id: only t/1 changed; the unknown id is answered with its error"
         );
-        futures_lite::future::block_on(b.delete_topics(vec!["gone".into()])).remove(0).expect("deleted");
+        futures_lite::future::block_on(b.delete_topics(vec![("gone".into(), uuid::Uuid::nil())]))
+            .remove(0)
+            .expect("deleted");
         let resp = fetch(&b, 13, &session(request_by_id(t, &[(1, 1)], 0, 0), id, 2));
         assert_eq!(
             answered(&resp),

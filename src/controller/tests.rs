@@ -72,6 +72,20 @@ fn the_metadata_quorums_log_name_is_no_topic_name() {
 }
 
 #[test]
+fn a_deletion_by_id_spares_a_topic_created_again_under_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Controller::open(context(dir.path(), 1)).unwrap();
+    let old = c.create_topics(&[topic("t", 1)], false)[0].as_ref().unwrap().id;
+    assert_eq!(c.delete_topics(&[("t".into(), old)]), [Ok(old)]);
+    let new = c.create_topics(&[topic("t", 1)], false)[0].as_ref().unwrap().id;
+    // A request by the old id, decided at a broker whose catalog still had it.
+    assert_eq!(c.delete_topics(&[("t".into(), old)]), [Err(ErrorCode::UnknownTopicId)]);
+    assert_eq!(c.catalog().topic("t").map(|t| t.id), Some(new), "the new topic stays");
+    assert_eq!(c.delete_topics(&[("t".into(), uuid::Uuid::nil())]), [Ok(new)], "by name: whichever has it");
+    assert_eq!(c.delete_topics(&[("t".into(), new)]), [Err(ErrorCode::UnknownTopicId)]);
+}
+
+#[test]
 fn validate_only_and_refused_asks_log_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Controller::open(context(dir.path(), 1)).unwrap();

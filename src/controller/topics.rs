@@ -182,16 +182,24 @@ impl Controller {
     }
 
     /// Deletes topics by name; the offsets topic cannot be deleted.
-    pub fn delete_topics(&mut self, names: &[String]) -> Vec<Result<uuid::Uuid, ErrorCode>> {
-        let planned = plan(&self.state, names, |cat, name| {
+    /// Deletes topics by name; one given with a non-nil id only if it still has that id
+    /// (asked by id, at a broker whose catalog may predate a topic created again under the
+    /// name: UNKNOWN_TOPIC_ID otherwise).
+    pub fn delete_topics(&mut self, names: &[(String, uuid::Uuid)]) -> Vec<Result<uuid::Uuid, ErrorCode>> {
+        let planned = plan(&self.state, names, |cat, (name, id)| {
             if name == offsets::TOPIC {
                 return Err((ErrorCode::InvalidTopicException, "the offsets topic cannot be deleted".into()));
             }
-            let t = cat.topic(name).ok_or((ErrorCode::UnknownTopicOrPartition, String::new()))?;
+            let t = match cat.topic(name) {
+                Some(t) if !id.is_nil() && t.id != *id => return Err((ErrorCode::UnknownTopicId, String::new())),
+                Some(t) => t,
+                None if !id.is_nil() => return Err((ErrorCode::UnknownTopicId, String::new())),
+                None => return Err((ErrorCode::UnknownTopicOrPartition, String::new())),
+            };
             Ok((t.id, vec![Record::RemoveTopic { name: name.clone() }]))
         });
         let results = self.finish(planned, false);
-        for (name, _) in names.iter().zip(&results).filter(|(_, r)| r.is_ok()) {
+        for ((name, _), _) in names.iter().zip(&results).filter(|(_, r)| r.is_ok()) {
             tracing::info!(topic = %name, "deleted topic");
         }
         results.into_iter().map(|r| r.map_err(|(code, _)| code)).collect()

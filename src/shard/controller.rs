@@ -26,7 +26,8 @@ pub enum ControllerOp {
         reply: oneshot::Sender<Vec<TopicResult>>,
     },
     DeleteTopics {
-        names: Vec<String>,
+        /// Each topic's name and the id it must still have (nil: any).
+        names: Vec<(String, uuid::Uuid)>,
         reply: oneshot::Sender<Vec<Result<uuid::Uuid, ErrorCode>>>,
     },
     /// Grow topics to these partition counts.

@@ -21,7 +21,7 @@ use crate::protocol::ErrorCode;
 /// A controller request as it travels to the leader (its reply channel stays behind).
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Forwarded {
-    DeleteTopics(Vec<String>),
+    DeleteTopics(Vec<(String, uuid::Uuid)>),
     CreatePartitions(Vec<NewPartitions>, bool),
     AlterConfigs(Vec<ConfigChange>, bool),
     AlterClientQuotas(Vec<QuotaChange>, bool),
