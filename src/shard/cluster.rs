@@ -31,7 +31,7 @@ use crate::metadata::TopicMeta;
 /// The metadata quorum's log, on shard 0 of every member.
 pub use crate::metadata::METADATA_TOPIC;
 /// How long a stopping broker waits for its leaderships to move (controlled shutdown).
-const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(super) const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How often a leadership transfer that has not happened is asked for again.
 const HANDOVER_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 /// Bytes of recent batches each group keeps in memory for followers and commits.

@@ -93,6 +93,8 @@ pub struct Shard {
     /// partitions it could not read (`groups`). Until then, and for those, the groups homed
     /// here are not served: an empty coordinator would answer "no committed offset".
     offsets_replayed: std::cell::Cell<bool>,
+    /// This shard has handed its leaderships over, stopping (`close_all`).
+    handed_over: std::cell::Cell<bool>,
     offsets_unreadable: RefCell<std::collections::HashSet<i32>>,
     /// Held while a catalog snapshot is installed (`catalog`).
     applying: glommio::sync::Semaphore,
@@ -175,6 +177,7 @@ impl Shard {
             publishing: std::cell::Cell::new(false),
             coordinated: RefCell::default(),
             offsets_replayed: std::cell::Cell::new(false),
+            handed_over: std::cell::Cell::new(false),
             offsets_unreadable: RefCell::default(),
             applying: glommio::sync::Semaphore::new(1),
             cleaning_failed: RefCell::new(HashMap::new()),
@@ -225,9 +228,16 @@ impl Shard {
     }
 
     /// Clean shutdown of every local partition.
-    pub async fn close_all(&self) {
+    pub async fn close_all(self: &Rc<Self>) {
         if let Some(c) = self.cluster() {
             c.hand_over_leaderships().await;
+            self.handed_over.set(true);
+            if self.id.0 == 0 {
+                // Every peer's message, the new leaders' answers to the other shards'
+                // transfers included, arrives through shard 0's cluster listener: it stays
+                // up until every shard has handed its leaderships over.
+                self.await_other_shards_handed_over().await;
+            }
         }
         // Replicas first: stopping one closes its log.
         for (tp, g) in self.cluster().map(|c| c.groups()).unwrap_or_default() {
@@ -249,6 +259,23 @@ impl Shard {
                 tracing::error!(topic = %p.topic, partition = p.index, "clean close failed: {e}");
             }
         }
+    }
+
+    async fn await_other_shards_handed_over(self: &Rc<Self>) {
+        let others = (1..self.count).map(|shard| {
+            self.call(shard, |here| async move {
+                while !here.handed_over.get() {
+                    glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            })
+        });
+        // A shard that stopped already answers nothing; the hand-overs are bounded anyway.
+        let all = mesh::join_all(others);
+        let _ = glommio::timer::timeout(cluster::HANDOVER_WAIT + std::time::Duration::from_secs(1), async {
+            all.await;
+            Ok(())
+        })
+        .await;
     }
 
     pub fn local_partition_count(&self) -> usize {
