@@ -12,7 +12,7 @@
 //! no replica of; a told view gives way to one with a later epoch and to the broker's own.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::rc::Rc;
 
@@ -80,7 +80,22 @@ pub struct ShardCluster {
     pub(super) reporting: RefCell<std::collections::HashSet<Tp>>,
     /// When this shard next hands leaderships back to preferred replicas.
     pub(super) next_rebalance: Cell<Option<std::time::Instant>>,
+    /// On shard 0: raft messages from peers for groups homed on each other shard, in the
+    /// order they arrived, and whether a task is handing them over (`forward_raft`).
+    forwarding: RefCell<HashMap<usize, Forwarding>>,
 }
+
+/// Raft messages on their way from shard 0 to one other shard.
+#[derive(Default)]
+struct Forwarding {
+    queue: VecDeque<(Tp, raft::prelude::Message)>,
+    /// Whether a task is handing the queue over.
+    running: bool,
+}
+
+/// Raft messages shard 0 holds for one other shard at most; beyond, new ones are dropped
+/// (raft sends again what it misses) rather than held while that shard is stalled.
+const FORWARD_QUEUE_MAX: usize = 16_384;
 
 fn id64(id: i32) -> u64 {
     id as u64
@@ -108,6 +123,7 @@ impl ShardCluster {
             tasks: RefCell::default(),
             reporting: RefCell::default(),
             next_rebalance: Cell::new(None),
+            forwarding: RefCell::default(),
         })
     }
 
@@ -325,11 +341,7 @@ impl Shard {
                 if home == self.id.0 {
                     self.step_group(tp, m);
                 } else {
-                    let shard = self.clone();
-                    glommio::spawn_local(async move {
-                        let _ = shard.call(home, move |here| async move { here.step_group(tp, m) }).await;
-                    })
-                    .detach();
+                    self.forward_raft(home, tp, m);
                 }
             }
             Item::Reply(id, body) => cluster.transport().complete(id, body),
@@ -344,6 +356,50 @@ impl Shard {
                 .detach();
             }
         }
+    }
+
+    /// Hands a peer's raft message to the group's home shard. Messages for one shard go in
+    /// the order they arrived (a task per message let later ones overtake earlier ones, and
+    /// a follower refuses appends out of order), many in one hop, and at most
+    /// `FORWARD_QUEUE_MAX` wait while that shard is busy.
+    fn forward_raft(self: &Rc<Self>, home: usize, tp: Tp, m: raft::prelude::Message) {
+        let Some(cluster) = self.cluster() else { return };
+        {
+            // The borrow ends before the task is spawned: it may run at once and borrow too.
+            let mut forwarding = cluster.forwarding.borrow_mut();
+            let Forwarding { queue, running } = forwarding.entry(home).or_default();
+            if queue.len() >= FORWARD_QUEUE_MAX {
+                tracing::debug!(shard = home, "raft message dropped: the shard's queue is full");
+                return;
+            }
+            queue.push_back((tp, m));
+            if std::mem::replace(running, true) {
+                return;
+            }
+        }
+        let shard = self.clone();
+        glommio::spawn_local(async move {
+            loop {
+                let batch: Vec<(Tp, raft::prelude::Message)> = {
+                    let Some(cluster) = shard.cluster() else { return };
+                    let mut forwarding = cluster.forwarding.borrow_mut();
+                    let Forwarding { queue, running } = forwarding.entry(home).or_default();
+                    if queue.is_empty() {
+                        *running = false;
+                        return;
+                    }
+                    queue.drain(..).collect()
+                };
+                let _ = shard
+                    .call(home, move |here| async move {
+                        for (tp, m) in batch {
+                            here.step_group(tp, m);
+                        }
+                    })
+                    .await;
+            }
+        })
+        .detach();
     }
 
     fn step_group(&self, tp: Tp, m: raft::prelude::Message) {

@@ -388,8 +388,7 @@ fn a_restarted_broker_gets_its_preferred_leaderships_back() {
 /// topic's replicas, that broker's included, hold only the new records.
 #[test]
 fn a_topic_created_again_while_a_replica_was_down_holds_only_its_own_records() {
-    use ringbroker::protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse};
-    use support::client::{batch, now_ms, topic_name};
+    use support::client::{batch, now_ms};
 
     let mut cluster = Cluster::start(3, &["--replica-lag-time-max-ms", "1000"]);
     cluster.create_topic("again", 1, 3);
@@ -401,17 +400,7 @@ fn a_topic_created_again_while_a_replica_was_down_holds_only_its_own_records() {
     }
     // The old topic's leader goes down with the longest log of the highest term it knew.
     cluster.kill9(leader);
-    let deleted = support::client::wait_until(Duration::from_secs(30), || {
-        let Some(controller) = cluster.controller().filter(|c| *c >= 0 && cluster.is_up(*c)) else { return false };
-        let mut req = DeleteTopicsRequest::default();
-        req.topic_names = vec![topic_name("again")];
-        req.timeout_ms = 30_000;
-        let r: DeleteTopicsResponse = Client::connect(cluster.addr(controller)).call(ApiKey::DeleteTopics, 4, &req);
-        r.responses
-            .first()
-            .is_some_and(|t| t.error_code == 0 || t.error_code == ErrorCode::UnknownTopicOrPartition.code())
-    });
-    assert!(deleted, "the topic is deleted");
+    delete_topic(&cluster, "again");
     let created = support::client::wait_until(Duration::from_secs(30), || {
         let Some(controller) = cluster.controller().filter(|c| *c >= 0 && cluster.is_up(*c)) else { return false };
         let mut a = Client::connect(cluster.addr(controller));
@@ -450,4 +439,75 @@ fn a_topic_created_again_while_a_replica_was_down_holds_only_its_own_records() {
         .collect();
     assert!(!held.windows(4).any(|w| w == b"old-"), "an old record on the restarted broker");
     assert!(held.windows(4).any(|w| w == b"new-"), "the new records on the restarted broker");
+}
+
+/// Deletes `topic` at the controller, retrying while it moves.
+fn delete_topic(cluster: &Cluster, topic: &str) {
+    use ringbroker::protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse};
+    let deleted = support::client::wait_until(Duration::from_secs(30), || {
+        let Some(controller) = cluster.controller().filter(|c| *c >= 0 && cluster.is_up(*c)) else { return false };
+        let mut req = DeleteTopicsRequest::default();
+        req.topic_names = vec![support::client::topic_name(topic)];
+        req.timeout_ms = 30_000;
+        let r: DeleteTopicsResponse = Client::connect(cluster.addr(controller)).call(ApiKey::DeleteTopics, 4, &req);
+        r.responses
+            .first()
+            .is_some_and(|t| t.error_code == 0 || t.error_code == ErrorCode::UnknownTopicOrPartition.code())
+    });
+    assert!(deleted, "{topic} is deleted");
+}
+
+/// Brokers of two shards each: raft messages for groups homed on shard 1 arrive on shard 0
+/// and are handed over; a topic deleted and created again under its name gets partitions on
+/// both shards; a broker stopped with SIGTERM hands its leaderships over and exits cleanly.
+#[test]
+fn brokers_of_two_shards_replicate_every_partition_and_stop_cleanly() {
+    use support::client::{batch, now_ms};
+    const PARTITIONS: i32 = 4;
+    let mut cluster = Cluster::start(3, &["--cpus", "0-1"]);
+    let round = |cluster: &Cluster, tag: &str, n: usize| {
+        for p in 0..PARTITIONS {
+            let leader = cluster.leader("wide", p).expect("a leader");
+            let mut c = Client::connect(cluster.addr(leader));
+            for i in 0..n {
+                let r = c.produce_acks("wide", p, batch(now_ms(), &[format!("{tag}-{p}-{i}").into_bytes()]), -1);
+                assert_eq!(r.error_code, 0, "{tag} record {i} of partition {p}");
+            }
+            let earliest = c.earliest("wide", p);
+            let read: Vec<String> = c
+                .fetch_all("wide", p, earliest)
+                .into_iter()
+                .filter_map(|r| r.value.filter(|v| !v.is_empty()))
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+                .filter(|v| v.starts_with(tag))
+                .collect();
+            assert_eq!(read, (0..n).map(|i| format!("{tag}-{p}-{i}")).collect::<Vec<_>>(), "partition {p}");
+        }
+    };
+    cluster.create_topic("wide", PARTITIONS, 3);
+    round(&cluster, "first", 20);
+    delete_topic(&cluster, "wide");
+    cluster.create_topic("wide", PARTITIONS, 3);
+    round(&cluster, "second", 5);
+    // Nothing of the first topic is left in the second.
+    for p in 0..PARTITIONS {
+        let mut c = Client::connect(cluster.addr(cluster.leader("wide", p).unwrap()));
+        let earliest = c.earliest("wide", p);
+        assert_eq!(
+            c.fetch_all("wide", p, earliest)
+                .iter()
+                .filter(|r| r.value.as_deref().is_some_and(|v| v.starts_with(b"first")))
+                .count(),
+            0
+        );
+    }
+
+    let leader = cluster.leader("wide", 0).expect("a leader");
+    let status = cluster.stop(leader).expect("the broker was running");
+    assert!(status.success(), "a SIGTERM stops the broker cleanly: {status:?}");
+    let moved = support::client::wait_until(Duration::from_secs(30), || {
+        (0..PARTITIONS).all(|p| cluster.leader("wide", p).is_some_and(|l| l != leader))
+    });
+    assert!(moved, "every partition is led by a running broker");
+    round(&cluster, "third", 3);
 }

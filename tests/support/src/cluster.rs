@@ -92,13 +92,19 @@ impl Cluster {
             })
             .collect();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let own_cpus = extra.contains(&"--cpus");
         let args: Vec<Vec<String>> = args
             .into_iter()
             .enumerate()
             .map(|(i, mut a)| {
-                // One shard per broker, on the machine's CPUs in turn.
-                let at = a.iter().position(|s| s == "--cpus").expect("set above") + 1;
-                a[at] = (i % cpus).to_string();
+                let at = a.iter().position(|s| s == "--cpus").expect("set above");
+                if own_cpus {
+                    // The test's CPUs (shards) for every broker.
+                    a.drain(at..at + 2);
+                } else {
+                    // One shard per broker, on the machine's CPUs in turn.
+                    a[at + 1] = (i % cpus).to_string();
+                }
                 a
             })
             .collect();
