@@ -103,24 +103,31 @@ pub enum BatchError {
     Transactional,
     #[error("cannot read the records: {0}")]
     Records(CodecError),
+    #[error("malformed records: {0}")]
+    BadRecords(String),
     #[error("record timestamp {timestamp} is more than {bound_ms} ms {side} the broker's clock ({now})")]
     Timestamp { timestamp: i64, now: i64, bound_ms: u64, side: &'static str },
 }
 
 impl BatchError {
     pub fn code(&self) -> ErrorCode {
+        // CORRUPT_MESSAGE is retriable: only for a CRC mismatch, which a resend can cure.
+        // Bytes that match their CRC were built that way, and a retry would send them again:
+        // INVALID_RECORD, as Kafka's produce validation answers.
         match self {
-            BatchError::Truncated { .. }
-            | BatchError::TooShort(_)
-            | BatchError::Crc { .. }
-            | BatchError::Records(_) => ErrorCode::CorruptMessage,
+            BatchError::Crc { .. } => ErrorCode::CorruptMessage,
+            BatchError::Records(CodecError::TooLarge { .. }) => ErrorCode::MessageTooLarge,
             BatchError::Timestamp { .. } => ErrorCode::InvalidTimestamp,
-            BatchError::Magic(_) => ErrorCode::UnsupportedForMessageFormat,
             BatchError::TooLarge { .. } => ErrorCode::MessageTooLarge,
             BatchError::Transactional => ErrorCode::InvalidTxnState,
-            BatchError::CountMismatch { .. } | BatchError::BatchCount(_) | BatchError::Control => {
-                ErrorCode::InvalidRecord
-            }
+            BatchError::Truncated { .. }
+            | BatchError::TooShort(_)
+            | BatchError::Magic(_)
+            | BatchError::Records(_)
+            | BatchError::BadRecords(_)
+            | BatchError::CountMismatch { .. }
+            | BatchError::BatchCount(_)
+            | BatchError::Control => ErrorCode::InvalidRecord,
         }
     }
 }
@@ -226,6 +233,82 @@ pub fn validate_produce(records: &[u8], max_size: usize) -> Result<BatchHeader, 
         return Err(BatchError::Transactional);
     }
     Ok(h)
+}
+
+/// What `check_records` learned from a produced batch's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordsSummary {
+    /// The smallest record timestamp, records without one (-1) left out; `None` if no
+    /// record has one.
+    pub min_timestamp: Option<i64>,
+    /// The largest record timestamp: what the batch's maxTimestamp must hold.
+    pub max_timestamp: i64,
+    /// Whether some record has a null key.
+    pub keyless: bool,
+}
+
+/// Reads every record of a produced batch (`validate_produce` passed; decompressed within
+/// `limit`): each must be whole (key, value and headers inside its length), the records
+/// must fill the batch and number its header's count, with offset deltas 0, 1, 2… A consumer
+/// reads exactly these, so a batch that fails here would stop every consumer of the
+/// partition at its offset, and a header claiming more records than it holds would move the
+/// log's offsets by its count.
+pub fn check_records(buf: &[u8], h: &BatchHeader, limit: usize) -> Result<RecordsSummary, BatchError> {
+    let body = record_bytes(buf, limit)?;
+    let mut rest: &[u8] = &body;
+    let mut summary = RecordsSummary { min_timestamp: None, max_timestamp: i64::MIN, keyless: false };
+    let mut n: i64 = 0;
+    while !rest.is_empty() {
+        let bad = |what: &str| BatchError::BadRecords(format!("record {n}: {what}"));
+        let (len, k) = get_varint(rest).ok_or_else(|| bad("unreadable length"))?;
+        let len = usize::try_from(len).map_err(|_| bad("negative length"))?;
+        let rec = rest.get(k..k + len).ok_or_else(|| bad("longer than the batch"))?;
+        rest = &rest[k + len..];
+        let (ts_delta, off_delta, keyless) = read_record(rec).ok_or_else(|| bad("malformed"))?;
+        if off_delta != n {
+            return Err(bad(&format!("offset delta {off_delta}")));
+        }
+        let ts = h.base_timestamp.wrapping_add(ts_delta);
+        if ts != -1 {
+            summary.min_timestamp = Some(summary.min_timestamp.map_or(ts, |m| m.min(ts)));
+        }
+        summary.max_timestamp = summary.max_timestamp.max(ts);
+        summary.keyless |= keyless;
+        n += 1;
+    }
+    if n != i64::from(h.record_count) {
+        return Err(BatchError::BadRecords(format!("{n} records where the header says {}", h.record_count)));
+    }
+    Ok(summary)
+}
+
+/// One record's timestamp delta, offset delta and whether its key is null, if every field
+/// lies within `rec` and fills it exactly.
+fn read_record(rec: &[u8]) -> Option<(i64, i64, bool)> {
+    let mut r = rec.get(1..)?; // attributes
+    let (ts_delta, n) = get_varint(r)?;
+    r = &r[n..];
+    let (off_delta, n) = get_varint(r)?;
+    r = &r[n..];
+    let key = bytes_field(&mut r)?;
+    bytes_field(&mut r)?; // value
+    let (headers, n) = get_varint(r)?;
+    r = &r[n..];
+    if headers < 0 {
+        return None;
+    }
+    for _ in 0..headers {
+        bytes_field(&mut r)??; // a header's key is never null
+        bytes_field(&mut r)?;
+    }
+    r.is_empty().then_some((ts_delta, off_delta, key.is_none()))
+}
+
+/// Sets a batch's maxTimestamp (recomputing the CRC): Kafka's produce validation writes the
+/// largest record timestamp there, whatever the producer put.
+pub fn set_max_timestamp(buf: &mut [u8], max_timestamp: i64) {
+    buf[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+    set_crc(buf);
 }
 
 fn count_batches(mut buf: &[u8]) -> usize {
@@ -576,8 +659,8 @@ mod tests {
         assert_eq!(e.code(), ErrorCode::CorruptMessage);
 
         let b = sample();
-        assert_eq!(validate_produce(&b[..b.len() - 1], 1 << 20).unwrap_err().code(), ErrorCode::CorruptMessage);
-        assert_eq!(validate_produce(&b[..20], 1 << 20).unwrap_err().code(), ErrorCode::CorruptMessage);
+        assert_eq!(validate_produce(&b[..b.len() - 1], 1 << 20).unwrap_err().code(), ErrorCode::InvalidRecord);
+        assert_eq!(validate_produce(&b[..20], 1 << 20).unwrap_err().code(), ErrorCode::InvalidRecord);
         assert_eq!(validate_produce(&b, 10).unwrap_err().code(), ErrorCode::MessageTooLarge);
 
         let mut two = sample();
@@ -586,7 +669,54 @@ mod tests {
 
         let mut m = sample();
         m[16] = 1;
-        assert_eq!(validate_produce(&m, 1 << 20).unwrap_err().code(), ErrorCode::UnsupportedForMessageFormat);
+        assert_eq!(validate_produce(&m, 1 << 20).unwrap_err().code(), ErrorCode::InvalidRecord);
+    }
+
+    /// `b` with its CRC made right again.
+    fn resealed(mut b: Vec<u8>) -> Vec<u8> {
+        set_crc(&mut b);
+        b
+    }
+
+    #[test]
+    fn records_must_be_whole_and_number_the_header_count() {
+        let check = |b: &[u8]| {
+            let h = validate_produce(b, 1 << 20).expect("the header is right");
+            check_records(b, &h, 1 << 20)
+        };
+        let good = build_keyed(1000, &[(Some(b"k"), Some(b"v")), (None, Some(b"w"))]);
+        let summary = check(&good).unwrap();
+        assert_eq!(summary, RecordsSummary { min_timestamp: Some(1000), max_timestamp: 1000, keyless: true });
+
+        // Garbage records under a right CRC.
+        let mut garbage = good.clone();
+        garbage[HEADER_LEN..].fill(0xff);
+        let e = check(&resealed(garbage)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidRecord, "{e}");
+
+        // A header alone claiming i32::MAX records: it would move the log's offsets by as many.
+        let mut empty = good[..HEADER_LEN].to_vec();
+        empty[8..12].copy_from_slice(&((HEADER_LEN - LOG_OVERHEAD) as i32).to_be_bytes());
+        empty[23..27].copy_from_slice(&(i32::MAX - 1).to_be_bytes());
+        empty[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(check(&resealed(empty)).unwrap_err().code(), ErrorCode::InvalidRecord);
+
+        // A record whose length runs past its fields (one byte of nothing after them).
+        let mut long = build_keyed(1000, &[(Some(b"k"), Some(b"value"))]);
+        long[HEADER_LEN] += 2; // the record's length (zigzag), one more
+        long.push(0);
+        let len = (long.len() - LOG_OVERHEAD) as i32;
+        long[8..12].copy_from_slice(&len.to_be_bytes());
+        assert_eq!(check(&resealed(long)).unwrap_err().code(), ErrorCode::InvalidRecord);
+
+        // Offset deltas out of order.
+        let two = build_keyed(1000, &[(Some(b"a"), Some(b"1")), (Some(b"b"), Some(b"2"))]);
+        let second = HEADER_LEN + 1 + two[HEADER_LEN] as usize / 2;
+        let mut swapped = two.clone();
+        // record: length, attributes, timestamp delta, offset delta (one byte each here)
+        assert_eq!(swapped[second + 3], 2, "the second record's offset delta, 1 zigzagged");
+        swapped[second + 3] = 0;
+        assert_eq!(check(&resealed(swapped)).unwrap_err().code(), ErrorCode::InvalidRecord);
     }
 
     #[test]
@@ -646,7 +776,7 @@ mod tests {
         let err =
             recompress(&recompress(&plain, compression::ZSTD, 1 << 20).unwrap(), compression::GZIP, 10).unwrap_err();
         assert!(matches!(err, BatchError::Records(CodecError::TooLarge { limit: 10 })));
-        assert_eq!(err.code(), ErrorCode::CorruptMessage);
+        assert_eq!(err.code(), ErrorCode::MessageTooLarge);
     }
 
     #[test]

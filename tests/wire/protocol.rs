@@ -372,7 +372,7 @@ fn produce_errors_carry_kafka_error_codes() {
 
         let truncated = batch(ts, &values("c", 3, 30));
         let half = truncated[..truncated.len() / 2].to_vec();
-        assert_eq!(c.produce("errs", partition, half).error_code, ErrorCode::CorruptMessage.code(), "truncated batch");
+        assert_eq!(c.produce("errs", partition, half).error_code, ErrorCode::InvalidRecord.code(), "truncated batch");
 
         let big = batch(ts, &[vec![7u8; 3000]]);
         assert!(big.len() > 2000);
@@ -382,11 +382,7 @@ fn produce_errors_carry_kafka_error_codes() {
 
         let mut old = batch(ts, &values("m", 1, 10));
         old[16] = 1; // magic v1
-        assert_eq!(
-            c.produce("errs", partition, old).error_code,
-            ErrorCode::UnsupportedForMessageFormat.code(),
-            "magic 1"
-        );
+        assert_eq!(c.produce("errs", partition, old).error_code, ErrorCode::InvalidRecord.code(), "magic 1");
 
         let p = c.produce_acks("errs", partition, batch(ts, &values("k", 1, 10)), 5);
         assert_eq!(p.error_code, ErrorCode::InvalidRequiredAcks.code(), "acks=5");

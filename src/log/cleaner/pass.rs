@@ -28,6 +28,8 @@ const WRITE_CHUNK: usize = 1 << 20;
 pub struct OldSegment {
     pub base: i64,
     pub size: u64,
+    /// The offset after its last (the next segment's base).
+    pub end: i64,
 }
 
 /// Everything a cleaning needs, plain data (it crosses to the cleaner thread).
@@ -219,7 +221,9 @@ fn groups(segments: &[OldSegment], limit: u64) -> Vec<Vec<OldSegment>> {
     let mut size = 0;
     for s in segments {
         match out.last_mut() {
-            Some(g) if size + s.size <= limit => {
+            // A segment's indexes hold offsets relative to its base in 32 bits: a group spans
+            // at most i32::MAX offsets, as Kafka's cleaner groups them.
+            Some(g) if size + s.size <= limit && s.end - 1 - g[0].base <= i64::from(i32::MAX) => {
                 g.push(*s);
                 size += s.size;
             }
@@ -300,13 +304,14 @@ mod tests {
 
     /// Writes `batches` (base offset, batch) as the old segment that starts at `base`.
     fn old_segment(dir: &Path, base: i64, batches: Vec<(i64, Vec<u8>)>) -> OldSegment {
-        let mut file = Vec::new();
+        let (mut file, mut end) = (Vec::new(), base);
         for (offset, mut b) in batches {
             batch::patch(&mut b, offset, 0);
+            end = batch::read_header(&b).unwrap().last_offset() + 1;
             file.extend_from_slice(&b);
         }
         std::fs::write(dir.join(segment::file_name(base, "log")), &file).unwrap();
-        OldSegment { base, size: file.len() as u64 }
+        OldSegment { base, size: file.len() as u64, end }
     }
 
     fn job(dir: &Path, segments: Vec<OldSegment>, end: i64, map_capacity: usize) -> Job {
@@ -403,12 +408,21 @@ mod tests {
 
     #[test]
     fn groups_add_up_to_the_segment_size_and_keep_order() {
-        let s = |base, size| OldSegment { base, size };
+        let s = |base, size| OldSegment { base, size, end: base + 10 };
         let segs = [s(0, 40), s(10, 40), s(20, 40), s(30, 100), s(40, 10)];
         let g = groups(&segs, 100);
         let bases: Vec<Vec<i64>> = g.iter().map(|g| g.iter().map(|s| s.base).collect()).collect();
         assert_eq!(bases, vec![vec![0, 10], vec![20], vec![30], vec![40]]);
         assert!(groups(&[], 100).is_empty());
+        // Small segments far apart in offsets: a group spans at most i32::MAX of them.
+        let max = i64::from(i32::MAX);
+        let wide = [
+            OldSegment { base: 0, size: 1, end: max / 2 },
+            OldSegment { base: max / 2, size: 1, end: max + 1 },
+            OldSegment { base: max + 1, size: 1, end: max + 2 },
+        ];
+        let bases: Vec<Vec<i64>> = groups(&wide, 100).iter().map(|g| g.iter().map(|s| s.base).collect()).collect();
+        assert_eq!(bases, vec![vec![0, max / 2], vec![max + 1]]);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::error::BrokerError;
 use crate::log::config::{Durability, LogConfig, TimestampType, TopicCompression, NEVER};
 use crate::log::segment::{self, Segment};
 use crate::producer::Verdict;
-use crate::protocol::batch::{self, BatchError, BatchHeader};
+use crate::protocol::batch::{self, BatchError, BatchHeader, RecordsSummary};
 use crate::protocol::ErrorCode;
 use crate::storage::{AppendMode, Appender, Chunk};
 
@@ -68,28 +68,15 @@ impl Partition {
             e.code()
         };
         let header = batch::validate_produce(records, cfg.message_max_bytes as usize).map_err(refuse)?;
+        let summary = batch::check_records(records, &header, cfg.decompressed_limit()).map_err(refuse)?;
         let now = now_ms();
         if cfg.timestamp_type == TimestampType::CreateTime {
-            check_timestamps(records, &header, &cfg, now).map_err(refuse)?;
+            check_timestamps(&summary, &cfg, now).map_err(refuse)?;
         }
-        if cfg.compact {
+        if cfg.compact && summary.keyless {
             // Kafka: "Compacted topic cannot accept message without key".
-            let body = batch::record_bytes(records, cfg.decompressed_limit()).map_err(refuse)?;
-            let (mut count, mut keyless) = (0i64, false);
-            for r in batch::parse_records(&body, header.base_timestamp) {
-                count += 1;
-                keyless |= r.key.is_none();
-            }
-            if keyless {
-                tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: a compacted topic takes only records with a key");
-                return Err(ErrorCode::InvalidRecord);
-            }
-            // The cleaner rewrites this batch record by record and refuses one whose records
-            // do not add up to its header's count (Kafka's produce checks it for every topic).
-            if count != i64::from(header.record_count) {
-                tracing::debug!(topic = %self.topic, partition = self.index, count, header = header.record_count, "refused batch: its records do not add up to its count");
-                return Err(ErrorCode::CorruptMessage);
-            }
+            tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: a compacted topic takes only records with a key");
+            return Err(ErrorCode::InvalidRecord);
         }
         let log_start = {
             let st = self.st.borrow();
@@ -105,7 +92,7 @@ impl Partition {
             let appended = Appended { base_offset: first_offset, log_start_offset: log_start, log_append_time };
             return Ok(Prepared::Duplicate { appended, last_offset });
         }
-        let rewritten = match cfg.compression {
+        let mut rewritten = match cfg.compression {
             TopicCompression::Codec(codec) if codec != header.codec() => {
                 let b = batch::recompress(records, codec, cfg.decompressed_limit()).map_err(refuse)?;
                 if b.len() > cfg.message_max_bytes as usize {
@@ -115,6 +102,12 @@ impl Partition {
             }
             _ => None,
         };
+        // The header's maxTimestamp is what retention and ListOffsets go by: it must be the
+        // records' own, as Kafka's validation sets it (producers all send it right).
+        if cfg.timestamp_type == TimestampType::CreateTime && header.max_timestamp != summary.max_timestamp {
+            let b = rewritten.get_or_insert_with(|| records.to_vec());
+            batch::set_max_timestamp(b, summary.max_timestamp);
+        }
         let bytes: &[u8] = rewritten.as_deref().unwrap_or(records);
         let mut header = BatchHeader { size: bytes.len(), ..batch::read_header(bytes).map_err(refuse)? };
         let log_append_time = match cfg.timestamp_type {
@@ -147,7 +140,7 @@ impl Partition {
                 !st.failed && !st.replicated
             };
             if idle {
-                if let Err(e) = self.roll_if_needed(0).await {
+                if let Err(e) = self.roll_if_needed(0, None).await {
                     self.write_failed(&e, 0);
                 }
             }
@@ -231,7 +224,7 @@ impl Partition {
         let mut stopped = None;
         while first < items.len() {
             let need = items[first].header.size as u64;
-            if let Err(e) = self.roll_if_needed(need).await {
+            if let Err(e) = self.roll_if_needed(need, Some(items[first].header.last_offset())).await {
                 stopped = Some(e);
                 break;
             }
@@ -595,7 +588,10 @@ impl Partition {
         Ok(())
     }
 
-    async fn roll_if_needed(&self, need: u64) -> Result<(), BrokerError> {
+    /// Rolls the active segment if a batch of `need` bytes ending at `last_offset` does not
+    /// belong in it: too big for it, its index full, its time up, or (as in Kafka) an offset
+    /// too far from its base for the indexes' 32-bit relative offsets.
+    async fn roll_if_needed(&self, need: u64, last_offset: Option<i64>) -> Result<(), BrokerError> {
         let roll = {
             let st = self.st.borrow();
             let seg = st.segments.last().expect("active segment");
@@ -603,7 +599,8 @@ impl Partition {
             size > 0
                 && (size + need > self.cfg.get().segment_bytes
                     || seg.index.is_full()
-                    || seg.roll_time_passed(self.cfg.get().segment_ms))
+                    || seg.roll_time_passed(self.cfg.get().segment_ms)
+                    || last_offset.is_some_and(|last| last - seg.base_offset > i64::from(i32::MAX)))
         };
         if !roll {
             return Ok(());
@@ -659,20 +656,18 @@ pub(super) async fn open_writer(path: &Path, cfg: &LogConfig, tail_cached: bool)
 }
 
 /// Kafka's `message.timestamp.after.max.ms` / `before.max.ms` for a CreateTime batch: its
-/// newest timestamp (maxTimestamp) may not be further ahead of `now`, its oldest record not
-/// further behind (records are only read when a `before` bound is set). Records without a
-/// timestamp (-1) are exempt, as in Kafka.
-fn check_timestamps(records: &[u8], h: &BatchHeader, cfg: &LogConfig, now: i64) -> Result<(), BatchError> {
+/// newest record may not be further ahead of `now`, its oldest not further behind. Records
+/// without a timestamp (-1) are exempt, as in Kafka.
+fn check_timestamps(records: &RecordsSummary, cfg: &LogConfig, now: i64) -> Result<(), BatchError> {
     let after = cfg.timestamp_after_max_ms;
-    if after != NEVER && h.max_timestamp != -1 && h.max_timestamp > now.saturating_add(after as i64) {
-        return Err(BatchError::Timestamp { timestamp: h.max_timestamp, now, bound_ms: after, side: "ahead of" });
+    let newest = records.max_timestamp;
+    if after != NEVER && newest != -1 && newest > now.saturating_add(after as i64) {
+        return Err(BatchError::Timestamp { timestamp: newest, now, bound_ms: after, side: "ahead of" });
     }
     let before = cfg.timestamp_before_max_ms;
-    if before != NEVER {
-        if let Some(oldest) = batch::min_timestamp(records, cfg.decompressed_limit())? {
-            if oldest < now.saturating_sub(before as i64) {
-                return Err(BatchError::Timestamp { timestamp: oldest, now, bound_ms: before, side: "behind" });
-            }
+    if let Some(oldest) = records.min_timestamp {
+        if before != NEVER && oldest < now.saturating_sub(before as i64) {
+            return Err(BatchError::Timestamp { timestamp: oldest, now, bound_ms: before, side: "behind" });
         }
     }
     Ok(())

@@ -148,7 +148,12 @@ impl Partition {
             partition: self.index,
             segments: st.segments[..n]
                 .iter()
-                .map(|s| cleaner::pass::OldSegment { base: s.base_offset, size: s.size.get() })
+                .zip(&st.segments[1..])
+                .map(|(s, next)| cleaner::pass::OldSegment {
+                    base: s.base_offset,
+                    size: s.size.get(),
+                    end: next.base_offset,
+                })
                 .collect(),
             first_dirty,
             end,

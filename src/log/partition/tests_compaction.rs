@@ -222,7 +222,7 @@ fn a_producers_last_batch_stays_empty_and_keyless_records_are_refused() {
         short[57..61].copy_from_slice(&2i32.to_be_bytes()); // record count
         let crc = crc32c::crc32c(&short[21..]);
         short[17..21].copy_from_slice(&crc.to_be_bytes());
-        assert_eq!(p.append(&Bytes::from(short)).unwrap_err(), ErrorCode::CorruptMessage);
+        assert_eq!(p.append(&Bytes::from(short)).unwrap_err(), ErrorCode::InvalidRecord);
         let mut b = batch::build_keyed(crate::sys::unix_now_ms(), &[(Some(b"key-000"), Some(b"idempotent"))]);
         batch::set_producer(&mut b, 7, 0, 0);
         let at = p.append(&Bytes::from(b.clone())).unwrap().await.unwrap().unwrap().base_offset;
