@@ -8,7 +8,6 @@
 //! The futures are not `Send`: a handler runs on its connection's shard and never leaves
 //! it (DESIGN §1), so the trait's async methods are plain `async fn`.
 
-use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,8 +57,6 @@ pub trait Broker: Clone + 'static {
     fn probe(&self) -> &Probe;
     /// Client quotas, measured broker-wide.
     fn quotas(&self) -> &ShardQuotas;
-    /// Runs `work` on this shard after the request has been answered (acks=0 produce).
-    fn detach(&self, work: impl Future<Output = ()> + 'static);
     /// This shard's fetch sessions (KIP-227).
     fn fetch_sessions(&self) -> &FetchSessions;
     /// In a cluster, a partition's leadership as this broker knows it (None: alone, or
@@ -213,10 +210,6 @@ impl Broker for Rc<Shard> {
 
     fn quotas(&self) -> &ShardQuotas {
         &self.quotas
-    }
-
-    fn detach(&self, work: impl Future<Output = ()> + 'static) {
-        glommio::spawn_local(work).detach();
     }
 
     fn fetch_sessions(&self) -> &FetchSessions {

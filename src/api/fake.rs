@@ -66,7 +66,6 @@ pub(crate) struct Inner {
     fetch_passes: std::cell::Cell<usize>,
     /// Producers `producers` reports, set by tests.
     producer_summaries: RefCell<HashMap<Tp, Vec<ProducerSummary>>>,
-    detached: RefCell<Vec<Pin<Box<dyn Future<Output = ()>>>>>,
     groups: Coordinator,
     offsets_log: Rc<MemoryOffsets>,
     probe: Probe,
@@ -157,7 +156,6 @@ impl Fake {
             arrivals: RefCell::new(Vec::new()),
             fetch_passes: std::cell::Cell::new(0),
             producer_summaries: RefCell::new(HashMap::new()),
-            detached: RefCell::new(Vec::new()),
             groups: Coordinator::new(limits, 7 * 24 * 3_600_000),
             offsets_log: Rc::new(MemoryOffsets::default()),
             probe: Registry::new(1, apis).register_shard(0, 0, None),
@@ -269,14 +267,6 @@ impl Fake {
     /// Makes the group coordinator's appends fail (true) or succeed again.
     pub(crate) fn fail_offsets_log(&self, failing: bool) {
         self.0.offsets_log.failing.set(failing);
-    }
-
-    /// Runs the work handlers detached (acks=0 appends) to completion.
-    pub(crate) fn settle(&self) {
-        let work: Vec<_> = self.0.detached.borrow_mut().drain(..).collect();
-        for w in work {
-            futures_lite::future::block_on(w);
-        }
     }
 
     /// Sends `msg` as API `api` v`version` from `principal` (None: ANONYMOUS) on a PLAINTEXT
@@ -419,10 +409,6 @@ impl Broker for Fake {
 
     fn quotas(&self) -> &ShardQuotas {
         &self.0.quotas
-    }
-
-    fn detach(&self, work: impl Future<Output = ()> + 'static) {
-        self.0.detached.borrow_mut().push(Box::pin(work));
     }
 
     fn fetch_sessions(&self) -> &FetchSessions {

@@ -215,6 +215,10 @@ pub enum Fault {
     /// Out of place in the SASL exchange, or a failed authentication.
     #[error("{0}")]
     Authentication(String),
+    /// An acks=0 produce that failed on some partition. Kafka closes the connection then:
+    /// the producer hears of nothing else, and reconnecting makes it refresh its metadata.
+    #[error("acks=0 produce refused ({0}): closing the connection so that the producer refreshes its metadata")]
+    UnacknowledgedProduce(String),
 }
 
 /// What in a request's bytes could not be read.
@@ -241,6 +245,7 @@ impl Fault {
             Fault::Decode { .. } | Fault::NoHeader => ErrorKind::Decode,
             Fault::Encode { .. } => ErrorKind::Encode,
             Fault::Authentication(_) => ErrorKind::Authentication,
+            Fault::UnacknowledgedProduce(_) => ErrorKind::ErrorCode,
         }
     }
 }

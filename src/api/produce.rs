@@ -1,6 +1,7 @@
 //! Produce: each partition's batch is appended on its home shard (record bytes move there as
 //! `Bytes`, one message per other shard touched); all partitions of a request are in flight
-//! at once and the response lists them in request order. acks=0 gets no response at all.
+//! at once and the response lists them in request order. acks=0 gets no response at all;
+//! if a partition refused its batch, the connection is closed (as Kafka does).
 //!
 //! Waits on home shards and durable acks count as the request's remote time; a response
 //! with any partition error counts once in `request_errors_total{error="error_code"}`.
@@ -16,7 +17,7 @@
 use proto_kafka::messages::produce_response::{NodeEndpoint, PartitionProduceResponse, TopicProduceResponse};
 use proto_kafka::messages::{ApiKey, BrokerId, ProduceRequest, ProduceResponse};
 
-use super::{authz, checked, ApiSpec, Broker, Outcome, Request};
+use super::{authz, checked, ApiSpec, Broker, Fault, Outcome, Request};
 use crate::auth::acl::Operation;
 use crate::protocol::{batch, ErrorCode};
 use crate::quota::Kind;
@@ -65,6 +66,10 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                     Err(ErrorCode::UnknownTopicOrPartition)
                 }
                 (None, Some(_), None) => Err(ErrorCode::InvalidRecord),
+                // zstd came with Produce v7 (KIP-110): an older request may not carry it.
+                (None, Some(_), Some(records)) if req.version < 7 && is_zstd(&records) => {
+                    Err(ErrorCode::UnsupportedCompressionType)
+                }
                 (None, Some(m), Some(records)) => Ok((Tp { topic: m.id, partition: p.index }, records)),
             });
         }
@@ -75,12 +80,20 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         timeout: std::time::Duration::from_millis(r.timeout_ms.max(0) as u64),
     };
     if r.acks == 0 {
-        let b = broker.clone();
-        broker.detach(async move {
-            checked::run(checked, |batches| b.produce(batches, acks)).await;
-        });
+        // Waited for like any other produce (a client sending faster than the log writes is
+        // held back by its connection's in-flight requests), answered by nothing, or by
+        // closing the connection when a partition refused its batch.
+        let results = checked::run(checked, |batches| broker.produce(batches, acks)).await;
         charge_quota(broker, &req, record_bytes);
-        return Ok(None);
+        let partitions = layout.iter().flat_map(|(name, _, _, indexes)| indexes.iter().map(move |i| (name, i)));
+        let refused: Vec<String> = partitions
+            .zip(&results)
+            .filter_map(|((name, index), r)| r.as_ref().err().map(|e| format!("{}-{index}: {e:?}", name.as_str())))
+            .collect();
+        return match refused.is_empty() {
+            true => Ok(None),
+            false => Err(Fault::UnacknowledgedProduce(refused.join(", "))),
+        };
     }
     let mut results = checked::run(checked, |batches| broker.produce(batches, acks)).await.into_iter();
     let mut resp = ProduceResponse::default();
@@ -170,6 +183,10 @@ fn charge_quota(broker: &impl Broker, req: &Request, record_bytes: u64) -> i32 {
     throttle.as_millis() as i32
 }
 
+fn is_zstd(records: &[u8]) -> bool {
+    batch::read_header(records).is_ok_and(|h| h.codec() == crate::protocol::compression::ZSTD)
+}
+
 #[cfg(test)]
 mod tests {
     use proto_kafka::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -232,14 +249,28 @@ mod tests {
     }
 
     #[test]
-    fn acks_zero_gets_no_response_and_still_appends() {
+    fn acks_zero_gets_no_response_and_a_refused_batch_closes_the_connection() {
         let b = Fake::new();
         b.topic("t", 1);
         let outcome = b.send(ApiKey::Produce, 9, &request(0, "t", &[(0, batch_of(&[b"x"]))]), None);
         assert!(outcome.expect("served").is_none(), "acks=0 is never answered");
-        assert_eq!(b.offsets_of(b.tp("t", 0)).high_watermark, 0, "the append runs after the request");
-        b.settle();
-        assert_eq!(b.offsets_of(b.tp("t", 0)).high_watermark, 1);
+        assert_eq!(b.offsets_of(b.tp("t", 0)).high_watermark, 1, "appended before the request is done");
+        for (topic, partition) in [("t", 3), ("nope", 0)] {
+            let outcome = b.send(ApiKey::Produce, 9, &request(0, topic, &[(partition, batch_of(&[b"x"]))]), None);
+            let err = outcome.expect_err("a refusal closes the connection").to_string();
+            assert!(err.contains(&format!("{topic}-{partition}")), "{err}");
+        }
+    }
+
+    #[test]
+    fn zstd_batches_need_produce_v7() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let zstd = batch::recompress(&batch::build(0, &[b"x"]), crate::protocol::compression::ZSTD, 1 << 20).unwrap();
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 6, &request(1, "t", &[(0, Some(zstd.clone()))]));
+        assert_eq!(results(&resp), vec![(0, ErrorCode::UnsupportedCompressionType.code(), -1)]);
+        let resp: ProduceResponse = b.call(ApiKey::Produce, 7, &request(1, "t", &[(0, Some(zstd))]));
+        assert_eq!(results(&resp), vec![(0, 0, 0)]);
     }
 
     #[test]

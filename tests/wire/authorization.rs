@@ -166,8 +166,11 @@ fn data_apis_need_their_topic_acls() {
     assert_eq!(alice.produce("closed", 0, records()).error_code, ErrorCode::TopicAuthorizationFailed.code());
     // Refused before existence: an unknown topic answers the same as a forbidden one.
     assert_eq!(alice.produce("nowhere", 0, records()).error_code, ErrorCode::TopicAuthorizationFailed.code());
-    // acks=0: no answer, and nothing appended (checked below).
+    // acks=0: no answer; the refusal closes the connection (as Kafka does, so that the
+    // producer hears of it), and nothing is appended (checked below).
     alice.send_no_response(ApiKey::Produce, PRODUCE_V, &produce_request("closed", &[(0, records())], 0));
+    assert!(alice.read_frame().expect("the connection ends cleanly").is_none(), "a refused acks=0 produce closes");
+    let mut alice = s.login("alice");
 
     let open = alice.fetch("open", 0, 0, 1 << 20);
     assert_eq!(open.error_code, 0);
