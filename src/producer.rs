@@ -89,9 +89,10 @@ impl ProducerState {
         if h.base_sequence < 0 {
             return Err(ErrorCode::InvalidRecord);
         }
-        let Some(e) = self.producers.get(&h.producer_id) else {
-            return if h.base_sequence == 0 { Ok(Verdict::Append) } else { Err(ErrorCode::OutOfOrderSequenceNumber) };
-        };
+        // A producer this log has no state of may start at any sequence, as in Kafka: its
+        // state expired (`producer.id.expiration.ms`) or went with the segments retention or
+        // DeleteRecords removed, and refusing would fail a live producer's next send.
+        let Some(e) = self.producers.get(&h.producer_id) else { return Ok(Verdict::Append) };
         if h.producer_epoch < e.epoch {
             return Err(ErrorCode::InvalidProducerEpoch);
         }
@@ -188,11 +189,19 @@ mod tests {
     #[test]
     fn sequences_must_follow_on() {
         let mut s = ProducerState::default();
-        assert_eq!(s.check(&h(7, 0, 3, 1, 0)), Err(ErrorCode::OutOfOrderSequenceNumber), "a new producer starts at 0");
         append(&mut s, h(7, 0, 0, 5, 0));
         append(&mut s, h(7, 0, 5, 2, 5));
         assert_eq!(s.check(&h(7, 0, 8, 1, 7)), Err(ErrorCode::OutOfOrderSequenceNumber), "gap");
         append(&mut s, h(7, 0, 7, 1, 7));
+    }
+
+    #[test]
+    fn a_producer_without_state_may_go_on_from_any_sequence() {
+        let mut s = ProducerState::default();
+        assert_eq!(s.check(&h(7, 0, 42, 1, 0)), Ok(Verdict::Append), "its state expired or was deleted");
+        append(&mut s, h(7, 0, 42, 1, 0));
+        assert_eq!(s.check(&h(7, 0, 44, 1, 1)), Err(ErrorCode::OutOfOrderSequenceNumber), "then it follows on");
+        assert_eq!(s.check(&h(7, 1, 5, 1, 1)), Err(ErrorCode::OutOfOrderSequenceNumber), "a new epoch starts at 0");
     }
 
     #[test]

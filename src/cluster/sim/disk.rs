@@ -35,8 +35,8 @@ impl BatchReader for File {
 }
 
 struct Pending {
-    /// A snapshot's install: the log emptied first.
-    reset: bool,
+    /// A snapshot's install: the log emptied first, and the producer state at its start.
+    reset: Option<Bytes>,
     cut: Option<usize>,
     batches: Vec<Bytes>,
     meta: Option<RaftMeta>,
@@ -45,6 +45,8 @@ struct Pending {
 pub(super) struct Disk {
     synced: Vec<u8>,
     meta: RaftMeta,
+    /// The producer state at the log start (the broker's `raft-start-<index>.producers`).
+    start_producers: Bytes,
     pub(super) current: Rc<File>,
     /// Writes since the last sync, oldest first.
     pending: Vec<Pending>,
@@ -55,6 +57,7 @@ impl Disk {
         Disk {
             synced: Vec::new(),
             meta: RaftMeta::initial(voters.to_vec()),
+            start_producers: Bytes::new(),
             current: Rc::default(),
             pending: Vec::new(),
         }
@@ -63,8 +66,8 @@ impl Disk {
     /// Applies `w` to the page cache; returns where its batches landed.
     pub(super) fn write(&mut self, w: &Write) -> Vec<Loc> {
         let mut f = self.current.0.borrow_mut();
-        let reset = w.install.is_some();
-        if reset {
+        let reset = w.install.as_ref().map(|state| state.producers.clone());
+        if reset.is_some() {
             f.clear();
         }
         let cut = w.truncate.map(|offset| position_of(&f, offset));
@@ -99,7 +102,7 @@ impl Disk {
     fn crash_keeping(&mut self, mut keep: usize) {
         for p in std::mem::take(&mut self.pending) {
             let whole = p.batches.len() <= keep;
-            keep -= apply(&mut self.synced, &mut self.meta, p, keep);
+            keep -= apply(self, p, keep);
             if !whole {
                 break;
             }
@@ -110,10 +113,16 @@ impl Disk {
         &self.meta
     }
 
-    /// Retention moved the log start: the state file naming it is written durably at once.
-    pub(super) fn compacted(&mut self, meta: RaftMeta) {
+    pub(super) fn start_producers(&self) -> &Bytes {
+        &self.start_producers
+    }
+
+    /// Retention moved the log start: the producer state there and the state file naming it
+    /// are written durably at once.
+    pub(super) fn compacted(&mut self, meta: RaftMeta, producers: Bytes) {
         assert!(self.pending.is_empty(), "compacting with a write pending");
         self.meta = meta;
+        self.start_producers = producers;
     }
 
     /// Where the synced log starts for the replica (batches below are skipped).
@@ -149,19 +158,20 @@ impl Disk {
 }
 
 /// Applies `p` to the synced state with at most `keep` of its batches; returns how many.
-fn apply(synced: &mut Vec<u8>, meta: &mut RaftMeta, p: Pending, keep: usize) -> usize {
-    if p.reset {
-        synced.clear();
+fn apply(disk: &mut Disk, p: Pending, keep: usize) -> usize {
+    if let Some(producers) = p.reset {
+        disk.synced.clear();
+        disk.start_producers = producers;
     }
     if let Some(m) = p.meta {
-        *meta = m;
+        disk.meta = m;
     }
     if let Some(at) = p.cut {
-        synced.truncate(at);
+        disk.synced.truncate(at);
     }
     let kept = p.batches.len().min(keep);
     for b in &p.batches[..kept] {
-        synced.extend_from_slice(b);
+        disk.synced.extend_from_slice(b);
     }
     kept
 }

@@ -404,8 +404,11 @@ impl Sim {
         self.mix(0xbeef_0000 | i as u64);
         let node = &mut self.nodes[i];
         let meta = node.disk.meta().clone();
-        let store = RaftStore::recover(&meta, node.disk.scan(), node.disk.current.clone(), node.cache)
+        let mut store = RaftStore::recover(&meta, node.disk.scan(), node.disk.current.clone(), node.cache)
             .expect("the synced log holds whole batches");
+        // As the broker's open reads `raft-start-<index>.producers`: without it a new leader
+        // would not know the producers whose batches lie below its log start.
+        store.set_start_producers(node.disk.start_producers().clone());
         let r = Replica::new(i as u64 + 1, node.cfg, store, meta.conf_index, &self.logger)
             .expect("restart from synced disk");
         let synced_commit = meta.hard_state.commit.min(r.store().last());
@@ -544,8 +547,9 @@ impl Sim {
         let index = start + 1 + self.rng.below(limit - start);
         let producers = producers::state_over(r, producers::start_state(r), start + 1, index);
         let bytes = serde_json::to_vec(&producers).expect("JSON");
-        let meta = r.compact_to(index, bytes::Bytes::from(bytes));
-        self.nodes[i].disk.compacted(meta);
+        let bytes = bytes::Bytes::from(bytes);
+        let meta = r.compact_to(index, bytes.clone());
+        self.nodes[i].disk.compacted(meta, bytes);
         self.compactions += 1;
         self.mix(0xc0c0_0000 | (i as u64) << 24 | index);
     }
