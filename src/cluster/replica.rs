@@ -284,9 +284,21 @@ impl Replica {
 
     pub fn tick(&mut self) {
         if self.failed.is_none() {
-            self.rn.tick();
+            if !self.must_not_stand() {
+                self.rn.tick();
+            }
             self.retry_lost_snapshots();
         }
+    }
+
+    /// Whether this replica, the only voter and not leading, holds entries not yet durable.
+    /// raft-rs elects a lone voter within the tick or campaign that starts its election and
+    /// then asserts that its whole log is durable (a panic): say the partition just moved
+    /// here and the old leader's last appends wait behind a slow fsync. Such a replica
+    /// stands once its writes are done, as TiKV's peers do.
+    fn must_not_stand(&self) -> bool {
+        let log = &self.rn.raft.raft_log;
+        !self.is_leader() && log.persisted < log.last_index() && self.voters() == [self.id()]
     }
 
     /// raft-rs waits for a follower to answer a snapshot before it sends anything else to it;
@@ -352,7 +364,7 @@ impl Replica {
     /// Stands for election now instead of after an election timeout (the preferred replica
     /// of a new partition, so that it leads within a round trip).
     pub fn campaign(&mut self) {
-        if self.failed.is_none() {
+        if self.failed.is_none() && !self.must_not_stand() {
             let _ = self.rn.campaign();
         }
     }
@@ -734,6 +746,34 @@ mod tests {
         for (w, base) in written.iter().zip([1, 3]) {
             assert_eq!((batch::read_header(w).unwrap().base_offset, entry::epoch_of(w)), (base, term));
         }
+    }
+
+    #[test]
+    fn a_lone_voter_stands_for_election_only_once_its_writes_are_durable() {
+        use raft::prelude::{Entry, Message, MessageType};
+        // The partition moved here from broker 2, whose last append is not written yet.
+        let mut r = single(&RaftMeta::initial(vec![1]), vec![]).unwrap();
+        let mut m = Message::default();
+        m.set_msg_type(MessageType::MsgAppend);
+        (m.from, m.to, m.term) = (2, 1, 5);
+        m.entries = vec![Entry { index: 1, term: 5, ..Default::default() }].into();
+        r.step(m);
+        let work = r.next_work().expect("the entry to write");
+        assert_eq!(work.write.batches.len(), 1);
+        for _ in 0..40 {
+            r.tick();
+        }
+        r.campaign();
+        assert!(!r.is_leader(), "no election while its log is not durable");
+        let mut pos = 0;
+        r.persisted(work.write.number, &locs(&mut pos, &work.write.batches));
+        for _ in 0..40 {
+            r.tick();
+        }
+        while let Some(work) = r.next_work() {
+            r.persisted(work.write.number, &locs(&mut pos, &work.write.batches));
+        }
+        assert!(r.is_leader(), "elected once its writes are done");
     }
 
     /// Three voters with `skip_bcast_commit` as given, replica 1 elected and its no-op

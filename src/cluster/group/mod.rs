@@ -168,15 +168,26 @@ fn pending_install_path(dir: &std::path::Path, index: u64) -> PathBuf {
 
 /// Removes the producer-state files of every log start but `index`'s, and every snapshot
 /// kept for an install (the log holds it, or the replica state never named its start).
-fn remove_other_starts(dir: &std::path::Path, index: u64) {
+/// A kept snapshot that cannot be removed is an error: found at the next open, it would be
+/// installed again over entries acknowledged since. A stale producer-state file is only
+/// space, and is left with a warning.
+fn remove_other_starts(dir: &std::path::Path, index: u64) -> Result<(), BrokerError> {
     let keep = start_producers_path(dir, index);
-    for p in crate::storage::list(dir).unwrap_or_default() {
+    for p in crate::storage::list(dir).map_err(|e| storage(dir, e))? {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let producers = name.ends_with(".producers") && p != keep;
-        if name.starts_with("raft-start-") && (producers || name.ends_with(".install")) {
-            let _ = crate::storage::remove_file(&p);
+        if !name.starts_with("raft-start-") {
+            continue;
+        }
+        if name.ends_with(".install") {
+            crate::storage::remove_file(&p).map_err(|e| storage(&p, e))?;
+        } else if producers {
+            if let Err(e) = crate::storage::remove_file(&p) {
+                tracing::warn!(path = %p.display(), "cannot remove an old log start's producer state: {e}");
+            }
         }
     }
+    Ok(())
 }
 
 /// The snapshot an install cut short by a crash left for the log start past entry `index`.
@@ -250,7 +261,7 @@ impl Group {
             // a compacted log keeps its records there (`apply_retention`).
             log.drop_below(start.offset);
         }
-        remove_other_starts(log.dir(), start.index);
+        remove_other_starts(log.dir(), start.index)?;
         log.make_replicated();
         log.commit_below(start.offset).map_err(|e| storage(log.dir(), e))?;
         let batches = log.raft_batches().map_err(|e| storage(log.dir(), e))?;
@@ -671,7 +682,7 @@ impl Group {
         crate::storage::write_atomic(&pending, &state.encode(), 0o644).map_err(|e| storage(&pending, e))?;
         write_state(&self.state_path, meta)?;
         self.log.install(state.log_start, &state.data, state.offset, producers).await?;
-        remove_other_starts(dir, index);
+        remove_other_starts(dir, index)?;
         // The kept snapshot's removal is durable before this replica counts anything after
         // it as written: brought back by a power loss, it would be installed again at the
         // next open, over entries this replica acknowledged.
@@ -730,7 +741,7 @@ impl Group {
         write_start_producers(&dir, index, &producers).map_err(|e| e.to_string())?;
         let meta = self.replica.borrow_mut().compact_to(index, Bytes::from(producers));
         write_state(&self.state_path, &meta).map_err(|e| e.to_string())?;
-        remove_other_starts(&dir, index);
+        remove_other_starts(&dir, index).map_err(|e| e.to_string())?;
         tracing::debug!(group = ?self.id, offset, index, "raft log start moved by retention");
         Ok(())
     }
