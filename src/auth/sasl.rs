@@ -5,8 +5,8 @@
 //! mechanism, then the mechanism's tokens — inside SaslAuthenticate requests (handshake v1),
 //! or, after a v0 handshake, as bare size-prefixed frames with no Kafka header (the legacy
 //! form). No other request is served before the exchange succeeds; one that arrives closes
-//! the connection. After a failure the connection is closed too, after
-//! `connection_failed_authentication_delay_ms` (the caller waits it out).
+//! the connection. A failure is answered after `connection_failed_authentication_delay_ms`
+//! (KIP-306; the caller waits it out), and then the connection is closed.
 //!
 //! Re-authentication (KIP-368): with `connections_max_reauth_ms` set, a session lasts that
 //! long (SaslAuthenticate tells the client). The client starts a new SaslHandshake on the

@@ -153,8 +153,8 @@ pub struct Handled {
     /// How long a quota throttles the client: the connection reads no request for this long
     /// after the response is written (zero: not throttled).
     pub throttle: Duration,
-    /// Close the connection this long after writing the response (authentication failed).
-    pub close_after: Option<Duration>,
+    /// Close the connection once the response is written (authentication failed).
+    pub close_after_answer: bool,
 }
 
 /// A request in flight: its handler's task, when its frame was read, and the frame's bytes
@@ -432,12 +432,9 @@ async fn write_loop<S: AsyncRead + AsyncWrite + Unpin>(
         probe.request_done(&handled.timing, received, sending, written);
         live.request_done(written);
         live.throttle(written, handled.throttle);
-        let failure = match (failure, handled.close_after) {
-            (None, Some(delay)) => {
-                glommio::timer::sleep(delay).await;
-                Some(Closing::AuthenticationFailed)
-            }
-            (failure, _) => failure,
+        let failure = match failure {
+            None if handled.close_after_answer => Some(Closing::AuthenticationFailed),
+            failure => failure,
         };
         if let Some(reason) = failure {
             tracing::warn!(%peer, "closing connection: {reason}");

@@ -25,7 +25,7 @@ impl connection::Session for ConnSecurity {
 /// Runs one request frame through `api::dispatch` as a metrics request scope (so waits on
 /// other shards count as remote time) and reports how it went to the connection. Before a
 /// connection has authenticated, a refused request closes it only after the failed-
-/// authentication delay, and a failed authentication closes it that long after its answer.
+/// authentication delay, and a failed authentication is answered that late, then closed.
 pub(super) async fn handle_frame(shard: Rc<Shard>, frame: Bytes, sec: Rc<ConnSecurity>) -> Handled {
     let started = Instant::now();
     let api = shard.probe.api_slot(header::preamble(&frame).map(|p| p.api_key));
@@ -50,15 +50,17 @@ pub(super) async fn handle_frame(shard: Rc<Shard>, frame: Bytes, sec: Rc<ConnSec
         }
     }
     let delay = Duration::from_millis(shard.config.connection_failed_authentication_delay_ms);
-    if outcome.is_err() && !sec.authenticated() {
+    // KIP-306: a failed authentication is answered only after the delay (a password guesser
+    // learns nothing sooner), and the connection closes once the answer is out.
+    if sec.failed() || (outcome.is_err() && !sec.authenticated()) {
         glommio::timer::sleep(delay).await;
     }
-    let close_after = sec.failed().then_some(delay);
+    let close_after_answer = sec.failed();
     let outcome = outcome.map_err(|fault| {
         shard.probe.request_error(api, fault.kind());
         fault.into()
     });
-    Handled { outcome, timing: HandlerTiming { api, started, finished, remote }, throttle, close_after }
+    Handled { outcome, timing: HandlerTiming { api, started, finished, remote }, throttle, close_after_answer }
 }
 
 /// The client id of a request frame (header v1+: a nullable string right after the 8-byte

@@ -105,6 +105,8 @@ fn a_wrong_password_fails_the_same_way_as_an_unknown_user() {
         let sent = Instant::now();
         let a = authenticate(&mut c, 2, &security::plain_token(user, password));
         assert_eq!(a.error_code, ErrorCode::SaslAuthenticationFailed.code());
+        let answered = sent.elapsed();
+        assert!(answered >= Duration::from_millis(DELAY_MS - 50), "a failure answered after {answered:?}");
         messages.push(a.error_message.map(|m| m.to_string()));
         let took = closed_after(&mut c, sent);
         assert!(took >= Duration::from_millis(DELAY_MS - 50), "closed after {took:?}");
