@@ -187,7 +187,8 @@ pub struct ShardMetrics {
     pub memory_waits: Counter,
     /// Accepted connections that waited for max_connection_creation_rate.
     pub creation_throttled: Counter,
-    /// Partitions opened after an unclean stop, whose log tail was scanned batch by batch.
+    /// Partitions opened after an unclean stop, or a clean one whose log tail did not check
+    /// out, whose newest segment was scanned batch by batch.
     pub log_recoveries: Counter,
     /// Append writes refused because the data disk was full (their batches got
     /// KAFKA_STORAGE_ERROR; later appends try again).
@@ -453,7 +454,8 @@ impl Probe {
         self.m.log_bytes.add(delta);
     }
 
-    /// A partition opened without its clean-shutdown marker: its tail was scanned.
+    /// A partition opened without its clean-shutdown marker, or with one its log tail did not
+    /// bear out: its newest segment was scanned.
     pub fn log_recovery(&self) {
         self.m.log_recoveries.inc();
     }

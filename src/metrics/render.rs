@@ -310,7 +310,7 @@ impl Collector for Shards {
         counter(
             &mut enc,
             "log_recoveries",
-            "Partitions opened after an unclean stop, whose newest segment was scanned and cut at the first bad batch.",
+            "Partitions opened after an unclean stop, or a clean one whose log tail did not check out, whose newest segment was scanned and cut at the first bad batch.",
             &per_shard(&|m| m.log_recoveries.get()),
         )?;
         counter(

@@ -210,6 +210,93 @@ fn now_ms() -> i64 {
     crate::sys::unix_now_ms()
 }
 
+/// A segment sealed at roll (synced, its indexes trimmed): its tail state re-derived from its
+/// last index entry, reading headers only (the data was verified when it was written or
+/// recovered).
+fn open_sealed(dir: &Path, base: i64, cap: usize, interval: u32) -> Result<Segment, BrokerError> {
+    let mut seg = Segment::open(dir, base, 0, true)
+        .or_else(|_| Segment::open(dir, base, cap, false))
+        .map_err(|e| storage(dir, e))?;
+    let from = seg.index.last().map_or(0, |(_, pos)| pos as u64);
+    if from > seg.size.get() || (seg.index.last().is_none() && seg.size.get() > 0) {
+        seg = Segment::open(dir, base, cap, false).map_err(|e| storage(dir, e))?;
+        seg.rebuild(0, false, interval).map_err(|e| storage(&seg.path, e))?;
+    } else {
+        if let Some((ts, _)) = seg.time_index.last() {
+            seg.max_timestamp.set(ts);
+        }
+        seg.rebuild(from, false, interval).map_err(|e| storage(&seg.path, e))?;
+    }
+    seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
+    Ok(seg)
+}
+
+/// The active segment of a log closed cleanly, its indexes trusted: only the batches from
+/// its last index entry on (a few KiB) are read, each checked whole. None when that check
+/// cannot vouch for the segment: no usable index entry, an entry naming some other batch, or
+/// anything but whole batches from there to the end of the file (a marker left stale, its
+/// removal lost in a crash on a file system that does not order metadata, must not make
+/// zeros written ahead, or a torn batch, count as data). The caller then scans it all.
+fn open_closed_active(dir: &Path, base: i64, cap: usize, interval: u32) -> Result<Option<Segment>, BrokerError> {
+    let Ok(mut seg) = Segment::open(dir, base, cap, true) else { return Ok(None) };
+    let size = seg.size.get();
+    let Some((rel, pos)) = seg.index.last() else {
+        return Ok((size == 0).then_some(seg)); // empty, as a roll leaves it
+    };
+    let from = pos as u64;
+    let indexed = seg.header_at(from, size).map_err(|e| storage(&seg.path, e))?;
+    if indexed.is_none_or(|h| h.base_offset != base + i64::from(rel)) {
+        return Ok(None);
+    }
+    if let Some((ts, _)) = seg.time_index.last() {
+        seg.max_timestamp.set(ts);
+    }
+    let scan = seg.rebuild(from, true, interval).map_err(|e| storage(&seg.path, e))?;
+    Ok((scan.batches > 0 && scan.valid_len == size).then_some(seg))
+}
+
+/// The active segment after an unclean stop, or one whose clean close cannot be trusted:
+/// every batch verified and indexed afresh, the file cut at the first byte that is not part
+/// of a whole batch (a torn write, unsynced garbage, preallocated zeros).
+fn recover_active(
+    dir: &Path,
+    base: i64,
+    cap: usize,
+    interval: u32,
+    topic: &str,
+    index: i32,
+) -> Result<Segment, BrokerError> {
+    let mut seg = Segment::open(dir, base, cap, false).map_err(|e| storage(dir, e))?;
+    let scan = seg.rebuild(0, true, interval).map_err(|e| storage(&seg.path, e))?;
+    let size = seg.file.metadata().map_err(|e| storage(&seg.path, e))?.len();
+    if scan.valid_len < size {
+        let zeros = seg.zeros_from(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
+        let (kept, dropped) = (scan.valid_len, size - scan.valid_len);
+        if zeros {
+            tracing::info!(
+                topic,
+                partition = index,
+                segment = base,
+                kept,
+                dropped,
+                "cutting the preallocated zeros off the log tail"
+            );
+        } else {
+            tracing::warn!(
+                topic,
+                partition = index,
+                segment = base,
+                kept,
+                dropped,
+                "truncating torn or corrupt log tail"
+            );
+        }
+        seg.truncate_durably(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
+    }
+    seg.size.set(scan.valid_len);
+    Ok(seg)
+}
+
 impl Partition {
     pub fn dir_name(topic: &str, index: i32) -> String {
         format!("{topic}-{index}")
@@ -248,85 +335,36 @@ impl Partition {
         let mut segments = Vec::with_capacity(bases.len());
         for (i, &base) in bases.iter().enumerate() {
             let last = i + 1 == bases.len();
-            let seg = if last && !clean {
-                // The tail may be torn or hold unsynced garbage: verify every batch.
-                if !fresh {
-                    tracing::info!(
-                        topic,
-                        partition = index,
-                        segment = base,
-                        "no clean-shutdown marker: scanning the log tail"
-                    );
-                    probe.log_recovery();
-                }
-                let mut seg = Segment::open(&dir, base, cap, false).map_err(|e| storage(&dir, e))?;
-                let scan = seg.rebuild(0, true, interval).map_err(|e| storage(&seg.path, e))?;
-                let size = seg.file.metadata().map_err(|e| storage(&seg.path, e))?.len();
-                if scan.valid_len < size {
-                    let zeros = seg.zeros_from(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
-                    let (kept, dropped) = (scan.valid_len, size - scan.valid_len);
-                    if zeros {
+            let seg = match (last, clean) {
+                (false, _) => open_sealed(&dir, base, cap, interval)?,
+                (true, true) => match open_closed_active(&dir, base, cap, interval)? {
+                    Some(seg) => seg,
+                    None => {
+                        // Nothing says where the good data ends, and taking the segment's
+                        // base for its end would hand its offsets out again.
+                        tracing::warn!(
+                            topic,
+                            partition = index,
+                            segment = base,
+                            "the cleanly closed log's tail does not check out: scanning the whole active segment"
+                        );
+                        probe.log_recovery();
+                        recover_active(&dir, base, cap, interval, topic, index)?
+                    }
+                },
+                (true, false) => {
+                    // The tail may be torn or hold unsynced garbage: verify every batch.
+                    if !fresh {
                         tracing::info!(
                             topic,
                             partition = index,
                             segment = base,
-                            kept,
-                            dropped,
-                            "cutting the preallocated zeros off the log tail"
+                            "no clean-shutdown marker: scanning the log tail"
                         );
-                    } else {
-                        tracing::warn!(
-                            topic,
-                            partition = index,
-                            segment = base,
-                            kept,
-                            dropped,
-                            "truncating torn or corrupt log tail"
-                        );
+                        probe.log_recovery();
                     }
-                    seg.truncate_durably(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
+                    recover_active(&dir, base, cap, interval, topic, index)?
                 }
-                seg.size.set(scan.valid_len);
-                seg
-            } else {
-                // Sealed segments were synced and their indexes trimmed at roll; the active
-                // one was closed cleanly. Re-derive the tail state from the last index entry.
-                let mut seg = Segment::open(&dir, base, if last { cap } else { 0 }, true)
-                    .or_else(|_| Segment::open(&dir, base, cap, false))
-                    .map_err(|e| storage(&dir, e))?;
-                let from = seg.index.last().map_or(0, |(_, pos)| pos as u64);
-                let size = seg.size.get();
-                let indexed = from > 0 || seg.index.last().is_some();
-                if from > size || (!indexed && size > 0) {
-                    seg = Segment::open(&dir, base, cap, false).map_err(|e| storage(&dir, e))?;
-                    seg.rebuild(0, false, interval).map_err(|e| storage(&seg.path, e))?;
-                } else {
-                    // Headers only: the data was verified when it was written or recovered.
-                    // The active segment's tail past its last index entry (a few KiB) is
-                    // checked whole: a marker left stale (its removal lost in a crash on a
-                    // file system that does not order metadata) must not make zeros written
-                    // ahead, or a torn batch, count as data.
-                    if let Some((ts, _)) = seg.time_index.last() {
-                        seg.max_timestamp.set(ts);
-                    }
-                    let scan = seg.rebuild(from, last, interval).map_err(|e| storage(&seg.path, e))?;
-                    if last && scan.valid_len < seg.size.get() {
-                        tracing::warn!(
-                            topic,
-                            partition = index,
-                            segment = base,
-                            kept = scan.valid_len,
-                            dropped = seg.size.get() - scan.valid_len,
-                            "a cleanly closed segment ends in bytes that are no batch: cutting them"
-                        );
-                        seg.truncate_durably(scan.valid_len).map_err(|e| storage(&seg.path, e))?;
-                        seg.size.set(scan.valid_len);
-                    }
-                }
-                if !last {
-                    seg.seal_indexes().map_err(|e| storage(&seg.path, e))?;
-                }
-                seg
             };
             seg.committed.set(seg.size.get());
             if seg.size.get() > 0 {

@@ -167,6 +167,88 @@ fn a_stale_clean_marker_does_not_make_zeros_or_a_torn_batch_data() {
 }
 
 #[test]
+fn a_clean_start_whose_last_indexed_batch_is_corrupt_cuts_there_and_reuses_no_offset() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let mut c = cfg(FlushPolicy::Always, 1 << 20);
+        c.index_interval_bytes = 512;
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 40).await;
+        p.close().await.unwrap();
+        drop(p);
+        // Bit rot in a record of the batch the last index entry points at: the one a clean
+        // start checks. (A closed index file holds its entries only.)
+        let index = std::fs::read(path.join(segment::file_name(0, "index"))).unwrap();
+        let entry = &index[index.len() - 8..];
+        let bad = i64::from(u32::from_be_bytes(entry[..4].try_into().unwrap()));
+        let pos = u64::from(u32::from_be_bytes(entry[4..].try_into().unwrap()));
+        assert!(bad > 0, "batches before the last index entry");
+        let f =
+            std::fs::OpenOptions::new().read(true).write(true).open(path.join(segment::file_name(0, "log"))).unwrap();
+        let mut header = [0u8; batch::HEADER_LEN];
+        f.read_exact_at(&mut header, pos).unwrap();
+        let h = batch::read_header(&header).unwrap();
+        assert_eq!(h.base_offset, bad);
+        let mut byte = [0u8];
+        let at = pos + h.size as u64 - 1;
+        f.read_exact_at(&mut byte, at).unwrap();
+        f.write_all_at(&[byte[0] ^ 1], at).unwrap();
+        drop(f);
+
+        assert!(path.join(CLEAN_MARKER).exists());
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(p.offsets().log_end, bad, "the log ends where the corrupt batch began");
+        assert_eq!(read_all(&p).len() as i64, bad / 2, "every batch before it reads back");
+        assert_eq!(append_n(&p, 40, 1).await, vec![bad], "offsets go on from there, none handed out twice");
+    });
+}
+
+#[test]
+fn a_clean_start_without_a_usable_index_keeps_only_whole_batches() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let c = cfg(FlushPolicy::Always, 1 << 20);
+        for (i, damage) in ["index lost", "index past the end"].into_iter().enumerate() {
+            let path = dir.path().join(format!("t-{i}"));
+            let p = Partition::open("t", i as i32, path.clone(), c, Probe::detached()).await.unwrap();
+            let mut ends = Vec::new();
+            for b in 0..20 {
+                append_n(&p, b, 1).await;
+                ends.push(p.offsets().size);
+            }
+            p.close().await.unwrap();
+            drop(p);
+            // Either way the log ends in part of a batch, and the clean start's shortcut (its
+            // last index entry) is missing or lies past the log's end.
+            let (log, index) = (path.join(segment::file_name(0, "log")), path.join(segment::file_name(0, "index")));
+            let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+            let len = if damage == "index lost" {
+                std::fs::OpenOptions::new().write(true).open(&index).unwrap().set_len(0).unwrap();
+                let torn = batch(99);
+                f.write_all_at(&torn[..torn.len() / 2], ends[19]).unwrap();
+                ends[19] + (torn.len() / 2) as u64
+            } else {
+                let entries = std::fs::read(&index).unwrap();
+                let last = u64::from(u32::from_be_bytes(entries[entries.len() - 4..].try_into().unwrap()));
+                f.set_len(last - 10).unwrap();
+                last - 10
+            };
+            drop(f);
+            let whole = ends.iter().filter(|&&end| end <= len).count();
+
+            let p = Partition::open("t", i as i32, path.clone(), c, Probe::detached()).await.unwrap();
+            assert_eq!(p.offsets().size, ends[whole - 1], "{damage}: only whole batches are data");
+            assert_eq!(p.offsets().log_end, 2 * whole as i64, "{damage}");
+            assert_eq!(append_n(&p, 20, 1).await, vec![2 * whole as i64], "{damage}: appends follow the last batch");
+            assert_eq!(read_all(&p).len(), whole + 1, "{damage}: every batch reads back");
+        }
+    });
+}
+
+#[test]
 fn a_torn_tail_is_cut_at_the_last_whole_batch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");
