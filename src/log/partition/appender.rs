@@ -36,6 +36,7 @@ impl Partition {
                 return Ok(rx);
             }
         };
+        self.store_recovered_start()?;
         let base = {
             let mut st = self.st.borrow_mut();
             let base = st.next_offset;

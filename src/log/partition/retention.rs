@@ -34,6 +34,23 @@ impl Partition {
         Ok(target)
     }
 
+    /// Stores the log start open took from the recovered log end, the stored one lying past
+    /// it (`State::start_unsaved`), before the first append hands out an offset below the
+    /// stored one. Not at open: a replicated log gets the very records below the stored
+    /// start back from its leader (they were committed before the start moved), and keeps it.
+    pub(super) fn store_recovered_start(&self) -> Result<(), ErrorCode> {
+        let mut st = self.st.borrow_mut();
+        if !st.start_unsaved {
+            return Ok(());
+        }
+        if let Err(e) = self.persist_log_start(st.log_start) {
+            tracing::error!(topic = %self.topic, partition = self.index, "cannot persist the log start offset: {e}");
+            return Err(ErrorCode::KafkaStorageError);
+        }
+        st.start_unsaved = false;
+        Ok(())
+    }
+
     /// Writes the log start offset where the next open reads it, durably.
     pub(super) fn persist_log_start(&self, offset: i64) -> Result<(), BrokerError> {
         let path = self.dir.join(LOG_START_FILE);

@@ -585,6 +585,37 @@ fn delete_records_moves_the_log_start_for_good_and_drops_whole_segments() {
 }
 
 #[test]
+fn a_log_start_past_the_log_end_a_crash_left_never_hides_later_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let c = cfg(FlushPolicy::Os, 1 << 20);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 5).await;
+        let five = p.offsets().size;
+        append_n(&p, 5, 5).await;
+        assert_eq!(p.delete_records(20), Ok(20), "stored durably, unlike the batches under it");
+        drop(p); // as after a power loss that takes the unsynced tail: half the batches
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path.join(segment::file_name(0, "log")))
+            .unwrap()
+            .set_len(five)
+            .unwrap();
+
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!((p.offsets().log_start, p.offsets().log_end), (10, 10), "the log starts at its end");
+        assert_eq!(append_n(&p, 10, 10).await[0], 10);
+        p.close().await.unwrap();
+
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(p.offsets().log_start, 10, "acknowledged records stay visible after a restart");
+        let read: Vec<i64> = read_all(&p).iter().map(|h| h.base_offset).collect();
+        assert_eq!(read, (10..30).step_by(2).collect::<Vec<i64>>());
+    });
+}
+
+#[test]
 fn compacted_topics_are_trimmed_by_retention_only_with_delete() {
     let dir = tempfile::tempdir().unwrap();
     run(async move {
