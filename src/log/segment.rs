@@ -300,13 +300,15 @@ impl Segment {
         Ok(Scan::Reached(pos))
     }
 
-    /// First batch whose max timestamp is >= `ts`, with its position.
-    pub fn find_by_time(&self, ts: i64) -> io::Result<Option<BatchHeader>> {
+    /// First committed batch whose max timestamp is >= `ts` among those holding an offset
+    /// >= `from` (the log start: the batches wholly below it are deleted).
+    pub fn find_by_time(&self, ts: i64, from: i64) -> io::Result<Option<BatchHeader>> {
         let end = self.committed.get();
-        let rel = self.time_index.scan_start(ts);
-        let mut pos = self.index.lookup(rel as i64);
+        // Each index points at or before the batch sought: the scan starts at the later.
+        let rel = i64::from(self.time_index.scan_start(ts)).max(from - self.base_offset);
+        let mut pos = self.index.lookup(rel);
         while let Some(h) = self.header_at(pos, end)? {
-            if h.max_timestamp >= ts {
+            if h.max_timestamp >= ts && h.last_offset() >= from {
                 return Ok(Some(h));
             }
             pos += h.size as u64;
@@ -409,8 +411,10 @@ mod tests {
         assert_eq!(seg.find(105).unwrap().unwrap().0, pos[2]);
         assert_eq!(seg.find(119).unwrap().unwrap().0, pos[9]);
         assert!(seg.find(120).unwrap().is_none());
-        assert_eq!(seg.find_by_time(1004).unwrap().unwrap().base_offset, 108);
-        assert!(seg.find_by_time(5000).unwrap().is_none());
+        assert_eq!(seg.find_by_time(1004, 100).unwrap().unwrap().base_offset, 108);
+        assert!(seg.find_by_time(5000, 100).unwrap().is_none());
+        assert_eq!(seg.find_by_time(1004, 112).unwrap().unwrap().base_offset, 112, "none before `from`");
+        assert_eq!(seg.find_by_time(1000, 111).unwrap().unwrap().base_offset, 110, "the batch holding it");
     }
 
     #[test]

@@ -63,21 +63,17 @@ impl Partition {
         self.st.borrow_mut().failed = true;
     }
 
-    /// ListOffsets: the first record with a timestamp >= `ts`, as (offset, timestamp); `None`
-    /// when no such record is committed. After DeleteRecords moved the log start into a
-    /// batch, a match below the start answers the start.
+    /// ListOffsets: the first record at or after the log start with a timestamp >= `ts`, as
+    /// (offset, timestamp), as Kafka answers; `None` when no such record is committed.
     pub fn offset_for_time(&self, ts: i64) -> Result<Option<(i64, i64)>, ErrorCode> {
         let st = self.st.borrow();
+        let limit = self.cfg.get().decompressed_limit();
         for seg in &st.segments {
             if seg.max_timestamp.get() < ts {
                 continue;
             }
-            match seg.find_by_time(ts) {
-                Ok(Some(h)) => {
-                    let (offset, found_ts) = first_record_at(seg, &h, ts, self.cfg.get().decompressed_limit())
-                        .unwrap_or((h.base_offset, h.max_timestamp));
-                    return Ok(Some((offset.max(st.log_start), found_ts)).filter(|(o, _)| *o < st.hwm));
-                }
+            match first_record_from(seg, ts, st.log_start, limit) {
+                Ok(Some(found)) => return Ok(Some(found).filter(|(o, _)| *o < st.hwm)),
                 Ok(None) => continue,
                 Err(e) => {
                     drop(st);
@@ -89,19 +85,30 @@ impl Partition {
         Ok(None)
     }
 
-    /// ListOffsets MAX_TIMESTAMP: the batch holding the largest timestamp.
+    /// ListOffsets MAX_TIMESTAMP: the first record carrying the largest timestamp among
+    /// those at or after the log start.
     pub fn max_timestamp_offset(&self) -> Option<(i64, i64)> {
         let st = self.st.borrow();
         if st.log_start >= st.hwm {
             return None; // every record deleted (DeleteRecords), though the active segment holds them
         }
-        let seg = st.segments.iter().filter(|s| s.max_timestamp.get() >= 0).max_by_key(|s| s.max_timestamp.get())?;
-        let ts = seg.max_timestamp.get();
-        let h = seg.find_by_time(ts).ok()??;
-        // The first record carrying the maximum, as Kafka answers.
-        let (offset, _) =
-            first_record_at(seg, &h, ts, self.cfg.get().decompressed_limit()).unwrap_or((h.base_offset, ts));
-        Some((offset.max(st.log_start).min(st.hwm - 1), ts))
+        let limit = self.cfg.get().decompressed_limit();
+        let mut best: Option<(&Segment, i64)> = None;
+        for seg in &st.segments {
+            // Only a segment the log start lies in holds deleted records, whose timestamps
+            // its own maximum may be.
+            let ts = if seg.base_offset >= st.log_start {
+                seg.max_timestamp.get()
+            } else {
+                max_timestamp_from(seg, st.log_start, limit).ok()?
+            };
+            if ts >= 0 && best.is_none_or(|(_, max)| ts > max) {
+                best = Some((seg, ts));
+            }
+        }
+        let (seg, ts) = best?;
+        let (offset, _) = first_record_from(seg, ts, st.log_start, limit).ok()??;
+        Some((offset.min(st.hwm - 1), ts))
     }
 
     /// Calls `f` with every committed batch from the one holding offset `from` on, oldest
@@ -186,13 +193,30 @@ pub(super) fn past_emptied<'a>(
     Ok(None)
 }
 
-/// The first record of batch `h` with a timestamp >= `ts`, as (offset, timestamp): every
-/// record of a LogAppendTime batch carries the batch's maxTimestamp; other batches are read,
-/// and decompressed within `limit` bytes when compressed. `None` when the batch cannot be
-/// read (the caller then falls back to the batch's base offset).
-fn first_record_at(seg: &Segment, h: &BatchHeader, ts: i64, limit: usize) -> Option<(i64, i64)> {
+/// The first committed record of `seg` at or after offset `from` with a timestamp >= `ts`, as
+/// (offset, timestamp), as Kafka's search for a timestamp finds it.
+fn first_record_from(seg: &Segment, ts: i64, mut from: i64, limit: usize) -> std::io::Result<Option<(i64, i64)>> {
+    while let Some(h) = seg.find_by_time(ts, from)? {
+        let Some(records) = records_from(seg, &h, from, limit) else {
+            return Ok(Some((h.base_offset.max(from), h.max_timestamp)));
+        };
+        if let Some(found) = records.into_iter().find(|&(_, t)| t >= ts) {
+            return Ok(Some(found));
+        }
+        // None there after all: the batch `from` lies in (its late records are below it),
+        // or one compaction emptied.
+        from = h.last_offset() + 1;
+    }
+    Ok(None)
+}
+
+/// The records of batch `h` at offsets >= `from`, as (offset, timestamp): every record of a
+/// LogAppendTime batch carries the batch's maxTimestamp (the first stands for them all);
+/// other batches are read, and decompressed within `limit` bytes when compressed. `None`
+/// when the batch cannot be read (callers then fall back to the batch's header).
+fn records_from(seg: &Segment, h: &BatchHeader, from: i64, limit: usize) -> Option<Vec<(i64, i64)>> {
     if h.is_log_append_time() {
-        return Some((h.base_offset, h.max_timestamp));
+        return Some(vec![(h.base_offset.max(from), h.max_timestamp)]);
     }
     if h.size > limit {
         return None;
@@ -207,6 +231,24 @@ fn first_record_at(seg: &Segment, h: &BatchHeader, ts: i64, limit: usize) -> Opt
             return None;
         }
     };
-    let found = batch::parse_records(&records, h.base_timestamp).find(|r| r.timestamp >= ts);
-    found.map(|r| (h.base_offset + r.offset_delta as i64, r.timestamp))
+    let records = batch::parse_records(&records, h.base_timestamp);
+    Some(records.map(|r| (h.base_offset + r.offset_delta as i64, r.timestamp)).filter(|&(o, _)| o >= from).collect())
+}
+
+/// The largest timestamp of the committed records at or after `from` in `seg` (-1: none),
+/// for a segment `from` lies in: of the batch holding it only the records from there on
+/// count (all of them when it cannot be read).
+fn max_timestamp_from(seg: &Segment, from: i64, limit: usize) -> std::io::Result<i64> {
+    let end = seg.committed.get();
+    let Some((mut pos, h)) = seg.find(from)? else { return Ok(-1) };
+    let mut max = match records_from(seg, &h, from, limit) {
+        Some(records) => records.iter().map(|&(_, t)| t).max().unwrap_or(-1),
+        None => h.max_timestamp,
+    };
+    pos += h.size as u64;
+    while let Some(h) = seg.header_at(pos, end)? {
+        max = max.max(h.max_timestamp);
+        pos += h.size as u64;
+    }
+    Ok(max)
 }

@@ -536,6 +536,28 @@ fn compression_type_recompresses_and_by_time_lookups_find_the_exact_record() {
 }
 
 #[test]
+fn by_time_lookups_count_only_records_from_the_log_start_on() {
+    let dir = tempfile::tempdir().unwrap();
+    run(async move {
+        let c = cfg(FlushPolicy::Os, 1 << 20);
+        let p = Partition::open("t", 0, dir.path().join("t-0"), c, Probe::detached()).await.unwrap();
+        for ts in [[2000, 2000], [100, 100], [2000, 1200], [1800, 1800]] {
+            let timed: Vec<(i64, batch::KeyValue)> = ts.iter().map(|&t| (t, (None, Some(&b"v"[..])))).collect();
+            send(&p, &Bytes::from(batch::build_timed(&timed))).await.unwrap();
+        }
+        // Kafka looks only at batches ending at or after the log start.
+        assert_eq!(p.delete_records(2), Ok(2));
+        assert_eq!(p.offset_for_time(1500).unwrap(), Some((4, 2000)), "not the deleted batch's record");
+        assert_eq!(p.max_timestamp_offset(), Some((4, 2000)));
+        // In the batch the start lies in, only the records from there on.
+        assert_eq!(p.delete_records(5), Ok(5));
+        assert_eq!(p.offset_for_time(1500).unwrap(), Some((6, 1800)), "record 4 is deleted, 5 too old");
+        assert_eq!(p.offset_for_time(1000).unwrap(), Some((5, 1200)));
+        assert_eq!(p.max_timestamp_offset(), Some((6, 1800)));
+    });
+}
+
+#[test]
 fn timestamps_out_of_bounds_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     run(async move {
