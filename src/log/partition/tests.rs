@@ -454,6 +454,23 @@ fn syncs_and_log_bytes_are_recorded_on_the_probe() {
 }
 
 #[test]
+fn a_batch_keeps_its_records_largest_timestamp_as_its_max_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let p = Partition::open("t", 0, path, cfg(FlushPolicy::Os, 1 << 20), Probe::detached()).await.unwrap();
+        let now = unix_now_ms();
+        let kv: batch::KeyValue = (None, Some(b"v"));
+        // A producer's header claiming a maxTimestamp its records do not have (CRC right).
+        let mut b = batch::build_timed(&[(now - 50, kv), (now - 10, kv), (now - 30, kv)]);
+        batch::set_max_timestamp(&mut b, 0);
+        assert_eq!(send(&p, &Bytes::from(b)).await, Ok(0));
+        let stored = read_all(&p);
+        assert_eq!(stored[0].max_timestamp, now - 10, "retention and ListOffsets go by the records' own");
+    });
+}
+
+#[test]
 fn bad_batches_are_refused_with_kafka_codes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");
