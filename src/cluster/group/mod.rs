@@ -11,7 +11,9 @@
 //!
 //! "Durable" is the topic's flush policy: under `always` a write is fsynced before raft counts
 //! it; under `os` or `interval` an acks=all produce is held by a majority's page caches, as
-//! Kafka's acks=all is, and a power loss of a majority at once can take it back.
+//! Kafka's acks=all is (before KIP-966): a power loss of a majority at once can take it back,
+//! and so can one replica's power loss followed by a failover before the replica caught up
+//! again (it comes back without the entry and may then elect a leader that lacks it too).
 //!
 //! The replica state file (`raft-state` in the partition's directory) is written and fsynced
 //! before the log write of the same Ready, and before any message that depends on it. It is
