@@ -285,13 +285,7 @@ pub fn check_records(buf: &[u8], h: &BatchHeader, limit: usize) -> Result<Record
 /// One record's timestamp delta, offset delta and whether its key is null, if every field
 /// lies within `rec` and fills it exactly.
 fn read_record(rec: &[u8]) -> Option<(i64, i64, bool)> {
-    let mut r = rec.get(1..)?; // attributes
-    let (ts_delta, n) = get_varint(r)?;
-    r = &r[n..];
-    let (off_delta, n) = get_varint(r)?;
-    r = &r[n..];
-    let key = bytes_field(&mut r)?;
-    bytes_field(&mut r)?; // value
+    let (ts_delta, off_delta, key, _value, mut r) = record_fields(rec)?;
     let (headers, n) = get_varint(r)?;
     r = &r[n..];
     if headers < 0 {
@@ -493,16 +487,25 @@ pub fn parse_records(buf: &[u8], base_ts: i64) -> impl Iterator<Item = RawRecord
         let end = (pos + n).checked_add(usize::try_from(len).ok()?)?;
         let rec = buf.get(pos + n..end)?;
         pos = end;
-        let mut r = rec.get(1..)?; // attributes
-        let (ts_delta, n) = get_varint(r)?;
-        r = &r[n..];
-        let (off_delta, n) = get_varint(r)?;
-        r = &r[n..];
-        let key = bytes_field(&mut r)?;
-        let value = bytes_field(&mut r)?;
+        let (ts_delta, off_delta, key, value, _headers) = record_fields(rec)?;
         // A client chooses both numbers: add as Java's long does (wrapping), never panic.
         Some(RawRecord { offset_delta: off_delta as i32, timestamp: base_ts.wrapping_add(ts_delta), key, value })
     })
+}
+
+/// A record's (its length prefix off) timestamp delta, offset delta, key and value, and the
+/// bytes after them (its headers), if they lie within it.
+type RecordFields<'a> = (i64, i64, Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]);
+
+fn record_fields(rec: &[u8]) -> Option<RecordFields<'_>> {
+    let mut r = rec.get(1..)?; // attributes
+    let (ts_delta, n) = get_varint(r)?;
+    r = &r[n..];
+    let (off_delta, n) = get_varint(r)?;
+    r = &r[n..];
+    let key = bytes_field(&mut r)?;
+    let value = bytes_field(&mut r)?;
+    Some((ts_delta, off_delta, key, value, r))
 }
 
 /// One record of a batch with the bytes it is made of: for rewriting a batch (the log
