@@ -79,11 +79,11 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         all_replicas: r.acks == -1,
         timeout: std::time::Duration::from_millis(r.timeout_ms.max(0) as u64),
     };
+    let results = checked::run(checked, |batches| broker.produce(batches, acks)).await;
     if r.acks == 0 {
         // Waited for like any other produce (a client sending faster than the log writes is
         // held back by its connection's in-flight requests), answered by nothing, or by
         // closing the connection when a partition refused its batch.
-        let results = checked::run(checked, |batches| broker.produce(batches, acks)).await;
         charge_quota(broker, &req, record_bytes);
         let partitions = layout.iter().flat_map(|(name, _, _, indexes)| indexes.iter().map(move |i| (name, i)));
         let refused: Vec<String> = partitions
@@ -95,7 +95,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             false => Err(Fault::UnacknowledgedProduce(refused.join(", "))),
         };
     }
-    let mut results = checked::run(checked, |batches| broker.produce(batches, acks)).await.into_iter();
+    let mut results = results.into_iter();
     let mut resp = ProduceResponse::default();
     let mut any_error = false;
     let mut hinted = std::collections::BTreeSet::new();
