@@ -80,6 +80,11 @@ pub fn batch(data: &[u8], max: usize) {
         for _ in batch::parse_records(&records, h.base_timestamp) {}
     }
     let _ = batch::min_timestamp(&b, max);
+    if let Ok(summary) = batch::check_records(&b, &h, max) {
+        let mut fixed = b.clone();
+        batch::set_max_timestamp(&mut fixed, summary.max_timestamp);
+        batch::check_batch(&fixed).expect("a batch with its maxTimestamp set is valid");
+    }
     if let Ok(out) = batch::recompress(&b, (mode >> 5) % 5, max) {
         batch::check_batch(&out).expect("a recompressed batch is valid");
     }

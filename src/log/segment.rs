@@ -63,6 +63,10 @@ pub struct Segment {
     pub uncached: Cell<u64>,
 }
 
+/// The most offsets a segment spans past its base: its indexes hold 32-bit relative offsets,
+/// and Kafka rolls (and groups cleaned segments) at the same bound.
+pub const MAX_OFFSET_SPAN: i64 = i32::MAX as i64;
+
 /// The least and the most a preallocation writes ahead of the data: ahead by an eighth of
 /// what the segment holds, so an idle partition's file grows by little and a busy one's
 /// fdatasyncs write its inode once per MiB.

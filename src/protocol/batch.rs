@@ -1,8 +1,9 @@
 //! The record batch (magic v2) as it travels on the wire and sits in segment files. The broker
-//! validates the 61-byte batch header and the CRC, then patches the base offset and partition
-//! leader epoch in place (both lie outside the CRC). It reads records only to rewrite a batch
-//! for its topic (`stamp_log_append_time`, `recompress`) and to find a record by timestamp;
-//! compressed records are then decompressed within a limit (see `compression`).
+//! validates the 61-byte batch header and the CRC, reads every record of a produced batch
+//! (`check_records`), then patches the base offset and partition leader epoch in place (both
+//! lie outside the CRC). It rewrites a batch for its topic (`stamp_log_append_time`,
+//! `recompress`, `set_max_timestamp`); compressed records are decompressed within a limit
+//! (see `compression`).
 //!
 //! ```text
 //! offset  size  field
@@ -256,7 +257,8 @@ pub struct RecordsSummary {
 pub fn check_records(buf: &[u8], h: &BatchHeader, limit: usize) -> Result<RecordsSummary, BatchError> {
     let body = record_bytes(buf, limit)?;
     let mut rest: &[u8] = &body;
-    let mut summary = RecordsSummary { min_timestamp: None, max_timestamp: i64::MIN, keyless: false };
+    // Kafka's maxTimestamp starts at NO_TIMESTAMP (-1).
+    let mut summary = RecordsSummary { min_timestamp: None, max_timestamp: -1, keyless: false };
     let mut n: i64 = 0;
     while !rest.is_empty() {
         let bad = |what: &str| BatchError::BadRecords(format!("record {n}: {what}"));

@@ -221,9 +221,8 @@ fn groups(segments: &[OldSegment], limit: u64) -> Vec<Vec<OldSegment>> {
     let mut size = 0;
     for s in segments {
         match out.last_mut() {
-            // A segment's indexes hold offsets relative to its base in 32 bits: a group spans
-            // at most i32::MAX offsets, as Kafka's cleaner groups them.
-            Some(g) if size + s.size <= limit && s.end - 1 - g[0].base <= i64::from(i32::MAX) => {
+            // A cleaned segment's indexes hold offsets relative to its base in 32 bits.
+            Some(g) if size + s.size <= limit && s.end - 1 - g[0].base <= segment::MAX_OFFSET_SPAN => {
                 g.push(*s);
                 size += s.size;
             }

@@ -36,7 +36,6 @@ impl Partition {
                 return Ok(rx);
             }
         };
-        self.store_recovered_start()?;
         let base = {
             let mut st = self.st.borrow_mut();
             let base = st.next_offset;
@@ -233,15 +232,19 @@ impl Partition {
                 stopped = Some(e);
                 break;
             }
-            let (writer, pos, path) = {
+            let (writer, pos, path, seg_base) = {
                 let st = self.st.borrow();
                 let seg = st.segments.last().expect("active segment");
-                (st.writer.clone().expect("writer"), seg.size.get(), seg.path.clone())
+                (st.writer.clone().expect("writer"), seg.size.get(), seg.path.clone(), seg.base_offset)
             };
-            // Take every batch that still fits in this segment.
+            // Take every batch that still fits in this segment, in bytes and in offsets
+            // (`roll_if_needed`).
             let room = self.cfg.get().segment_bytes.saturating_sub(pos);
             let mut last = first + 1;
-            while last < items.len() && (items[last].at + items[last].header.size - items[first].at) as u64 <= room {
+            while last < items.len()
+                && (items[last].at + items[last].header.size - items[first].at) as u64 <= room
+                && items[last].header.last_offset() - seg_base <= segment::MAX_OFFSET_SPAN
+            {
                 last += 1;
             }
             let end = items.get(last).map_or(buf_base + buf.len(), |it| it.at);
@@ -601,7 +604,7 @@ impl Partition {
                 && (size + need > self.cfg.get().segment_bytes
                     || seg.index.is_full()
                     || seg.roll_time_passed(self.cfg.get().segment_ms)
-                    || last_offset.is_some_and(|last| last - seg.base_offset > i64::from(i32::MAX)))
+                    || last_offset.is_some_and(|last| last - seg.base_offset > segment::MAX_OFFSET_SPAN))
         };
         if !roll {
             return Ok(());
