@@ -91,9 +91,12 @@ impl Shard {
                         }
                     }
                 }
-                Ok(p) => {
-                    self.logs.borrow_mut().insert(tp, p);
-                }
+                Ok(p) => match p.start_at_stored_start().await {
+                    Ok(()) => {
+                        self.logs.borrow_mut().insert(tp, p);
+                    }
+                    Err(e) => tracing::error!(topic = %name, partition = tp.partition, "cannot open partition: {e}"),
+                },
                 Err(e) => tracing::error!(topic = %name, partition = tp.partition, "cannot open partition: {e}"),
             }
         }

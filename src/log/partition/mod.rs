@@ -149,11 +149,10 @@ struct State {
     written: i64,
     hwm: i64,
     log_start: i64,
-    /// The log start DeleteRecords stored lies past the end recovery found (a crash took the
-    /// unsynced tail under it), so `log_start` is that end: it is stored before the log
-    /// hands out an offset below the stored start (`Partition::store_recovered_start`), or
-    /// the next open would hide the records appended from here.
-    start_unsaved: bool,
+    /// The log start DeleteRecords stored, when it lies past the end recovery found (a crash
+    /// took the unsynced tail under it); `log_start` is that end until the owner decides
+    /// (`Partition::start_at_stored_start`, `make_replicated`).
+    start_past_end: Option<i64>,
     failed: bool,
     unsynced_bytes: u64,
     unsynced_records: u64,
@@ -388,16 +387,7 @@ impl Partition {
         // DeleteRecords may have moved the log start into the first segment.
         let stored_start = read_log_start(&dir)?;
         let log_start = stored_start.unwrap_or(0).clamp(segments[0].base_offset, next);
-        let start_unsaved = stored_start.is_some_and(|stored| stored > next);
-        if start_unsaved {
-            tracing::warn!(
-                topic,
-                partition = index,
-                stored = stored_start,
-                log_end = next,
-                "the stored log start lies past the recovered log end (a crash took the unsynced tail): the log starts at its end"
-            );
-        }
+        let start_past_end = stored_start.filter(|&stored| stored > next);
         let active_path = segments.last().expect("one segment").path.clone();
         let writer = appender::open_writer(&active_path, &cfg, true).await?;
         let (tx, rx) = local_channel::new_bounded(1);
@@ -416,7 +406,7 @@ impl Partition {
                 written: next,
                 hwm: next,
                 log_start,
-                start_unsaved,
+                start_past_end,
                 failed: false,
                 unsynced_bytes: 0,
                 unsynced_records: 0,

@@ -37,9 +37,9 @@ impl Partition {
     pub fn make_replicated(&self) {
         let mut st = self.st.borrow_mut();
         st.replicated = true;
-        // Its leader sends back the records a crash took from under a stored log start:
-        // that start stays right (`State::start_unsaved`).
-        st.start_unsaved = false;
+        // Its leader sends back the records a crash took from under a stored log start
+        // (`State::start_past_end`): they were committed before the start moved.
+        st.start_past_end = None;
         st.hwm = st.log_start;
         for seg in &st.segments {
             seg.committed.set(0);

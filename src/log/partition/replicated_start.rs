@@ -260,7 +260,7 @@ impl Partition {
         // all of them are dirty here, and a cleaning under way read the segments just removed.
         self.first_dirty.set(0);
         self.replaced.set(true);
-        tracing::info!(topic = %self.topic, partition = self.index, offset, log_start, bytes = data.len(), "log replaced by a leader's snapshot");
+        tracing::info!(topic = %self.topic, partition = self.index, offset, log_start, bytes = data.len(), "log replaced: it starts anew at the offset (a leader's snapshot, or a log start stored past a crashed tail)");
         Ok(())
     }
 }

@@ -1,9 +1,12 @@
 //! What moves a log's start: time and size retention (whole old segments, never the active
 //! one, and nothing unless the policy has `delete`), and DeleteRecords (a durable log start offset).
 
+use std::rc::Rc;
+
 use super::{storage, Partition, State, LOG_START_FILE};
 use crate::error::BrokerError;
 use crate::log::segment::Segment;
+use crate::producer::ProducerState;
 use crate::protocol::ErrorCode;
 
 impl Partition {
@@ -34,21 +37,24 @@ impl Partition {
         Ok(target)
     }
 
-    /// Stores the log start open took from the recovered log end, the stored one lying past
-    /// it (`State::start_unsaved`), before the first append hands out an offset below the
-    /// stored one. Not at open: a replicated log gets the very records below the stored
-    /// start back from its leader (they were committed before the start moved), and keeps it.
-    pub(super) fn store_recovered_start(&self) -> Result<(), ErrorCode> {
-        let mut st = self.st.borrow_mut();
-        if !st.start_unsaved {
-            return Ok(());
-        }
-        if let Err(e) = self.persist_log_start(st.log_start) {
-            tracing::error!(topic = %self.topic, partition = self.index, "cannot persist the log start offset: {e}");
-            return Err(ErrorCode::KafkaStorageError);
-        }
-        st.start_unsaved = false;
-        Ok(())
+    /// A log not replicated whose stored start lies past the end recovery found (under
+    /// `flush=os` a crash took the unsynced batches below a DeleteRecords start): emptied to
+    /// start there, as Kafka's log loader does. Every record it held lay below that start,
+    /// and starting lower would hand those offsets out again and move the low watermark back.
+    pub async fn start_at_stored_start(self: &Rc<Self>) -> Result<(), BrokerError> {
+        let (start, end) = {
+            let mut st = self.st.borrow_mut();
+            let Some(start) = st.start_past_end.take() else { return Ok(()) };
+            (start, st.next_offset)
+        };
+        tracing::warn!(
+            topic = %self.topic,
+            partition = self.index,
+            log_start = start,
+            log_end = end,
+            "the stored log start lies past the recovered log end (a crash took the unsynced tail): the log is emptied to start there"
+        );
+        self.reset_to(start, ProducerState::default()).await
     }
 
     /// Writes the log start offset where the next open reads it, durably.

@@ -624,7 +624,7 @@ fn delete_records_moves_the_log_start_for_good_and_drops_whole_segments() {
 }
 
 #[test]
-fn a_log_start_past_the_log_end_a_crash_left_never_hides_later_appends() {
+fn a_log_start_past_the_log_end_a_crash_left_empties_the_log_to_start_there() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");
     run(async move {
@@ -643,14 +643,17 @@ fn a_log_start_past_the_log_end_a_crash_left_never_hides_later_appends() {
             .unwrap();
 
         let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
-        assert_eq!((p.offsets().log_start, p.offsets().log_end), (10, 10), "the log starts at its end");
-        assert_eq!(append_n(&p, 10, 10).await[0], 10);
+        p.start_at_stored_start().await.unwrap();
+        let o = p.offsets();
+        assert_eq!((o.log_start, o.log_end), (20, 20), "emptied to start at the stored start");
+        assert_eq!(append_n(&p, 10, 10).await[0], 20, "no offset below the start is handed out again");
         p.close().await.unwrap();
 
         let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
-        assert_eq!(p.offsets().log_start, 10, "acknowledged records stay visible after a restart");
+        p.start_at_stored_start().await.unwrap();
+        assert_eq!(p.offsets().log_start, 20, "acknowledged records stay visible after a restart");
         let read: Vec<i64> = read_all(&p).iter().map(|h| h.base_offset).collect();
-        assert_eq!(read, (10..30).step_by(2).collect::<Vec<i64>>());
+        assert_eq!(read, (20..40).step_by(2).collect::<Vec<i64>>());
     });
 }
 
