@@ -9,8 +9,6 @@ pub enum FrameError {
     Negative { size: i32 },
     #[error("frame of {size} bytes exceeds socket.request.max.bytes ({max})")]
     TooLarge { size: u32, max: u32 },
-    #[error("frame of {size} bytes is too short for a request header")]
-    TooShort { size: u32 },
 }
 
 /// What `check` found at the front of the buffer.
@@ -23,9 +21,9 @@ pub enum Framing {
     Complete { len: usize },
 }
 
-/// Smallest body that can hold a request header (api key, version, correlation id).
-pub const MIN_REQUEST: u32 = 8;
-
+/// A frame too short for a request header is no framing error: after a v0 SaslHandshake a
+/// frame is a bare SASL token, which may be that short (PLAIN's "\0u\0pw"); a request that
+/// short is refused by `api::dispatch` (no header), closing the connection all the same.
 pub fn check(buf: &[u8], max: u32) -> Result<Framing, FrameError> {
     let Some(prefix) = buf.get(..4) else {
         return Ok(Framing::Incomplete { needed: None });
@@ -37,9 +35,6 @@ pub fn check(buf: &[u8], max: u32) -> Result<Framing, FrameError> {
     let size = size as u32;
     if size > max {
         return Err(FrameError::TooLarge { size, max });
-    }
-    if size < MIN_REQUEST {
-        return Err(FrameError::TooShort { size });
     }
     let total = 4 + size as usize;
     if buf.len() < total {
@@ -69,6 +64,6 @@ mod tests {
             Err(FrameError::TooLarge { size: i32::MAX as u32, max: 1024 })
         );
         assert_eq!(check(&[0xff, 0xff, 0xff, 0xff], 1024), Err(FrameError::Negative { size: -1 }));
-        assert_eq!(check(&[0, 0, 0, 3], 1024), Err(FrameError::TooShort { size: 3 }));
+        assert_eq!(check(&[0, 0, 0, 3, 1, 2, 3], 1024), Ok(Framing::Complete { len: 3 }), "a short SASL token");
     }
 }

@@ -229,6 +229,19 @@ fn legacy_unframed_tokens_follow_a_v0_handshake() {
     assert_eq!(i32::from_be_bytes(size), 0, "PLAIN answers an empty token");
     assert!(!metadata(&mut c).brokers.is_empty(), "authenticated after the legacy exchange");
 
+    // A token shorter than a request header ("\0b\0pw", 5 bytes) is a token all the same.
+    security::add_user(broker.listener("PLAINTEXT"), "b", "pw", Mechanism::Sha512);
+    let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));
+    assert_eq!(handshake(&mut c, 0, "PLAIN").error_code, 0);
+    let token = security::plain_token("b", "pw");
+    assert!(token.len() < 8);
+    let mut frame = (token.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&token);
+    c.write_raw(&frame).unwrap();
+    c.stream().read_exact(&mut size).unwrap();
+    assert_eq!(i32::from_be_bytes(size), 0, "PLAIN answers an empty token");
+    assert!(!metadata(&mut c).brokers.is_empty(), "authenticated with a short legacy token");
+
     // A wrong password in the legacy form cannot be answered: the connection closes.
     let mut c = Client::connect(broker.listener("SASL_PLAINTEXT"));
     assert_eq!(handshake(&mut c, 0, "PLAIN").error_code, 0);
