@@ -14,17 +14,21 @@ use crate::protocol::ErrorCode;
 
 impl Partition {
     /// The records a fetch at `offset` gets: from the batch containing `offset`, at most
-    /// `max_bytes` (the first batch whole when `min_one`), never past the high watermark.
+    /// `max_bytes` (the first batch whole when `min_one`), never past the high watermark
+    /// (nothing at or past it; OFFSET_OUT_OF_RANGE only below the log start or past its end).
     pub fn read(&self, offset: i64, max_bytes: u32, min_one: bool) -> Result<ReadOut, ErrorCode> {
         let st = self.st.borrow();
         if st.failed {
             return Err(ErrorCode::KafkaStorageError);
         }
         let offsets = st.offsets();
-        if offset < st.log_start || offset > st.hwm {
+        // Past the log end is out of range; between the high watermark and the log end is
+        // only not readable yet, as in Kafka: a consumer whose position came from a leader
+        // whose watermark was ahead waits there instead of resetting its offset.
+        if offset < st.log_start || offset > st.written {
             return Err(ErrorCode::OffsetOutOfRange);
         }
-        if offset == st.hwm {
+        if offset >= st.hwm {
             return Ok(ReadOut { offsets, records: None, first_batch_len: 0 });
         }
         let i = st.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);

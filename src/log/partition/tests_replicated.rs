@@ -44,6 +44,10 @@ fn fetches_see_only_what_raft_committed() {
         let locs = p.write_entries(None, &b).await.unwrap();
         assert_eq!((p.offsets().log_end, p.offsets().high_watermark), (6, 0), "written is not committed");
         assert!(p.read(0, 1 << 20, true).unwrap().records.is_none());
+        for past_watermark in [2, 6] {
+            assert!(p.read(past_watermark, 1 << 20, true).unwrap().records.is_none(), "written, not yet readable");
+        }
+        assert_eq!(p.read(7, 1 << 20, true).unwrap_err(), ErrorCode::OffsetOutOfRange, "past the log end");
         p.set_high_watermark(4, end_of(&locs, &b, 1));
         let r = p.read(0, 1 << 20, true).unwrap();
         assert_eq!(r.records.unwrap().len as usize, b[0].len() + b[1].len(), "never past the watermark");
