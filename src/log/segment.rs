@@ -103,6 +103,18 @@ impl Segment {
         self.first_append.get().is_some_and(|t| t.elapsed() >= std::time::Duration::from_millis(segment_ms))
     }
 
+    /// The time retention counts this segment's age from: its newest record's timestamp or,
+    /// when no record has one (every timestamp -1, as v0 messages), when its file was last
+    /// modified, as Kafka's `largestTimestamp`. None if neither is known.
+    pub fn newest_time_ms(&self) -> Option<i64> {
+        let ts = self.max_timestamp.get();
+        if ts >= 0 {
+            return Some(ts);
+        }
+        let modified = std::fs::metadata(&self.path).and_then(|m| m.modified()).ok()?;
+        Some(modified.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)
+    }
+
     pub fn index_capacity(segment_bytes: u64, index_interval: u32) -> usize {
         (segment_bytes / index_interval.max(1) as u64) as usize + 16
     }

@@ -693,7 +693,8 @@ impl Group {
     }
 
     /// Retention of a replicated log: moves the raft log's start to where the topic's
-    /// retention would cut (whole segments, never the active one), no further than what is
+    /// retention would cut (whole segments; the active one is first rolled, once every
+    /// record in the log has expired and every peer holds it all), no further than what is
     /// committed and written here and, on a leader, held by every peer heard from within the
     /// lag bound (a peer away longer gets a snapshot when it is back), and deletes the
     /// segments below. Returns the segments deleted.
@@ -703,7 +704,7 @@ impl Group {
     /// log, no longer raft entries, so the raft log forgets them (memory per entry) and the
     /// cleaner drops the batches it empties there; a snapshot carries them to a replica that
     /// lacks them.
-    pub fn apply_retention(&self, now_ms: i64) -> usize {
+    pub fn apply_retention(self: &Rc<Self>, now_ms: i64) -> usize {
         if self.writing.get() || self.stopped.get() || self.failed().is_some() {
             return 0; // the next pass, with no write under way
         }
@@ -726,10 +727,34 @@ impl Group {
                 raft_start = offset;
             }
         }
-        match retention.filter(|&r| r <= raft_start) {
+        let deleted = match retention.filter(|&r| r <= raft_start) {
             Some(offset) => self.log.drop_below(offset),
             None => 0,
+        };
+        if limit >= self.log.offsets().log_end && self.log.active_expired(now_ms) {
+            self.roll_for_retention(now_ms);
         }
+        deleted
+    }
+
+    /// Rolls the log's active segment on the writer task, as a write would (raft's writes
+    /// queued meanwhile follow it), then runs retention again to delete the old one.
+    fn roll_for_retention(self: &Rc<Self>, now_ms: i64) {
+        if self.writing.replace(true) {
+            return;
+        }
+        let g = self.clone();
+        glommio::spawn_local(async move {
+            if let Err(e) = g.log.roll_for_retention().await {
+                g.fail(format!("cannot roll the active segment for retention: {e}"));
+            }
+            g.write_queued().await;
+            g.writing.set(false);
+            if g.failed().is_none() {
+                g.apply_retention(now_ms);
+            }
+        })
+        .detach();
     }
 
     /// Moves the raft log's start from `from` to `offset`, past entry `index`, durably: the

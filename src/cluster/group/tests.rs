@@ -565,8 +565,14 @@ pub(crate) fn small_segments(g: &Group, set: impl FnOnce(&mut LogConfig)) {
 fn a_replica_that_missed_what_retention_deleted_is_sent_a_snapshot_and_catches_up() {
     // A lag bound of 1 s (see `acks_one_answers_after_the_leader_write_and_min_insync_counts_live_copies`).
     with_cluster(3, Duration::from_secs(1), async |nodes, peers| {
-        // Small segments and retention by size: everything but the active segment may go.
-        let small = |g: &Group| small_segments(g, |c| c.retention_bytes = 0);
+        // Small segments and retention by size: everything but the active segment may go
+        // (not by time, which would take the active one too).
+        let small = |g: &Group| {
+            small_segments(g, |c| {
+                c.retention_bytes = 0;
+                c.retention_ms = -1;
+            })
+        };
         for n in nodes.iter() {
             small(&n.group().unwrap());
         }
@@ -599,6 +605,40 @@ fn a_replica_that_missed_what_retention_deleted_is_sent_a_snapshot_and_catches_u
         acked.extend(produce(nodes, 215, 5).await);
         agreed(nodes, &acked).await;
         assert_eq!(nodes[away].group().unwrap().log().offsets().log_start, start);
+    });
+}
+
+#[test]
+fn an_idle_replicated_log_whose_records_have_all_expired_is_emptied_on_every_replica() {
+    with_cluster(3, Duration::from_secs(10), async |nodes, peers| {
+        // The records' timestamps are near 1970: all past an hour's retention.
+        let small = |g: &Group| small_segments(g, |c| c.retention_ms = 3_600_000);
+        for n in nodes.iter() {
+            small(&n.group().unwrap());
+        }
+        let mut acked = produce(nodes, 0, 60).await;
+        agreed(nodes, &acked).await;
+        let end = nodes[leader(nodes).unwrap()].group().unwrap().log().offsets().log_end;
+        // Each replica rolls its active segment, then deletes it with the rest.
+        for n in nodes.iter() {
+            let g = n.group().unwrap();
+            until("the replica's records all deleted", || {
+                g.apply_retention(crate::sys::unix_now_ms());
+                g.log().offsets().log_start == end
+            })
+            .await;
+            assert_eq!(g.log().segment_count(), 1, "node {}", n.id);
+            assert!(g.log().read(end, 1 << 20, true).unwrap().records.is_none());
+        }
+        // The log goes on at its end on every replica, across a restart of one.
+        acked.extend(produce(nodes, 60, 5).await);
+        agreed(nodes, &acked).await;
+        let follower = (leader(nodes).unwrap() + 1) % 3;
+        nodes[follower].stop().await;
+        nodes[follower].start(peers).await;
+        acked.extend(produce(nodes, 65, 5).await);
+        agreed(nodes, &acked).await;
+        assert_eq!(nodes[follower].group().unwrap().log().offsets().log_start, end);
     });
 }
 

@@ -53,10 +53,15 @@ impl Partition {
         batch::patch(&mut q.buf[at..], base, 0);
         q.items.push(Pending { header, at, log_append_time, reply: Some(tx) });
         drop(q);
+        self.wake_write_loop();
+        Ok(rx)
+    }
+
+    /// Wakes the write loop (a standalone log's): for queued batches, or for a roll with none.
+    pub(super) fn wake_write_loop(&self) {
         if let Some(w) = self.wake.borrow().as_ref() {
             let _ = w.try_send(()); // full means a wake-up is already pending
         }
-        Ok(rx)
     }
 
     /// What every append does before the batch gets its offsets: validation, the idempotence
@@ -132,16 +137,21 @@ impl Partition {
 
     pub(super) async fn write_loop(self: Rc<Self>, wake: LocalReceiver<()>) {
         while wake.recv().await.is_some() {
-            // A wake-up with nothing queued is `roll_if_idle`'s: the roll runs here, where
-            // every other change of a standalone log's active segment does (a replicated
-            // log's writes come from its replica instead, and it is never rolled idle).
+            // A wake-up with nothing queued is `roll_if_idle`'s or retention's: the roll runs
+            // here, where every other change of a standalone log's active segment does (a
+            // replicated log's writes come from its replica instead: `roll_for_retention`).
             let idle = self.queue.borrow().items.is_empty() && {
                 let st = self.st.borrow();
                 !st.failed && !st.replicated
             };
             if idle {
-                if let Err(e) = self.roll_if_needed(0, None).await {
-                    self.write_failed(&e, 0);
+                let for_retention = self.roll_requested.get();
+                match self.roll_if_needed(0, None).await {
+                    Err(e) => self.write_failed(&e, 0),
+                    Ok(()) if for_retention => {
+                        self.apply_retention(now_ms());
+                    }
+                    Ok(()) => {}
                 }
             }
             loop {
@@ -595,7 +605,7 @@ impl Partition {
     /// Rolls the active segment if a batch of `need` bytes ending at `last_offset` does not
     /// belong in it: too big for it, its index full, its time up, or (as in Kafka) an offset
     /// too far from its base for the indexes' 32-bit relative offsets.
-    async fn roll_if_needed(&self, need: u64, last_offset: Option<i64>) -> Result<(), BrokerError> {
+    pub(super) async fn roll_if_needed(&self, need: u64, last_offset: Option<i64>) -> Result<(), BrokerError> {
         let roll = {
             let st = self.st.borrow();
             let seg = st.segments.last().expect("active segment");
@@ -604,6 +614,7 @@ impl Partition {
                 && (size + need > self.cfg.get().segment_bytes
                     || seg.index.is_full()
                     || seg.roll_time_passed(self.cfg.get().segment_ms)
+                    || self.roll_requested.get()
                     || last_offset.is_some_and(|last| last - seg.base_offset > segment::MAX_OFFSET_SPAN))
         };
         if !roll {
@@ -634,6 +645,7 @@ impl Partition {
         let mut st = self.st.borrow_mut();
         st.segments.push(seg);
         st.writer = Some(writer);
+        self.roll_requested.set(false);
         tracing::debug!(topic = %self.topic, partition = self.index, base, "rolled segment");
         Ok(())
     }

@@ -39,9 +39,8 @@ impl Partition {
         }
         let seg = st.segments.last().expect("active segment");
         if seg.size.get() > 0 && seg.roll_time_passed(cfg.segment_ms) {
-            if let Some(w) = self.wake.borrow().as_ref() {
-                let _ = w.try_send(()); // full means a wake-up is already pending
-            }
+            drop(st);
+            self.wake_write_loop();
         }
     }
 

@@ -203,6 +203,9 @@ pub struct Partition {
     /// A cleaning's segments are being put in place off the shard's thread
     /// (`begin_swap`..`finish_swap`): the segments it replaces must stay until it ends.
     swapping: Cell<bool>,
+    /// Retention asked for the active segment to roll: every record in it has expired, and
+    /// a segment goes only once it is not the active one (`active_expired`).
+    roll_requested: Cell<bool>,
     /// The log was replaced (a leader's snapshot installed) since the last cleaning was
     /// planned: that cleaning read segments that are gone, whatever their offsets, and its
     /// swap is discarded (`begin_swap`).
@@ -425,6 +428,7 @@ impl Partition {
             emptied_scans: RefCell::new(Vec::new()),
             tail_cached: Cell::new(true),
             swapping: Cell::new(false),
+            roll_requested: Cell::new(false),
             replaced: Cell::new(false),
             probe,
         });

@@ -1,5 +1,6 @@
-//! What moves a log's start: time and size retention (whole old segments, never the active
-//! one, and nothing unless the policy has `delete`), and DeleteRecords (a durable log start offset).
+//! What moves a log's start: time and size retention (whole old segments, and the active one
+//! once every record in the log has expired, after rolling it; nothing unless the policy has
+//! `delete`), and DeleteRecords (a durable log start offset).
 
 use std::rc::Rc;
 
@@ -72,6 +73,11 @@ impl Partition {
             return 0; // a swap under way holds its segments: the next pass deletes
         }
         let n = self.expired_segments(now_ms);
+        if self.active_expired(now_ms) {
+            // The roll runs on the write loop, which then calls this again to delete it.
+            self.roll_requested.set(true);
+            self.wake_write_loop();
+        }
         if n == 0 {
             return 0;
         }
@@ -87,6 +93,15 @@ impl Partition {
         st.log_start = st.segments[0].base_offset.max(st.log_start);
         tracing::info!(topic = %self.topic, partition = self.index, deleted = n, log_start = st.log_start, "retention deleted segments");
         n
+    }
+
+    /// Rolls a replicated log's active segment for retention (`active_expired`): its replica's
+    /// writer calls this between writes, as the write loop does a standalone log's roll.
+    pub async fn roll_for_retention(&self) -> Result<(), BrokerError> {
+        self.roll_requested.set(true);
+        let rolled = self.roll_if_needed(0, None).await;
+        self.roll_requested.set(false);
+        rolled
     }
 
     /// Deletes the segments wholly below `offset` (never the active one); returns how many.
@@ -110,6 +125,25 @@ impl Partition {
         deleted
     }
 
+    /// Whether time retention would take the active segment too: every segment before it
+    /// goes now, it holds records, all older than `retention_ms`, and everything written is
+    /// committed. Kafka then rolls a new, empty active segment and deletes the old one, so
+    /// that an idle topic's records expire too; so does a log here, in two steps: a roll
+    /// (`roll_requested`, or `roll_for_retention` on a replicated log), then a retention pass.
+    pub fn active_expired(&self, now_ms: i64) -> bool {
+        let expiring = self.expired_segments(now_ms);
+        let cfg = self.cfg.get();
+        let st = self.st.borrow();
+        let active = st.segments.last().expect("active segment");
+        cfg.retention_deletes()
+            && cfg.retention_ms >= 0
+            && expiring + 1 == st.segments.len()
+            && active.size.get() > 0
+            && st.hwm == st.written
+            && !st.failed
+            && older_than(active, now_ms, cfg.retention_ms)
+    }
+
     /// How many of the oldest segments retention would delete now: beyond `retention_bytes`
     /// or all older than `retention_ms`, never the active one, none unless the policy has `delete`.
     pub(super) fn expired_segments(&self, now_ms: i64) -> usize {
@@ -127,10 +161,7 @@ impl Partition {
             // An inactive segment holding nothing (a cleaning dropped all it had) has no age of
             // its own and nothing to keep: it goes with the old segments around it rather than
             // stopping retention at it.
-            let too_old = cfg.retention_ms >= 0
-                && (seg.size.get() == 0
-                    || seg.max_timestamp.get() >= 0
-                        && now_ms.saturating_sub(seg.max_timestamp.get()) > cfg.retention_ms);
+            let too_old = cfg.retention_ms >= 0 && (seg.size.get() == 0 || older_than(seg, now_ms, cfg.retention_ms));
             if !(too_big || too_old) {
                 break;
             }
@@ -139,4 +170,9 @@ impl Partition {
         }
         n
     }
+}
+
+/// Whether `seg`'s newest record (or, with no timestamps, its file) is older than `retention_ms`.
+fn older_than(seg: &Segment, now_ms: i64, retention_ms: i64) -> bool {
+    seg.newest_time_ms().is_some_and(|t| now_ms.saturating_sub(t) > retention_ms)
 }

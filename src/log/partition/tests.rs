@@ -386,6 +386,85 @@ fn retention_by_bytes_deletes_whole_old_segments() {
     });
 }
 
+/// Waits (up to 10 s) until the log starts at `offset`: retention's roll of the active
+/// segment runs on the write loop.
+async fn until_start(p: &Partition, offset: i64) {
+    for _ in 0..1_000 {
+        if p.offsets().log_start == offset {
+            return;
+        }
+        glommio::timer::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the log start stayed at {}, not {offset}", p.offsets().log_start);
+}
+
+fn log_files(path: &Path) -> Vec<std::path::PathBuf> {
+    let mut logs: Vec<_> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+#[test]
+fn an_idle_log_whose_records_have_all_expired_is_emptied_its_active_segment_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let mut c = cfg(FlushPolicy::Os, 2048);
+        c.retention_ms = 3_600_000;
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        // The batches' timestamps are near 1970: every record is past retention.
+        append_n(&p, 0, 60).await;
+        let end = p.offsets().log_end;
+        assert!(p.segment_count() > 2);
+        p.apply_retention(unix_now_ms());
+        // The old segments go at once; the active one is rolled, then goes too, as in Kafka.
+        until_start(&p, end).await;
+        assert_eq!(p.segment_count(), 1);
+        assert_eq!(log_files(&path).len(), 1, "only the new, empty active segment is left");
+        assert!(p.read(end, 1 << 20, true).unwrap().records.is_none());
+        assert_eq!(p.read(end - 1, 1 << 20, true).unwrap_err(), ErrorCode::OffsetOutOfRange);
+        // The log goes on at its end, and keeps what has not expired.
+        let fresh = Bytes::from(batch::build(unix_now_ms(), &[b"fresh"]));
+        assert_eq!(send(&p, &fresh).await, Ok(end));
+        p.apply_retention(unix_now_ms());
+        glommio::timer::sleep(Duration::from_millis(50)).await;
+        assert_eq!(p.offsets().log_start, end);
+        assert_eq!(read_all(&p).len(), 1);
+        p.close().await.unwrap();
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!((p.offsets().log_start, p.offsets().log_end), (end, end + 1), "after a restart too");
+    });
+}
+
+#[test]
+fn records_without_timestamps_expire_by_their_files_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let mut c = cfg(FlushPolicy::Os, 1 << 20);
+        c.retention_ms = 3_600_000;
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        for i in 0..5 {
+            let b = Bytes::from(batch::build(-1, &[format!("no time {i}").as_bytes()]));
+            assert_eq!(send(&p, &b).await, Ok(i));
+        }
+        p.apply_retention(unix_now_ms());
+        glommio::timer::sleep(Duration::from_millis(50)).await;
+        assert_eq!(p.offsets().log_start, 0, "a file written just now has not expired");
+        // Its file last written two hours ago: as old as Kafka counts such records.
+        let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7_200);
+        let file = std::fs::File::options().write(true).open(&log_files(&path)[0]).unwrap();
+        file.set_modified(two_hours_ago).unwrap();
+        p.apply_retention(unix_now_ms());
+        until_start(&p, 5).await;
+        assert_eq!(p.segment_count(), 1);
+    });
+}
+
 #[test]
 fn retried_batches_are_not_appended_twice_even_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
