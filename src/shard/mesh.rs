@@ -10,7 +10,9 @@
 //!
 //! Sends are bounded: a full peer queue is backpressure (the send waits, counted in
 //! `mesh_queue_full`), never a failure. A shard that has stopped fails the call with
-//! NOT_LEADER_OR_FOLLOWER, which clients retry.
+//! NOT_LEADER_OR_FOLLOWER, which clients retry. Calls to one peer leave in the order they
+//! were made even when its queue fills (`PeerSender`): a connection's pipelined produces to a
+//! partition homed there are appended in request order, as Kafka appends them.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,7 +21,8 @@ use std::task::Poll;
 use std::thread::{self, ThreadId};
 
 use futures_channel::oneshot;
-use glommio::channels::shared_channel::ConnectedReceiver;
+use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender};
+use glommio::sync::Semaphore;
 use glommio::{GlommioError, ResourceType};
 
 use super::Shard;
@@ -68,6 +71,43 @@ impl<T> Drop for HomewardSender<T> {
     }
 }
 
+/// The sending end of one peer shard's queue. A send that finds the queue full waits for
+/// room holding the peer's gate, and every later send waits its turn behind it (the gate is
+/// first come, first served) instead of slipping into the room that appears first: without
+/// it a later call could overtake an earlier one.
+pub struct PeerSender<T: Send> {
+    tx: ConnectedSender<T>,
+    gate: Semaphore,
+}
+
+impl<T: Send + 'static> PeerSender<T> {
+    pub fn new(tx: ConnectedSender<T>) -> Self {
+        PeerSender { tx, gate: Semaphore::new(1) }
+    }
+
+    /// Sends `msg` after every earlier send to this peer; `on_full` runs when it has to wait.
+    /// Fails only when the peer has stopped.
+    pub async fn send(&self, msg: T, on_full: impl FnOnce()) -> Result<(), ErrorCode> {
+        let mut on_full = Some(on_full);
+        let mut waits = || on_full.take().map_or((), |f| f());
+        let _turn = match self.gate.try_acquire_permit(1) {
+            Ok(turn) => turn,
+            Err(_) => {
+                waits();
+                self.gate.acquire_permit(1).await.map_err(peer_gone)?
+            }
+        };
+        match self.tx.try_send(msg) {
+            Ok(()) => Ok(()),
+            Err(GlommioError::WouldBlock(ResourceType::Channel(msg))) => {
+                waits();
+                metrics::remote(self.tx.send(msg)).await.map_err(peer_gone)
+            }
+            Err(e) => Err(peer_gone(e)),
+        }
+    }
+}
+
 /// What went wrong sending to another shard: it has stopped.
 pub(super) fn peer_gone<T>(_: T) -> ErrorCode {
     ErrorCode::NotLeaderOrFollower
@@ -99,14 +139,7 @@ impl Shard {
 
     async fn send(&self, shard: usize, msg: Msg) -> Result<(), ErrorCode> {
         let peer = self.peers.get(shard).and_then(Option::as_ref).ok_or(ErrorCode::NotLeaderOrFollower)?;
-        match peer.try_send(msg) {
-            Ok(()) => {}
-            Err(GlommioError::WouldBlock(ResourceType::Channel(msg))) => {
-                self.probe.mesh_queue_full();
-                metrics::remote(peer.send(msg)).await.map_err(peer_gone)?;
-            }
-            Err(e) => return Err(peer_gone(e)),
-        }
+        peer.send(msg, || self.probe.mesh_queue_full()).await?;
         self.probe.mesh_sent();
         Ok(())
     }
@@ -157,4 +190,59 @@ pub(super) async fn first_of<F: Future>(futures: Vec<F>) {
         false => Poll::Pending,
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use glommio::channels::shared_channel;
+    use glommio::LocalExecutorBuilder;
+
+    use super::*;
+
+    #[test]
+    fn a_send_waiting_for_room_is_not_overtaken_by_a_later_one() {
+        let (tx, rx) = shared_channel::new_bounded::<u32>(1);
+        let (start, taken) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (start_rx, taken_rx) = (start.clone(), taken.clone());
+        let receiver = std::thread::spawn(move || {
+            LocalExecutorBuilder::default().make().unwrap().run(async move {
+                let rx = rx.connect().await;
+                while !start_rx.load(SeqCst) {
+                    glommio::timer::sleep(Duration::from_millis(1)).await;
+                }
+                let mut got = vec![rx.recv().await.unwrap()];
+                taken_rx.store(true, SeqCst);
+                while let Some(m) = rx.recv().await {
+                    got.push(m);
+                }
+                got
+            })
+        });
+        LocalExecutorBuilder::default().make().unwrap().run(async move {
+            let peer = Rc::new(PeerSender::new(tx.connect().await));
+            peer.send(0, || panic!("room for the first")).await.unwrap();
+            let p = peer.clone();
+            let waited = Rc::new(Cell::new(false));
+            let w = waited.clone();
+            let earlier = glommio::spawn_local(async move { p.send(1, || w.set(true)).await });
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            assert!(waited.get(), "the queue was full");
+            // The receiver makes room while this task holds the thread: the waiting send
+            // cannot run before the next one is made.
+            start.store(true, SeqCst);
+            while !taken.load(SeqCst) {
+                std::hint::spin_loop();
+            }
+            let later_waited = Cell::new(false);
+            peer.send(2, || later_waited.set(true)).await.unwrap();
+            assert!(later_waited.get(), "the later send waited its turn");
+            earlier.await.unwrap();
+        });
+        assert_eq!(receiver.join().unwrap(), vec![0, 1, 2], "received in the order sent");
+    }
 }

@@ -69,7 +69,7 @@ pub struct Shard {
     catalog: RefCell<Arc<Catalog>>,
     logs: RefCell<HashMap<Tp, Rc<Partition>>>,
     /// Senders to every other shard, by shard index (None for this shard).
-    peers: Vec<Option<ConnectedSender<Msg>>>,
+    peers: Vec<Option<mesh::PeerSender<Msg>>>,
     /// The controller, on shard 0 only.
     controller: Option<RefCell<Controller>>,
     /// The consumer groups homed on this shard.
@@ -168,7 +168,7 @@ impl Shard {
             config,
             catalog: RefCell::new(Arc::new(catalog)),
             logs: RefCell::new(HashMap::new()),
-            peers,
+            peers: peers.into_iter().map(|p| p.map(mesh::PeerSender::new)).collect(),
             controller,
             quotas: crate::quota::ShardQuotas::new(quotas, static_quotas.table(&catalog_quotas)),
             static_quotas,
