@@ -2,8 +2,10 @@
 # Installs the clients tests/interop_clients/clients.rs drives, at their pinned versions:
 # Debian's kcat (on Debian's librdkafka), kafka-python and its codec libraries in
 # tests/clients/.venv (a venv, since pip may refuse to install into the system's Python:
-# PEP 668), and kafkajs from the committed package-lock.json. Each step is skipped while what
-# it installed is there and matches its pins, so a second run costs a fraction of a second.
+# PEP 668), kafkajs from the committed package-lock.json, and the Go clients (franz-go and
+# sarama, pinned by go/go.sum, from the Go module proxy) built into go/bin. Each step is
+# skipped while what it installed is there and matches its pins and sources, so a second run
+# costs a fraction of a second.
 # Run by .ci/run, and by tests/interop_clients/clients.rs itself before its first suite, so
 # `cargo test` needs no step before it.
 set -euo pipefail
@@ -15,6 +17,7 @@ need kcat || missing+=(kcat)
 need python3 || missing+=(python3)
 python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 need npm || missing+=(nodejs npm)
+need go || missing+=(golang-go)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "tests/clients/setup.sh: missing ${missing[*]}: install them with apt-get (as root)" >&2
@@ -36,4 +39,10 @@ fi
 if ! cmp -s package-lock.json node_modules/installed-package-lock.json; then
   npm ci --no-audit --no-fund --loglevel=error >&2
   cp package-lock.json node_modules/installed-package-lock.json
+fi
+# The Go clients: rebuilt when their sources or pins change (the stamp is their checksums).
+stamp=$(cd go && sha256sum go.mod go.sum ./*.go)
+if [ ! -x go/bin/goclients ] || [ "$stamp" != "$(cat go/bin/.stamp 2>/dev/null)" ]; then
+  (cd go && go build -o bin/goclients .) >&2
+  printf '%s\n' "$stamp" > go/bin/.stamp
 fi

@@ -1,17 +1,21 @@
-//! Interop with three more Kafka client ecosystems, each driven as its own program against a
-//! fresh broker: kcat (Debian's, on librdkafka 2.0), kafka-python (pure Python) and kafkajs
-//! (pure JavaScript). `tests/clients/setup.sh` installs them at their pinned versions (kcat
-//! with apt, kafka-python and the codec libraries it uses in `tests/clients/.venv`, kafkajs
-//! with `npm ci` in `tests/clients`); `.ci/run` runs it, and so does this binary before its
-//! first suite, so `cargo test` needs no step before it. A client that still cannot be found
-//! fails its test with what to install; nothing is skipped.
+//! Interop with four more Kafka client ecosystems, each driven as its own program against a
+//! fresh broker: kcat (Debian's, on librdkafka 2.0), kafka-python (pure Python), kafkajs
+//! (pure JavaScript) and two pure Go clients, franz-go (the newest version of every API) and
+//! sarama (set to Kafka 2.1's protocol, so older versions of most APIs). `tests/clients/setup.sh`
+//! installs them at their pinned versions (kcat with apt, kafka-python and the codec
+//! libraries it uses in `tests/clients/.venv`, kafkajs with `npm ci` in `tests/clients`, the Go
+//! clients built from `tests/clients/go` with the versions its go.sum pins); `.ci/run` runs
+//! it, and so does this binary before its first suite, so `cargo test` needs no step before
+//! it. A client that still cannot be found fails its test with what to install; nothing is
+//! skipped.
 //!
 //! Every suite runs the same scenario; only the driver differs:
 //!
 //! 1. create a topic with 3 partitions (kcat cannot: the raw test client's CreateTopics does it
-//!    for kcat; kafka-python and kafkajs use their admin clients);
+//!    for kcat; the others use their admin clients);
 //! 2. produce 120 keyed records per compression codec the client has, a run each (kcat and
-//!    kafka-python: gzip, snappy, lz4, zstd; kafkajs: none, gzip, snappy), recording each
+//!    kafka-python: gzip, snappy, lz4, zstd; kafkajs: none, gzip, snappy; the Go clients all
+//!    five), recording each
 //!    record's partition and offset from the client's delivery reports; the acknowledged
 //!    offsets of each partition must be exactly `0..n`, and the broker's stored batches must
 //!    carry each codec;
@@ -68,6 +72,18 @@ fn kafka_python_interop() {
 fn kafkajs_interop() {
     installed();
     suite(&Script::kafkajs());
+}
+
+#[test]
+fn franz_go_interop() {
+    installed();
+    suite(&Script::go("franz"));
+}
+
+#[test]
+fn sarama_interop() {
+    installed();
+    suite(&Script::go("sarama"));
 }
 
 /// Runs `tests/clients/setup.sh` once for this binary (a no-op when everything is there).
@@ -739,9 +755,13 @@ impl Driver for Kcat {
 /// their commands.
 struct Script {
     name: String,
+    /// The program and its first argument: an interpreter and its script, or the Go
+    /// clients' binary and the library it is to use.
     interpreter: PathBuf,
     script: PathBuf,
     codecs: &'static [&'static str],
+    /// Turns the client's debug log on (`CLIENTS_DEBUG`).
+    debug: fn(&mut Command),
 }
 
 impl Script {
@@ -760,6 +780,9 @@ impl Script {
             interpreter: python,
             script: dir.join("kafka_python_suite.py"),
             codecs: &["gzip", "snappy", "lz4", "zstd"],
+            debug: |c| {
+                c.arg("--debug");
+            },
         }
     }
 
@@ -780,6 +803,34 @@ impl Script {
             interpreter: node,
             script: dir.join("kafkajs_suite.js"),
             codecs: &["none", "gzip", "snappy"],
+            debug: |c| {
+                c.env("KAFKAJS_DEBUG", "1");
+            },
+        }
+    }
+
+    /// A Go client of `tests/clients/go` (built by setup.sh): `franz` (franz-go) or `sarama`.
+    fn go(lib: &str) -> Script {
+        let dir = clients_dir().join("go");
+        let binary = dir.join("bin/goclients");
+        let install = "the Go clients are not built: run tests/clients/setup.sh, which builds tests/clients/go \
+                       (go build -o bin/goclients . there; Go must be on the PATH)";
+        assert!(binary.exists(), "{} is missing. {install}", binary.display());
+        let module = match lib {
+            "franz" => "github.com/twmb/franz-go ",
+            "sarama" => "github.com/IBM/sarama ",
+            other => panic!("no Go client {other}"),
+        };
+        let go_mod = std::fs::read_to_string(dir.join("go.mod")).expect("tests/clients/go/go.mod");
+        let version = go_mod.lines().find_map(|l| l.trim().strip_prefix(module)).unwrap_or("?").trim().to_string();
+        Script {
+            name: format!("{} {version}", module.trim().rsplit('/').next().unwrap_or(lib)),
+            interpreter: binary,
+            script: PathBuf::from(lib),
+            codecs: &["none", "gzip", "snappy", "lz4", "zstd"],
+            debug: |c| {
+                c.env("GOCLIENTS_DEBUG", "1");
+            },
         }
     }
 
@@ -788,11 +839,7 @@ impl Script {
         let mut c = Command::new(&self.interpreter);
         c.arg(&self.script);
         if std::env::var_os("CLIENTS_DEBUG").is_some() {
-            if self.script.extension().is_some_and(|e| e == "py") {
-                c.arg("--debug");
-            } else {
-                c.env("KAFKAJS_DEBUG", "1");
-            }
+            (self.debug)(&mut c);
         }
         c.args(args);
         let r = run(c, input);

@@ -1,4 +1,4 @@
-//! kcat (librdkafka 2.0), kafka-python and kafkajs read a replicated compacted topic that
+//! kcat (librdkafka 2.0), kafka-python, kafkajs, franz-go and sarama read a replicated compacted topic that
 //! its brokers cleaned. Each replica cleans its copy keeping every batch (each is a raft
 //! entry, numbered one after another), so most of the batches a consumer fetches from such a
 //! topic are empty, some only their header: a client must step over them to the end and
@@ -22,10 +22,15 @@ const KEYS: usize = 50;
 const DELETED: usize = 5;
 
 #[test]
-fn kcat_kafka_python_and_kafkajs_read_a_cleaned_replicated_compacted_topic_past_its_emptied_batches() {
+fn every_client_reads_a_cleaned_replicated_compacted_topic_past_its_emptied_batches() {
     installed();
-    let drivers: [Box<dyn Driver>; 3] =
-        [Box::new(Kcat::find()), Box::new(Script::kafka_python()), Box::new(Script::kafkajs())];
+    let drivers: [Box<dyn Driver>; 5] = [
+        Box::new(Kcat::find()),
+        Box::new(Script::kafka_python()),
+        Box::new(Script::kafkajs()),
+        Box::new(Script::go("franz")),
+        Box::new(Script::go("sarama")),
+    ];
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let cluster = Cluster::start(3, &["--log-cleaner-backoff-ms", "200"]);
     let configs = [("cleanup.policy", "compact"), ("segment.bytes", "16384"), ("min.cleanable.dirty.ratio", "0.01")];
