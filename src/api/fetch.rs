@@ -33,8 +33,11 @@
 //!
 //! Quota: the record bytes of the response count against its client-id's
 //! `consumer_byte_rate`; over it, the response carries the throttle time and the connection
-//! is muted for that long (see `quota`). Like Kafka, the response that crosses the quota is
-//! still sent in full.
+//! is muted for that long (see `quota`). The response that crosses the quota is still sent
+//! in full. Kafka (KIP-219) answers that fetch with no records instead, uncounted, and caps
+//! every fetch's max_bytes at what one quota window allows so that such an answer cannot
+//! repeat forever; the client's rate is held to the quota either way, and here a consumer
+//! is never handed an empty answer it has to fetch again.
 //!
 //! Authorization, Kafka's: a consumer needs READ on each topic (topic ids are resolved to
 //! names first; an unknown id stays UNKNOWN_TOPIC_ID), checked before the partition exists;
