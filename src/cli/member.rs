@@ -162,7 +162,9 @@ impl Member {
                 self.member_id.clear();
                 Ok(None)
             }
-            Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => {
+            Some(
+                ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable | ErrorCode::CoordinatorLoadInProgress,
+            ) => {
                 self.find_coordinator(cluster)?;
                 Ok(None)
             }
@@ -229,7 +231,9 @@ impl Member {
                 self.member_id.clear();
                 Ok(Tick::Rebalance)
             }
-            Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => {
+            Some(
+                ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable | ErrorCode::CoordinatorLoadInProgress,
+            ) => {
                 self.find_coordinator(cluster)?;
                 Ok(Tick::Rebalance)
             }

@@ -26,7 +26,8 @@ impl Shard {
     }
 
     /// Runs the group operation `make(reply)` on the group's home shard and waits for its
-    /// reply; an unreachable home is COORDINATOR_NOT_AVAILABLE (clients retry).
+    /// reply; an unreachable home is COORDINATOR_NOT_AVAILABLE (clients retry), a home that
+    /// does not coordinate the group now answers why (`offsets_log`).
     pub async fn group_op<T: Send + 'static>(
         &self,
         group: String,
@@ -39,27 +40,28 @@ impl Shard {
             // rebalance (Kafka's delayed join): remote time. Its own work is a little
             // bookkeeping, counted with the wait.
             return metrics::remote(async {
-                self.run_group_op(group, make(tx)).await;
+                self.run_group_op(group, make(tx)).await?;
                 rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable)
             })
             .await;
         }
         let on_home = move |here: Rc<Shard>| async move {
             let (tx, rx) = oneshot::channel();
-            here.run_group_op(group, make(tx)).await;
-            rx.await.ok()
+            here.run_group_op(group, make(tx)).await?;
+            rx.await.map_err(|_| ErrorCode::CoordinatorNotAvailable)
         };
-        self.call(home, on_home).await.ok().flatten().ok_or(ErrorCode::CoordinatorNotAvailable)
+        self.call(home, on_home).await.map_err(|_| ErrorCode::CoordinatorNotAvailable)?
     }
 
-    async fn run_group_op(&self, group: String, op: GroupOp) {
-        let log = match self.offsets_log(&group) {
-            Ok(log) => log,
-            // Another broker coordinates it: the dropped reply tells the client to look for
-            // the coordinator again.
-            Err(_) => return drop(op),
-        };
+    /// Hands `op` to the coordinator, or answers why this broker does not coordinate the
+    /// group now: NOT_COORDINATOR (another broker does: the client looks it up again),
+    /// COORDINATOR_LOAD_IN_PROGRESS (the client retries here), COORDINATOR_NOT_AVAILABLE.
+    /// Kafka's codes: Java consumers before 3.9 fail an OffsetFetch answered
+    /// COORDINATOR_NOT_AVAILABLE instead of retrying it.
+    async fn run_group_op(&self, group: String, op: GroupOp) -> Result<(), ErrorCode> {
+        let log = self.offsets_log(&group)?;
         self.groups.handle(group, op, log).await;
+        Ok(())
     }
 
     /// The local `__consumer_offsets` partition of a group homed here; in a cluster, through

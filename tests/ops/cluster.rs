@@ -511,3 +511,39 @@ fn brokers_of_two_shards_replicate_every_partition_and_stop_cleanly() {
     assert!(moved, "every partition is led by a running broker");
     round(&cluster, "third", 3);
 }
+
+/// A broker that does not coordinate a group answers its group requests NOT_COORDINATOR, as
+/// Kafka's does, so that clients look the coordinator up again (Java consumers before 3.9
+/// fail an OffsetFetch answered COORDINATOR_NOT_AVAILABLE instead of retrying it); the
+/// coordinator answers them.
+#[test]
+fn group_requests_to_a_broker_that_does_not_coordinate_the_group_are_answered_not_coordinator() {
+    use ringbroker::protocol::messages::{
+        ApiKey, GroupId, HeartbeatRequest, HeartbeatResponse, OffsetFetchRequest, OffsetFetchResponse,
+    };
+    let cluster = Cluster::start(3, &[]);
+    let group = "wanderers";
+    let coordinator = support::client::wait_until(Duration::from_secs(30), || cluster.coordinator(group).is_some())
+        .then(|| cluster.coordinator(group))
+        .flatten()
+        .expect("a coordinator");
+    let fetch = |node: i32| -> i16 {
+        let mut req = OffsetFetchRequest::default();
+        req.group_id = GroupId(support::client::sb(group));
+        req.topics = None;
+        let r: OffsetFetchResponse = Client::connect(cluster.addr(node)).call(ApiKey::OffsetFetch, 7, &req);
+        r.error_code
+    };
+    // The coordinator may still be loading the group's partition for a moment.
+    let served = support::client::wait_until(Duration::from_secs(30), || fetch(coordinator) == 0);
+    assert!(served, "the coordinator answers OffsetFetch");
+    for other in (1..=3).filter(|n| *n != coordinator) {
+        assert_eq!(fetch(other), ErrorCode::NotCoordinator.code(), "OffsetFetch at broker {other}");
+        let mut hb = HeartbeatRequest::default();
+        hb.group_id = GroupId(support::client::sb(group));
+        hb.member_id = support::client::sb("someone");
+        hb.generation_id = 1;
+        let r: HeartbeatResponse = Client::connect(cluster.addr(other)).call(ApiKey::Heartbeat, 4, &hb);
+        assert_eq!(r.error_code, ErrorCode::NotCoordinator.code(), "Heartbeat at broker {other}");
+    }
+}
