@@ -151,17 +151,20 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let topics = resolve(broker, &req, &list, follower);
     let wait = Duration::from_millis(r.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
     let deadline = Instant::now() + wait;
-    let min_bytes = r.min_bytes.max(0) as u64;
     let max_bytes = if r.max_bytes <= 0 { u32::MAX } else { r.max_bytes as u32 };
-    let readable = topics.iter().flat_map(|t| &t.2).any(|w| w.tp.is_some());
+    // As Kafka: a fetch never waits for more than it may be answered.
+    let min_bytes = (r.min_bytes.max(0) as u64).min(max_bytes as u64);
+    let readable = topics.iter().flat_map(|t| &t.2).any(|w| w.tp.is_some() && w.error.is_none());
     let mut delayed = false;
     loop {
-        let mut out = read_all(broker, &topics, max_bytes).await;
-        let bytes: u64 =
-            out.iter().flat_map(|t| &t.partitions).map(|p| p.records.as_ref().map_or(0, |r| r.len as u64)).sum();
-        let errors = out.iter().flat_map(|t| &t.partitions).any(|p| p.error != 0);
+        let Read { mut out, available, read_error } = read_all(broker, &topics, max_bytes).await;
         let now = Instant::now();
-        if bytes >= min_bytes || errors || !readable || now >= deadline {
+        // Answered at once on an error reading a partition, as Kafka's delayed fetch is; a
+        // partition refused before the read (not authorized, unknown) only rides along.
+        if available >= min_bytes || read_error || !readable || now >= deadline {
+            let bytes: u64 =
+                out.iter().flat_map(|t| &t.partitions).map(|p| p.records.as_ref().map_or(0, |r| r.len as u64)).sum();
+            let errors = out.iter().flat_map(|t| &t.partitions).any(|p| p.error != 0);
             let answers: Vec<Answer> = out
                 .iter()
                 .flat_map(|t| &t.partitions)
@@ -314,9 +317,19 @@ fn leader_endpoints(broker: &impl Broker, req: &Request, out: &[TopicOut]) -> Ve
         .collect()
 }
 
+/// What a read pass found.
+struct Read {
+    out: Vec<TopicOut>,
+    /// Bytes readable in the partitions read, each within its own limit but before the
+    /// response-wide one: what min_bytes is measured against, as Kafka's delayed fetch does.
+    available: u64,
+    /// Some partition's read failed (not one refused before reading).
+    read_error: bool,
+}
+
 /// One read pass over every partition, at once on their home shards, then trimmed to
 /// the response-wide `max_bytes` in request order.
-async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wanted>)], max_bytes: u32) -> Vec<TopicOut> {
+async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wanted>)], max_bytes: u32) -> Read {
     let checked = topics.iter().flat_map(|t| &t.2).map(|w| match (w.error, w.tp) {
         (Some(e), _) => Err(e),
         (None, Some(tp)) => Ok((
@@ -328,6 +341,7 @@ async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wante
     let mut reads = checked::run(checked.collect(), |asks| broker.fetch(asks)).await.into_iter();
     let mut remaining = max_bytes as u64;
     let mut first_data = true;
+    let (mut available, mut read_error) = (0u64, false);
     let mut out = Vec::with_capacity(topics.len());
     for (name, id, parts) in topics {
         let mut t = TopicOut { name: name.clone(), id: *id, partitions: Vec::with_capacity(parts.len()) };
@@ -349,14 +363,18 @@ async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wante
                     p.log_start_offset = read.offsets.log_start;
                     if let Some(mut region) = read.records {
                         let len = region.len as u64;
+                        let first = read.first_batch_len as u64;
+                        available += len.min(w.max_bytes as u64);
                         let keep = if first_data {
-                            len.min(remaining.max(read.first_batch_len as u64))
-                        } else if remaining >= read.first_batch_len as u64 {
+                            len.min(remaining.max(first))
+                        } else if remaining >= first && first <= w.max_bytes as u64 {
                             len.min(remaining)
                         } else {
-                            // Not even its first batch fits: no records this time (Kafka
-                            // sends none either). A part of a batch alone is no record, and
-                            // the Java consumer fails on it ("no complete records").
+                            // Not even its first batch fits, in the response or in the
+                            // partition's own limit (only the first partition with data
+                            // gets a batch whole past it, KIP-74): no records this time, as
+                            // from Kafka. A part of a batch alone is no record, and the Java
+                            // consumer fails on it ("no complete records").
                             0
                         };
                         if keep > 0 {
@@ -368,6 +386,7 @@ async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wante
                     }
                 }
                 Err(e) => {
+                    read_error |= w.error.is_none() && w.tp.is_some();
                     p.error = e.code();
                     // KIP-951: where the partition's leader is now (written from v16).
                     let moved = matches!(e, ErrorCode::NotLeaderOrFollower | ErrorCode::FencedLeaderEpoch);
@@ -379,7 +398,7 @@ async fn read_all(broker: &impl Broker, topics: &[(String, uuid::Uuid, Vec<Wante
         }
         out.push(t);
     }
-    out
+    Read { out, available, read_error }
 }
 
 #[cfg(test)]
@@ -483,6 +502,52 @@ mod tests {
         let second = &resp.responses[0].partitions[1];
         assert!(second.records.as_ref().is_none_or(|r| r.is_empty()), "no part of a batch is sent");
         assert_eq!(parts(&resp), vec![(0, 0, 1, vec![0]), (1, 0, 2, vec![])]);
+    }
+
+    #[test]
+    fn a_partition_refused_before_the_read_does_not_cut_the_wait_short() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        b.arrive(b.tp("t", 0), &[b"late"]);
+        // Partition 5 does not exist: Kafka answers it beside what the wait brings.
+        let resp: FetchResponse = b.call(ApiKey::Fetch, 12, &request("t", &[(0, 0), (5, 0)], 1, 10_000));
+        assert_eq!(parts(&resp), vec![(0, 0, 1, vec![0]), (5, ErrorCode::UnknownTopicOrPartition.code(), -1, vec![])]);
+    }
+
+    #[test]
+    fn min_bytes_counts_what_the_partitions_hold_and_never_more_than_max_bytes() {
+        let b = Fake::new();
+        b.topic("t", 2);
+        let value = [7u8; 300];
+        for p in 0..2 {
+            b.append(b.tp("t", p), &[&value]);
+            b.append(b.tp("t", p), &[&value]);
+        }
+        // 800 bytes a response: partition 0's two batches (370 bytes each), none of partition
+        // 1's. Asked for 1000, which no answer can hold: what the partitions hold is enough.
+        let mut r = request("t", &[(0, 0), (1, 0)], 1000, 5_000);
+        r.max_bytes = 800;
+        let started = Instant::now();
+        let resp: FetchResponse = b.call(ApiKey::Fetch, 12, &r);
+        assert!(started.elapsed() < Duration::from_secs(2), "answered at once, not at the end of the wait");
+        assert_eq!(parts(&resp), vec![(0, 0, 2, vec![0, 1]), (1, 0, 2, vec![])]);
+        assert_eq!(b.fetch_passes(), 1);
+    }
+
+    #[test]
+    fn a_partition_after_the_first_with_data_gets_no_batch_larger_than_its_own_limit() {
+        let b = Fake::new();
+        b.topic("t", 2);
+        let value = [7u8; 300];
+        b.append(b.tp("t", 0), &[&value]);
+        b.append(b.tp("t", 1), &[&value]);
+        let mut r = request("t", &[(0, 0), (1, 0)], 0, 0);
+        for p in &mut r.topics[0].partitions {
+            p.partition_max_bytes = 100;
+        }
+        // The first partition with data gets its first batch whole (KIP-74); the next does not.
+        let resp: FetchResponse = b.call(ApiKey::Fetch, 12, &r);
+        assert_eq!(parts(&resp), vec![(0, 0, 1, vec![0]), (1, 0, 1, vec![])]);
     }
 
     #[test]
