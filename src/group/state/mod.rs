@@ -96,6 +96,12 @@ pub struct Group {
     /// group.instance.id → member id, for static members.
     statics: HashMap<String, String>,
     rebalance_deadline: u64,
+    /// Members of this generation that have not sent their SyncGroup yet, and when they are
+    /// removed if they have not by then (the longest rebalance timeout after the join
+    /// completed, as Kafka's pending-sync expiry): a leader that never syncs would otherwise
+    /// leave every member without an assignment for good.
+    pending_sync: std::collections::BTreeSet<String>,
+    sync_deadline: u64,
     /// While the first rebalance of an empty group waits for more members.
     initial_until: Option<u64>,
     /// When the group last became empty (offset retention counts from here).
@@ -126,6 +132,8 @@ impl Group {
             pending: BTreeMap::new(),
             statics: HashMap::new(),
             rebalance_deadline: 0,
+            pending_sync: Default::default(),
+            sync_deadline: 0,
             initial_until: None,
             empty_since: now,
             stored_empty_since_ms: None,
@@ -262,6 +270,9 @@ impl Group {
             protocol_name: g.protocol.clone(),
             assignment: a,
         };
+        if matches!(self.state, State::Stable | State::CompletingRebalance) {
+            self.pending_sync.remove(&req.member_id);
+        }
         match self.state {
             State::PreparingRebalance => return err(ErrorCode::RebalanceInProgress),
             State::Stable => {
@@ -363,7 +374,8 @@ impl Group {
     }
 
     /// Expires members whose session ran out (those waiting for a join or sync answer are
-    /// kept alive), pending ids nobody used, and ends a rebalance whose time is up.
+    /// kept alive), members that did not send their SyncGroup within the rebalance timeout,
+    /// pending ids nobody used, and ends a rebalance whose time is up.
     pub fn tick(&mut self, now: u64) -> Vec<Effect> {
         let mut fx = Vec::new();
         self.pending.retain(|_, deadline| *deadline > now);
@@ -373,6 +385,13 @@ impl Group {
             .filter(|(_, m)| m.join.is_none() && m.sync.is_none() && m.heartbeat_deadline <= now)
             .map(|(id, _)| id.clone())
             .collect();
+        let mut expired = expired;
+        if matches!(self.state, State::CompletingRebalance | State::Stable)
+            && !self.pending_sync.is_empty()
+            && now >= self.sync_deadline
+        {
+            expired.extend(std::mem::take(&mut self.pending_sync));
+        }
         for id in &expired {
             self.remove_member(id, &mut fx);
         }
@@ -656,11 +675,85 @@ mod tests {
         assert_eq!((r.error, r.generation, r.leader.as_str(), r.skip_assignment), (None, gen, "a2", true));
         assert_eq!(r.members.len(), 2);
         assert_eq!(g.state(), State::Stable);
-        // an old client (JoinGroup < v9) cannot skip the assignment: the group rebalances
+        // an old client (JoinGroup < v9) cannot be told to skip the assignment: as Kafka, it
+        // is answered as a follower (the old leader's id, no members) and syncs as one
         let fx =
             g.join(9, JoinRequest { token: 8, fresh_member_id: "a3".into(), supports_skip_assignment: false, ..a });
-        assert!(fx.iter().all(|e| !matches!(e, Effect::Join(8, _))), "waits for the rebalance");
+        let r = join_reply(&fx, 8);
+        assert_eq!((r.error, r.generation, r.leader.as_str(), r.skip_assignment), (None, gen, "a2", false));
+        assert!(r.members.is_empty(), "a follower gets no members");
+        assert_eq!(g.state(), State::Stable, "no rebalance");
+        let fx = g.sync(10, SyncRequest { instance_id: Some("host-a".into()), ..sync(9, "a3", gen, &[]) });
+        assert_eq!(sync_reply(&fx, 9).assignment, Bytes::from_static(b"A"), "keeps its assignment");
+        assert_eq!(g.state(), State::Stable);
+    }
+
+    #[test]
+    fn a_static_member_that_has_not_rejoined_keeps_its_place_in_the_next_generation() {
+        // A rebalance timeout shorter than the 10 s session: host-b is away past the one,
+        // not the other.
+        let mut g = Group::new("g", 0, LIMITS);
+        let mut a = join(1, "", "a1");
+        a.instance_id = Some("host-a".into());
+        a.rebalance_timeout_ms = 5_000;
+        g.join(0, a.clone());
+        let mut b = join(2, "", "b1");
+        b.instance_id = Some("host-b".into());
+        b.rebalance_timeout_ms = 5_000;
+        g.join(1, b.clone());
+        let fx = g.join(2, JoinRequest { token: 3, member_id: "a1".into(), ..a.clone() });
+        let gen = join_reply(&fx, 3).generation;
+        g.sync(3, sync(4, "a1", gen, &[("a1", b"A"), ("b1", b"B")]));
+        g.sync(3, SyncRequest { instance_id: Some("host-b".into()), ..sync(5, "b1", gen, &[]) });
+        assert_eq!(g.state(), State::Stable);
+        // A dynamic member joins; host-b is restarting and does not rejoin in time.
+        let mut c = join(6, "", "c1");
+        c.require_known_member_id = false;
+        c.rebalance_timeout_ms = 5_000;
+        g.join(10, c);
+        g.join(11, JoinRequest { token: 7, member_id: "a1".into(), ..a.clone() });
+        let fx = g.tick(10 + a.rebalance_timeout_ms);
+        let r = join_reply(&fx, 7);
+        assert!(r.members.iter().any(|m| m.member_id == "b1"), "the leader assigns to host-b too: {:?}", r.members);
+        assert_eq!(r.generation, gen + 1);
+        g.sync(10 + a.rebalance_timeout_ms, sync(8, "a1", gen + 1, &[("a1", b"A"), ("b1", b"B2"), ("c1", b"C")]));
+        assert_eq!(g.state(), State::Stable);
+        // host-b comes back and takes its place without another rebalance.
+        let now = 20 + a.rebalance_timeout_ms;
+        let fx = g.join(now, JoinRequest { token: 9, fresh_member_id: "b2".into(), ..b.clone() });
+        assert_eq!(join_reply(&fx, 9).generation, gen + 1, "the same generation");
+        let fx = g.sync(now, SyncRequest { instance_id: Some("host-b".into()), ..sync(10, "b2", gen + 1, &[]) });
+        assert_eq!(sync_reply(&fx, 10).assignment, Bytes::from_static(b"B2"));
+        assert_eq!(g.state(), State::Stable);
+    }
+
+    #[test]
+    fn members_that_do_not_sync_within_the_rebalance_timeout_are_removed_and_the_group_rebalances() {
+        let mut g = Group::new("g", 0, LIMITS);
+        let mut a = join(1, "", "a");
+        a.require_known_member_id = false;
+        let fx = g.join(0, a.clone());
+        let gen = join_reply(&fx, 1).generation;
+        g.sync(0, sync(2, "a", gen, &[("a", b"A")]));
+        let mut b = join(3, "", "b");
+        b.require_known_member_id = false;
+        g.join(1, b);
+        let fx = g.join(2, JoinRequest { token: 4, member_id: "a".into(), ..a.clone() });
+        let r = join_reply(&fx, 4);
+        assert_eq!((r.leader.as_str(), g.state()), ("a", State::CompletingRebalance));
+        // The follower syncs and waits; the leader only heartbeats.
+        assert!(g.sync(3, sync(5, "b", r.generation, &[])).is_empty(), "waits for the leader's assignment");
+        let t = a.rebalance_timeout_ms;
+        for now in (5_000..t).step_by(5_000) {
+            assert_eq!(g.heartbeat(now, "a", None, r.generation), Ok(()));
+            assert!(g.tick(now).is_empty());
+        }
+        assert!(g.tick(t + 1).is_empty(), "within the rebalance timeout");
+        assert_eq!(g.state(), State::CompletingRebalance);
+        let fx = g.tick(t + 2);
+        assert_eq!(sync_reply(&fx, 5).error, Some(ErrorCode::RebalanceInProgress), "the follower rejoins");
         assert_eq!(g.state(), State::PreparingRebalance);
+        assert_eq!(g.heartbeat(t + 3, "a", None, r.generation), Err(ErrorCode::UnknownMemberId), "the leader is gone");
     }
 
     #[test]

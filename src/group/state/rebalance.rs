@@ -140,18 +140,27 @@ impl Group {
         if was_leader {
             self.leader = Some(new_id.clone());
         }
+        if self.pending_sync.remove(old) {
+            self.pending_sync.insert(new_id.clone());
+        }
         self.statics.insert(req.instance_id.clone().expect("static"), new_id.clone());
         self.members.insert(new_id.clone(), m);
         // Kafka's test: a rebalance is needed only if the protocol the group would now select
         // differs. (Member metadata itself changes on every restart: it lists the partitions
         // the consumer owns, none in a fresh process.)
         let same_protocol = self.select_protocol() == self.protocol;
-        let keep = self.state == State::Stable && same_protocol && (!was_leader || req.supports_skip_assignment);
+        let keep = self.state == State::Stable && same_protocol;
         if keep {
             // No rebalance (KIP-345): the member keeps its assignment. A returning leader
-            // gets the members but is told not to assign (KIP-814).
+            // gets the members but is told not to assign (KIP-814); one whose JoinGroup is
+            // older than v9 cannot be told that, so it is named a follower instead (the old
+            // leader id, no members), as Kafka answers, and syncs its assignment as one.
             let mut resp = self.current_join(&new_id);
-            resp.skip_assignment = was_leader;
+            resp.skip_assignment = was_leader && req.supports_skip_assignment;
+            if was_leader && !req.supports_skip_assignment {
+                resp.leader = old.to_string();
+                resp.members = Vec::new();
+            }
             fx.push(Effect::Store);
             fx.push(Effect::Join(req.token, resp));
         } else {
@@ -169,6 +178,7 @@ impl Group {
                 fx.push(Effect::Sync(t, SyncResponse::error(ErrorCode::RebalanceInProgress)));
             }
         }
+        self.pending_sync.clear();
         let longest = self.members.values().map(|m| m.rebalance_timeout_ms).max().unwrap_or(0);
         self.rebalance_deadline = now + longest;
         self.initial_until = (self.state == State::Empty && self.limits.initial_rebalance_delay_ms > 0)
@@ -192,8 +202,14 @@ impl Group {
 
     fn complete_join(&mut self, now: u64) -> Vec<Effect> {
         let mut fx = Vec::new();
-        let gone: Vec<String> =
-            self.members.iter().filter(|(_, m)| m.join.is_none()).map(|(id, _)| id.clone()).collect();
+        // Dynamic members that did not rejoin are gone; a static one stays in the generation
+        // (KIP-345: its partitions wait for it) until its session or its sync times out.
+        let gone: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.join.is_none() && m.instance_id.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in gone {
             self.remove_member(&id, &mut fx);
         }
@@ -215,6 +231,8 @@ impl Group {
             self.leader = self.members.keys().next().cloned();
         }
         let ids: Vec<String> = self.members.keys().cloned().collect();
+        self.pending_sync = ids.iter().cloned().collect();
+        self.sync_deadline = now + self.members.values().map(|m| m.rebalance_timeout_ms).max().unwrap_or(0);
         for id in ids {
             let resp = self.current_join(&id);
             let m = self.members.get_mut(&id).expect("member");
@@ -252,6 +270,7 @@ impl Group {
     }
 
     pub(super) fn remove_member(&mut self, id: &str, fx: &mut Vec<Effect>) {
+        self.pending_sync.remove(id);
         if let Some(m) = self.members.remove(id) {
             if let Some(t) = m.join {
                 fx.push(Effect::Join(t, JoinResponse::error(ErrorCode::UnknownMemberId, id)));
