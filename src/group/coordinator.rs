@@ -257,7 +257,7 @@ impl Coordinator {
                         } else {
                             String::new()
                         },
-                        members: g.members(),
+                        members: g.described_members(),
                     },
                     None => {
                         GroupDescription { found: false, state: State::Dead.name().to_string(), ..Default::default() }

@@ -214,12 +214,13 @@ impl Shard {
         }
     }
 
-    /// Runs retention over this shard's partitions.
+    /// Runs retention over this shard's partitions, and forgets their idle producers.
     pub fn apply_retention(&self) {
         let now = crate::sys::unix_now_ms();
         let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
         for p in logs {
             p.apply_retention(now);
+            p.expire_producers(now);
         }
         // A replicated log's start moves with its replica (`Group::apply_retention`).
         for (_, g) in self.cluster().map(|c| c.groups()).unwrap_or_default() {

@@ -177,6 +177,19 @@ impl Group {
             .collect()
     }
 
+    /// The members as DescribeGroups shows them: outside Stable without metadata or
+    /// assignment (mid-rebalance those are the last generation's), as Kafka describes them.
+    pub fn described_members(&self) -> Vec<MemberView> {
+        let mut members = self.members();
+        if self.state != State::Stable {
+            for m in &mut members {
+                m.metadata = Default::default();
+                m.assignment = Default::default();
+            }
+        }
+        members
+    }
+
     /// Marks the group deleted: every later request sees COORDINATOR_NOT_AVAILABLE or
     /// GROUP_ID_NOT_FOUND, as the driver decides.
     pub fn mark_dead(&mut self) {
@@ -754,6 +767,20 @@ mod tests {
         assert_eq!(sync_reply(&fx, 5).error, Some(ErrorCode::RebalanceInProgress), "the follower rejoins");
         assert_eq!(g.state(), State::PreparingRebalance);
         assert_eq!(g.heartbeat(t + 3, "a", None, r.generation), Err(ErrorCode::UnknownMemberId), "the leader is gone");
+    }
+
+    #[test]
+    fn members_are_described_without_metadata_or_assignment_outside_stable() {
+        let mut g = stable_with_one();
+        let described = g.described_members();
+        assert_eq!((described[0].metadata.as_ref(), described[0].assignment.as_ref()), (&b"md"[..], &b"A1"[..]));
+        let mut other = join(9, "", "m2");
+        other.require_known_member_id = false;
+        g.join(3, other);
+        assert_eq!(g.state(), State::PreparingRebalance);
+        let described = g.described_members();
+        assert_eq!(described.len(), 2);
+        assert!(described.iter().all(|m| m.metadata.is_empty() && m.assignment.is_empty()), "{described:?}");
     }
 
     #[test]

@@ -496,15 +496,22 @@ impl Partition {
     /// Saves the idempotence state as of `offset` (everything before it is covered), after
     /// dropping expired producers, so recovery only rescans batches after it.
     fn write_producer_snapshot(&self, offset: i64) -> Result<(), BrokerError> {
-        let now = now_ms();
+        self.expire_producers(now_ms());
+        snapshot::write(&self.dir, offset, &self.producers_written.borrow()).map_err(|e| storage(&self.dir, e))
+    }
+
+    /// Forgets the producers idle for longer than `producer.id.expiration.ms`: at every roll,
+    /// and from the shard's periodic pass (as Kafka's producer expiration check), so that a
+    /// log that seldom rolls does not keep every short-lived producer it has seen. Returns how
+    /// many went.
+    pub fn expire_producers(&self, now_ms: i64) -> usize {
         let expiry = self.cfg.get().producer_id_expiration_ms;
-        let expired = self.producers.borrow_mut().expire(now, expiry);
-        let mut written = self.producers_written.borrow_mut();
-        written.expire(now, expiry);
+        let expired = self.producers.borrow_mut().expire(now_ms, expiry);
+        self.producers_written.borrow_mut().expire(now_ms, expiry);
         if expired > 0 {
             tracing::debug!(topic = %self.topic, partition = self.index, expired, "expired idle producer ids");
         }
-        snapshot::write(&self.dir, offset, &written).map_err(|e| storage(&self.dir, e))
+        expired
     }
 
     /// Removes the partition's files (topic deletion). The caller has closed it.

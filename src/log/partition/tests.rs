@@ -466,6 +466,27 @@ fn records_without_timestamps_expire_by_their_files_age() {
 }
 
 #[test]
+fn idle_producers_are_forgotten_by_the_periodic_pass_without_a_roll() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let mut c = cfg(FlushPolicy::Os, 1 << 20);
+        c.producer_id_expiration_ms = 60_000;
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        assert_eq!(send(&p, &idem(0, 7, 0, 0)).await, Ok(0));
+        assert_eq!(send(&p, &idem(1, 8, 0, 0)).await, Ok(2));
+        let now = unix_now_ms();
+        assert_eq!(p.expire_producers(now), 0, "both appended just now");
+        assert_eq!(p.producers().len(), 2);
+        assert_eq!(p.expire_producers(now + 120_000), 2);
+        assert!(p.producers().is_empty(), "no roll happened, and they are gone");
+        assert_eq!(p.segment_count(), 1);
+        // A producer forgotten starts again at any sequence, as Kafka lets it.
+        assert_eq!(send(&p, &idem(2, 7, 0, 5)).await, Ok(4));
+    });
+}
+
+#[test]
 fn retried_batches_are_not_appended_twice_even_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");
