@@ -14,6 +14,8 @@
 //! were made even when its queue fills (`PeerSender`): a connection's pipelined produces to a
 //! partition homed there are appended in request order, as Kafka appends them.
 
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -22,7 +24,6 @@ use std::thread::{self, ThreadId};
 
 use futures_channel::oneshot;
 use glommio::channels::shared_channel::{ConnectedReceiver, ConnectedSender};
-use glommio::sync::Semaphore;
 use glommio::{GlommioError, ResourceType};
 
 use super::Shard;
@@ -72,17 +73,17 @@ impl<T> Drop for HomewardSender<T> {
 }
 
 /// The sending end of one peer shard's queue. A send that finds the queue full waits for
-/// room holding the peer's gate, and every later send waits its turn behind it (the gate is
-/// first come, first served) instead of slipping into the room that appears first: without
-/// it a later call could overtake an earlier one.
+/// room holding the peer's gate, and every later send waits its turn behind it instead of
+/// slipping into the room that appears first: without it a later call could overtake an
+/// earlier one.
 pub struct PeerSender<T: Send> {
     tx: ConnectedSender<T>,
-    gate: Semaphore,
+    gate: Gate,
 }
 
 impl<T: Send + 'static> PeerSender<T> {
     pub fn new(tx: ConnectedSender<T>) -> Self {
-        PeerSender { tx, gate: Semaphore::new(1) }
+        PeerSender { tx, gate: Gate::default() }
     }
 
     /// Sends `msg` after every earlier send to this peer; `on_full` runs when it has to wait.
@@ -90,11 +91,11 @@ impl<T: Send + 'static> PeerSender<T> {
     pub async fn send(&self, msg: T, on_full: impl FnOnce()) -> Result<(), ErrorCode> {
         let mut on_full = Some(on_full);
         let mut waits = || on_full.take().map_or((), |f| f());
-        let _turn = match self.gate.try_acquire_permit(1) {
-            Ok(turn) => turn,
-            Err(_) => {
+        let _turn = match self.gate.try_enter() {
+            Some(turn) => turn,
+            None => {
                 waits();
-                self.gate.acquire_permit(1).await.map_err(peer_gone)?
+                self.gate.enter().await
             }
         };
         match self.tx.try_send(msg) {
@@ -104,6 +105,81 @@ impl<T: Send + 'static> PeerSender<T> {
                 metrics::remote(self.tx.send(msg)).await.map_err(peer_gone)
             }
             Err(e) => Err(peer_gone(e)),
+        }
+    }
+}
+
+/// A first-come, first-served lock for one thread. The turn passes straight from the task
+/// that leaves to the one that waited longest, so no task arriving in between can take it
+/// (glommio's semaphore frees its unit first and lets any task take it before the woken
+/// waiter runs). A waiter dropped before its turn is skipped; one dropped with its turn
+/// handed to it passes it on.
+#[derive(Default)]
+struct Gate {
+    busy: Cell<bool>,
+    waiting: RefCell<VecDeque<oneshot::Sender<()>>>,
+}
+
+/// Holding the gate; dropping it hands the gate on.
+struct Turn<'a>(&'a Gate);
+
+impl Gate {
+    /// The gate at once, if it is free and nobody waits for it.
+    fn try_enter(&self) -> Option<Turn<'_>> {
+        (!self.busy.get() && self.waiting.borrow().is_empty()).then(|| {
+            self.busy.set(true);
+            Turn(self)
+        })
+    }
+
+    /// The gate after every task that asked for it before.
+    async fn enter(&self) -> Turn<'_> {
+        if let Some(turn) = self.try_enter() {
+            return turn;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.waiting.borrow_mut().push_back(tx);
+        let mut waiting = Waiting { gate: self, rx: Some(rx) };
+        // Only this gate sends, and it never drops a sender it still holds.
+        let _ = waiting.rx.as_mut().expect("set above").await;
+        waiting.rx = None;
+        Turn(self)
+    }
+
+    /// Hands the gate to the longest waiter still there, or frees it.
+    fn pass_on(&self) {
+        loop {
+            let next = self.waiting.borrow_mut().pop_front();
+            match next {
+                Some(tx) => {
+                    if tx.send(()).is_ok() {
+                        return;
+                    }
+                }
+                None => return self.busy.set(false),
+            }
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.pass_on();
+    }
+}
+
+/// A task waiting for the gate; dropped with the gate handed to it, it hands it on.
+struct Waiting<'a> {
+    gate: &'a Gate,
+    rx: Option<oneshot::Receiver<()>>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            if let Ok(Some(())) = rx.try_recv() {
+                self.gate.pass_on();
+            }
         }
     }
 }
@@ -203,6 +279,45 @@ mod tests {
     use glommio::LocalExecutorBuilder;
 
     use super::*;
+
+    fn poll<F: Future>(f: Pin<&mut F>) -> Poll<F::Output> {
+        f.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+    }
+
+    #[test]
+    fn the_gate_passes_straight_to_the_longest_waiter() {
+        let gate = Gate::default();
+        let a = gate.try_enter().expect("free");
+        let mut b = Box::pin(gate.enter());
+        assert!(poll(b.as_mut()).is_pending());
+        drop(a);
+        // Handed to b, which has not run yet: a newcomer cannot take it in between.
+        assert!(gate.try_enter().is_none());
+        let mut c = Box::pin(gate.enter());
+        assert!(poll(c.as_mut()).is_pending());
+        let Poll::Ready(b_turn) = poll(b.as_mut()) else { panic!("b has the gate") };
+        assert!(poll(c.as_mut()).is_pending(), "c waits behind b");
+        drop(b_turn);
+        assert!(poll(c.as_mut()).is_ready());
+    }
+
+    #[test]
+    fn a_waiter_dropped_before_or_after_its_turn_came_does_not_keep_the_gate() {
+        let gate = Gate::default();
+        let a = gate.try_enter().expect("free");
+        let mut waiters: Vec<_> = (0..3).map(|_| Box::pin(gate.enter())).collect();
+        for w in &mut waiters {
+            assert!(poll(w.as_mut()).is_pending());
+        }
+        let mut d = waiters.pop().expect("d");
+        let c = waiters.pop().expect("c");
+        drop(waiters); // b gives up before its turn
+        drop(a); // c's turn comes...
+        drop(c); // ...and c gives up with it: d's
+        let Poll::Ready(d_turn) = poll(d.as_mut()) else { panic!("d has the gate") };
+        drop(d_turn);
+        assert!(gate.try_enter().is_some(), "free again");
+    }
 
     #[test]
     fn a_send_waiting_for_room_is_not_overtaken_by_a_later_one() {
