@@ -197,8 +197,14 @@ impl Segment {
     /// data's). The caller syncs after.
     pub fn trim(&self) -> io::Result<()> {
         let size = self.size.get();
-        if self.file.metadata()?.len() > size {
+        let meta = self.file.metadata()?;
+        if meta.len() > size {
             self.truncate(size)?;
+            // Cutting zeros writes no record: the file keeps the time it was last written,
+            // which retention reads for records without timestamps (`newest_time_ms`).
+            if let Ok(modified) = meta.modified() {
+                self.file.set_modified(modified)?;
+            }
         }
         Ok(())
     }

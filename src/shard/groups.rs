@@ -65,12 +65,17 @@ impl Shard {
     }
 
     /// The local `__consumer_offsets` partition of a group homed here; in a cluster, through
-    /// its raft group, and only while this broker leads it (else NOT_COORDINATOR).
+    /// its raft group, and only while this broker leads it (else NOT_COORDINATOR) and has
+    /// replayed it (else COORDINATOR_LOAD_IN_PROGRESS).
     fn offsets_log(&self, group: &str) -> Result<Option<Rc<dyn OffsetsLog>>, ErrorCode> {
         let Ok((_, tp)) = self.group_home(group) else { return Ok(None) };
         if let Some(g) = self.cluster().and_then(|c| c.group(&tp)) {
-            if !g.serving() || !self.coordinating(tp.partition) {
+            if !g.serving() {
                 return Err(ErrorCode::NotCoordinator);
+            }
+            if !self.coordinating(tp.partition) {
+                // Leading it, its groups not replayed yet.
+                return Err(ErrorCode::CoordinatorLoadInProgress);
             }
             return Ok(Some(Rc::new(ReplicatedOffsets(g))));
         }

@@ -17,7 +17,6 @@ need kcat || missing+=(kcat)
 need python3 || missing+=(python3)
 python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 need npm || missing+=(nodejs npm)
-need go || missing+=(golang-go)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "tests/clients/setup.sh: missing ${missing[*]}: install them with apt-get (as root)" >&2
@@ -41,6 +40,11 @@ if ! cmp -s package-lock.json node_modules/installed-package-lock.json; then
   cp package-lock.json node_modules/installed-package-lock.json
 fi
 # The Go clients: rebuilt when their sources or pins change (the stamp is their checksums).
+# They need the Go toolchain go/go.mod names (1.26); Debian's golang-go is older.
+if ! need go || ! go version | grep -Eq 'go1\.(2[6-9]|[3-9][0-9])'; then
+  echo "tests/clients/setup.sh: the Go clients need Go 1.26 or newer on the PATH (found: $(go version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
 stamp=$(cd go && sha256sum go.mod go.sum ./*.go)
 if [ ! -x go/bin/goclients ] || [ "$stamp" != "$(cat go/bin/.stamp 2>/dev/null)" ]; then
   (cd go && go build -o bin/goclients .) >&2

@@ -746,7 +746,10 @@ impl Group {
         let g = self.clone();
         glommio::spawn_local(async move {
             if let Err(e) = g.log.roll_for_retention().await {
+                // Offline, as after a failed write: nothing more is written to this log.
                 g.fail(format!("cannot roll the active segment for retention: {e}"));
+                g.writing.set(false);
+                return;
             }
             g.write_queued().await;
             g.writing.set(false);

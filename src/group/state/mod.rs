@@ -741,6 +741,35 @@ mod tests {
     }
 
     #[test]
+    fn an_absent_static_leader_hands_the_lead_to_a_member_that_rejoined() {
+        let mut g = Group::new("g", 0, LIMITS);
+        let mut a = join(1, "", "a1");
+        a.instance_id = Some("host-a".into());
+        a.rebalance_timeout_ms = 5_000;
+        g.join(0, a.clone());
+        let mut b = join(2, "", "b1");
+        b.instance_id = Some("host-b".into());
+        b.rebalance_timeout_ms = 5_000;
+        g.join(1, b.clone());
+        let fx = g.join(2, JoinRequest { token: 3, member_id: "a1".into(), ..a.clone() });
+        let r = join_reply(&fx, 3);
+        assert_eq!(r.leader, "a1");
+        g.sync(3, sync(4, "a1", r.generation, &[("a1", b"A"), ("b1", b"B")]));
+        assert_eq!(g.state(), State::Stable);
+        // A dynamic member joins; host-b rejoins; host-a, the leader, is away.
+        let mut c = join(6, "", "c1");
+        c.require_known_member_id = false;
+        c.rebalance_timeout_ms = 5_000;
+        g.join(10, c);
+        g.join(11, JoinRequest { token: 7, member_id: "b1".into(), ..b.clone() });
+        let fx = g.tick(10 + 5_000);
+        let leader = join_reply(&fx, 7).leader;
+        assert!(leader == "b1" || leader == "c1", "a member that rejoined leads, not {leader}");
+        let led = join_reply(&fx, if leader == "b1" { 7 } else { 6 });
+        assert!(led.members.iter().any(|m| m.member_id == "a1"), "host-a keeps its place");
+    }
+
+    #[test]
     fn members_that_do_not_sync_within_the_rebalance_timeout_are_removed_and_the_group_rebalances() {
         let mut g = Group::new("g", 0, LIMITS);
         let mut a = join(1, "", "a");

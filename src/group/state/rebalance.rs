@@ -213,6 +213,12 @@ impl Group {
         for id in gone {
             self.remove_member(&id, &mut fx);
         }
+        if !self.members.is_empty() && self.members.values().all(|m| m.join.is_none()) {
+            // Only static members, none of them back: as Kafka, the join waits another
+            // rebalance timeout (their sessions remove those that stay away).
+            self.rebalance_deadline = now + self.members.values().map(|m| m.rebalance_timeout_ms).max().unwrap_or(0);
+            return fx;
+        }
         self.pending.clear();
         self.initial_until = None;
         self.generation += 1;
@@ -227,8 +233,10 @@ impl Group {
         }
         self.state = State::CompletingRebalance;
         self.protocol = self.select_protocol();
-        if !self.leader.as_ref().is_some_and(|l| self.members.contains_key(l)) {
-            self.leader = self.members.keys().next().cloned();
+        // The leader must be a member that rejoined: an absent static leader would leave the
+        // generation without an assignment (Kafka's maybeElectNewJoinedLeader).
+        if self.leader.as_ref().and_then(|l| self.members.get(l)).is_none_or(|m| m.join.is_none()) {
+            self.leader = self.members.iter().find(|(_, m)| m.join.is_some()).map(|(id, _)| id.clone());
         }
         let ids: Vec<String> = self.members.keys().cloned().collect();
         self.pending_sync = ids.iter().cloned().collect();

@@ -139,7 +139,7 @@ func emitCommitted(c map[int32]int64) {
 }
 
 func main() {
-	if len(os.Args) < 4 {
+	if len(os.Args) < 5 {
 		die("usage: goclients franz|sarama create|produce|assigned|group BOOTSTRAP TOPIC ...")
 	}
 	var c client
