@@ -701,10 +701,10 @@ mod tests {
         assert_eq!(g.state(), State::Stable);
     }
 
-    #[test]
-    fn a_static_member_that_has_not_rejoined_keeps_its_place_in_the_next_generation() {
-        // A rebalance timeout shorter than the 10 s session: host-b is away past the one,
-        // not the other.
+    /// A Stable group of two static members, host-a (a1, the leader) and host-b (b1), each
+    /// with a rebalance timeout (5 s) shorter than its session (10 s): the two join
+    /// requests and the generation.
+    fn stable_static_pair() -> (Group, JoinRequest, JoinRequest, i32) {
         let mut g = Group::new("g", 0, LIMITS);
         let mut a = join(1, "", "a1");
         a.instance_id = Some("host-a".into());
@@ -715,10 +715,18 @@ mod tests {
         b.rebalance_timeout_ms = 5_000;
         g.join(1, b.clone());
         let fx = g.join(2, JoinRequest { token: 3, member_id: "a1".into(), ..a.clone() });
-        let gen = join_reply(&fx, 3).generation;
-        g.sync(3, sync(4, "a1", gen, &[("a1", b"A"), ("b1", b"B")]));
-        g.sync(3, SyncRequest { instance_id: Some("host-b".into()), ..sync(5, "b1", gen, &[]) });
+        let r = join_reply(&fx, 3);
+        assert_eq!(r.leader, "a1");
+        g.sync(3, sync(4, "a1", r.generation, &[("a1", b"A"), ("b1", b"B")]));
+        g.sync(3, SyncRequest { instance_id: Some("host-b".into()), ..sync(5, "b1", r.generation, &[]) });
         assert_eq!(g.state(), State::Stable);
+        (g, a, b, r.generation)
+    }
+
+    #[test]
+    fn a_static_member_that_has_not_rejoined_keeps_its_place_in_the_next_generation() {
+        // host-b is away past the rebalance timeout, not past its session.
+        let (mut g, a, b, gen) = stable_static_pair();
         // A dynamic member joins; host-b is restarting and does not rejoin in time.
         let mut c = join(6, "", "c1");
         c.require_known_member_id = false;
@@ -742,20 +750,7 @@ mod tests {
 
     #[test]
     fn an_absent_static_leader_hands_the_lead_to_a_member_that_rejoined() {
-        let mut g = Group::new("g", 0, LIMITS);
-        let mut a = join(1, "", "a1");
-        a.instance_id = Some("host-a".into());
-        a.rebalance_timeout_ms = 5_000;
-        g.join(0, a.clone());
-        let mut b = join(2, "", "b1");
-        b.instance_id = Some("host-b".into());
-        b.rebalance_timeout_ms = 5_000;
-        g.join(1, b.clone());
-        let fx = g.join(2, JoinRequest { token: 3, member_id: "a1".into(), ..a.clone() });
-        let r = join_reply(&fx, 3);
-        assert_eq!(r.leader, "a1");
-        g.sync(3, sync(4, "a1", r.generation, &[("a1", b"A"), ("b1", b"B")]));
-        assert_eq!(g.state(), State::Stable);
+        let (mut g, _, b, _) = stable_static_pair();
         // A dynamic member joins; host-b rejoins; host-a, the leader, is away.
         let mut c = join(6, "", "c1");
         c.require_known_member_id = false;

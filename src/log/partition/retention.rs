@@ -73,7 +73,7 @@ impl Partition {
             return 0; // a swap under way holds its segments: the next pass deletes
         }
         let n = self.expired_segments(now_ms);
-        if self.active_expired(now_ms) {
+        if self.active_expires_with(now_ms, n) {
             // The roll runs on the write loop, which then calls this again to delete it.
             self.roll_requested.set(true);
             self.wake_write_loop();
@@ -131,7 +131,11 @@ impl Partition {
     /// that an idle topic's records expire too; so does a log here, in two steps: a roll
     /// (`roll_requested`, or `roll_for_retention` on a replicated log), then a retention pass.
     pub fn active_expired(&self, now_ms: i64) -> bool {
-        let expiring = self.expired_segments(now_ms);
+        self.active_expires_with(now_ms, self.expired_segments(now_ms))
+    }
+
+    /// `active_expired`, given how many of the oldest segments expire now.
+    fn active_expires_with(&self, now_ms: i64, expiring: usize) -> bool {
         let cfg = self.cfg.get();
         let st = self.st.borrow();
         let active = st.segments.last().expect("active segment");
