@@ -558,6 +558,7 @@ impl Group {
         for (_, w) in self.waiting.borrow_mut().drain().chain(short) {
             let _ = w.reply.send(Err(ErrorCode::NotLeaderOrFollower));
         }
+        self.log.wake_watchers();
         while self.writing.get() {
             glommio::timer::sleep(Duration::from_millis(1)).await;
         }
@@ -812,6 +813,12 @@ impl Group {
             // What the idempotence checks count is what the log holds, nothing proposed.
             self.log.reset_proposals();
             tracing::info!(group = ?self.id, serving, "leadership changed");
+            if !serving {
+                // Fetches parked here answer NOT_LEADER_OR_FOLLOWER now, as Kafka completes
+                // its delayed fetches when a replica becomes a follower: a leader cut off
+                // from its peers sees no new watermark that would wake them.
+                self.log.wake_watchers();
+            }
         }
         // The watermark first: a producer told of its commit may fetch it at once.
         if let (offset, Some(loc)) = hwm {

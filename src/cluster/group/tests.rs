@@ -335,6 +335,9 @@ fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_gives_its_tail_up() 
         let old = leader(nodes).unwrap();
         let g = nodes[old].group().unwrap();
         nodes[0].cut.set(nodes[old].id);
+        // A fetch parked at the old leader past its watermark, which cannot move now.
+        let (parked, mut woken) = futures_channel::oneshot::channel();
+        g.log().watch(g.log().offsets().high_watermark, parked);
         // Clients still reach the old leader: it takes the batches but can never commit them.
         let minority: Vec<_> = (100..105)
             .map(|i| {
@@ -351,6 +354,7 @@ fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_gives_its_tail_up() 
         }
         assert_eq!(refused, 5);
         assert!(!g.serving(), "check-quorum made the isolated leader step down");
+        assert_eq!(woken.try_recv(), Ok(Some(())), "stepping down wakes the fetches parked there");
         assert_eq!(
             g.produce(&Bytes::from(batch::build(0, &[b"late"])), ALL).err(),
             Some(ErrorCode::NotLeaderOrFollower)

@@ -437,19 +437,23 @@ impl Partition {
             tracing::error!(topic = %self.topic, partition = self.index, "fdatasync failed, the partition is offline until a restart recovers it: {e}");
             return Err(storage(&path, e));
         }
-        {
+        let moved = {
             let mut st = self.st.borrow_mut();
+            st.unsynced_bytes = st.unsynced_bytes.saturating_sub(unsynced);
+            st.unsynced_records = st.unsynced_records.saturating_sub(unsynced_records);
             // A replicated log's watermark is the replica's commit, not this sync's reach.
-            if written > st.hwm && !st.replicated {
+            let moved = written > st.hwm && !st.replicated;
+            if moved {
                 st.hwm = written;
                 if let Some(seg) = st.segments.iter().rev().find(|s| s.base_offset == base) {
                     seg.committed.set(seg.committed.get().max(size));
                 }
             }
-            st.unsynced_bytes = st.unsynced_bytes.saturating_sub(unsynced);
-            st.unsynced_records = st.unsynced_records.saturating_sub(unsynced_records);
+            moved
+        };
+        if moved {
+            self.wake_waiters();
         }
-        self.wake_waiters();
         Ok(())
     }
 
@@ -540,9 +544,7 @@ impl Partition {
     }
 
     pub(super) fn wake_waiters(&self) {
-        for w in self.waiters.borrow_mut().drain(..) {
-            let _ = w.send(());
-        }
+        self.wake_watchers();
         let hwm = self.st.borrow().hwm;
         let mut dups = self.duplicates.borrow_mut();
         if !dups.is_empty() {
@@ -551,6 +553,14 @@ impl Partition {
             for (_, a, tx) in ready {
                 let _ = tx.send(Ok(a));
             }
+        }
+    }
+
+    /// Resolves every `watch` now, whatever the high watermark: for a replica that stopped
+    /// leading, whose parked fetches should learn it at once rather than at their deadline.
+    pub fn wake_watchers(&self) {
+        for w in self.waiters.borrow_mut().drain(..) {
+            let _ = w.send(());
         }
     }
 
