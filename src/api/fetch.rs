@@ -151,7 +151,8 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let topics = resolve(broker, &req, &list, follower);
     let wait = Duration::from_millis(r.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
     let deadline = Instant::now() + wait;
-    let max_bytes = if r.max_bytes <= 0 { u32::MAX } else { r.max_bytes as u32 };
+    // 0 is no room, as in Kafka: the response holds the first batch whole and nothing more.
+    let max_bytes = r.max_bytes.max(0) as u32;
     // As Kafka: a fetch never waits for more than it may be answered.
     let min_bytes = (r.min_bytes.max(0) as u64).min(max_bytes as u64);
     let readable = topics.iter().flat_map(|t| &t.2).any(|w| w.tp.is_some() && w.error.is_none());
@@ -502,6 +503,21 @@ mod tests {
         let second = &resp.responses[0].partitions[1];
         assert!(second.records.as_ref().is_none_or(|r| r.is_empty()), "no part of a batch is sent");
         assert_eq!(parts(&resp), vec![(0, 0, 1, vec![0]), (1, 0, 2, vec![])]);
+    }
+
+    #[test]
+    fn max_bytes_zero_answers_one_batch_of_the_first_partition_with_data() {
+        let b = Fake::new();
+        b.topic("t", 2);
+        b.append(b.tp("t", 0), &[b"a"]);
+        b.append(b.tp("t", 0), &[b"b"]);
+        b.append(b.tp("t", 1), &[b"c"]);
+        let mut r = request("t", &[(0, 0), (1, 0)], 1, 10_000);
+        r.max_bytes = 0;
+        let started = Instant::now();
+        let resp: FetchResponse = b.call(ApiKey::Fetch, 12, &r);
+        assert_eq!(parts(&resp), vec![(0, 0, 2, vec![0]), (1, 0, 1, vec![])]);
+        assert!(started.elapsed() < Duration::from_secs(5), "min_bytes is capped at max_bytes: no wait");
     }
 
     #[test]

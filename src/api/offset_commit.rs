@@ -60,6 +60,12 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         call(broker, &group, move |reply| GroupOp::Commit { member_id, instance_id, generation, entries, reply })
             .await
             .and_then(|r| r)
+            // Kafka's answer to a member of a group it does not have: GROUP_ID_NOT_FOUND
+            // from v9, ILLEGAL_GENERATION before (which older clients know to rejoin on).
+            .map_err(|e| match e {
+                ErrorCode::GroupIdNotFound if req.version < 9 => ErrorCode::IllegalGeneration,
+                e => e,
+            })
     };
     let mut resp = OffsetCommitResponse::default();
     for (topic, partition, early) in slots {
@@ -139,6 +145,20 @@ mod tests {
         let resp: OffsetCommitResponse = b.call(ApiKey::OffsetCommit, 8, &req);
         let unknown = ErrorCode::UnknownTopicOrPartition.code();
         assert_eq!(codes(&resp), vec![(0, 0), (4, unknown), (0, ErrorCode::OffsetMetadataTooLarge.code())]);
+    }
+
+    #[test]
+    fn a_members_commit_to_a_group_the_coordinator_lacks_is_refused_as_its_version_says() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let mut req = request("gone", "t", &[(0, 1)]);
+        req.generation_id_or_member_epoch = 3;
+        req.member_id = str_bytes("m-1");
+        for (version, code) in [(8, ErrorCode::IllegalGeneration), (9, ErrorCode::GroupIdNotFound)] {
+            let resp: OffsetCommitResponse = b.call(ApiKey::OffsetCommit, version, &req);
+            assert_eq!(codes(&resp), vec![(0, code.code())], "v{version}");
+        }
+        assert_eq!(b.offsets_appends(), 0, "nothing committed, no group created");
     }
 
     #[test]

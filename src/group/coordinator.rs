@@ -294,7 +294,9 @@ impl Coordinator {
                 None if generation < 0 => {
                     groups.insert(group.to_string(), Group::new(group, now, self.limits));
                 }
-                None => return Err(ErrorCode::IllegalGeneration),
+                // A member's commit to a group this coordinator does not have (its offsets
+                // expired, or it was deleted): OffsetCommit answers this by version.
+                None => return Err(ErrorCode::GroupIdNotFound),
             }
         }
         let ts = wall_ms();
