@@ -193,6 +193,22 @@ impl RaftStore {
         }
     }
 
+    /// The leader epoch of the batch holding `offset`, as Kafka's ListOffsets answers it (a
+    /// client validates the position it found with that epoch, KIP-320): the term of the
+    /// entry whose records reach past it; the latest term at or past the log end. Below the
+    /// first entry (records a snapshot covers) it is the snapshot's term, the latest that
+    /// can have written them.
+    pub fn epoch_at(&self, offset: i64) -> i32 {
+        let term = match offset < self.start.offset {
+            true => self.start.term,
+            false => {
+                let at = self.slots.partition_point(|s| s.end <= offset);
+                self.slots.get(at).or(self.slots.back()).map_or(self.start.term, |s| s.term)
+            }
+        };
+        i32::try_from(term).unwrap_or(i32::MAX)
+    }
+
     /// The term of entry `index`, if the log holds it.
     pub fn slot_term(&self, index: u64) -> Option<u64> {
         self.slot(index).map(|s| s.term)
@@ -629,6 +645,8 @@ mod tests {
         assert_eq!(store.end_offset_for_epoch(6), (6, 8), "the latest ends at the log end");
         assert_eq!(store.end_offset_for_epoch(9), (-1, -1), "newer than the latest: unknown");
         assert_eq!(store.end_offset_for_epoch(-1), (-1, -1));
+        let epochs: Vec<i32> = (0..=9).map(|offset| store.epoch_at(offset)).collect();
+        assert_eq!(epochs, vec![2, 2, 2, 2, 5, 5, 5, 6, 6, 6], "each offset's batch's epoch, the latest past the end");
     }
 
     #[test]

@@ -311,23 +311,31 @@ impl Shard {
     }
 
     /// ListOffsets of clients that believe the leader epochs given: the (offset, timestamp,
-    /// leader epoch) each query finds, (-1, -1, -1) for none.
+    /// leader epoch) each query finds, (-1, -1, -1) for none. The epoch is Kafka's: the
+    /// current one for LATEST, else that of the batch holding the offset found.
     pub async fn list_offsets(self: &Rc<Self>, asks: Share<(OffsetQuery, i32)>) -> Vec<PartResult<(i64, i64, i32)>> {
         const NONE: (i64, i64) = (-1, -1);
-        self.on_epochs(
-            asks,
-            |(_, current)| *current,
-            |p, epoch, (query, _)| {
-                let (offset, ts) = match query {
-                    OffsetQuery::Latest => (p.offsets().high_watermark, -1),
-                    OffsetQuery::Earliest => (p.offsets().log_start, -1),
-                    OffsetQuery::LatestTiered => NONE,
-                    OffsetQuery::MaxTimestamp => p.max_timestamp_offset().unwrap_or(NONE),
-                    OffsetQuery::AtTime(ts) => p.offset_for_time(ts)?.unwrap_or(NONE),
+        self.scatter(asks, move |here: Rc<Shard>, share: Share<(OffsetQuery, i32)>| -> Served<(i64, i64, i32)> {
+            Box::pin(async move {
+                let find = |tp: Tp, (query, current): (OffsetQuery, i32)| {
+                    let (p, latest) = here.epoch_checked(&tp, current)?;
+                    let (offset, ts) = match query {
+                        OffsetQuery::Latest => (p.offsets().high_watermark, -1),
+                        OffsetQuery::Earliest => (p.offsets().log_start, -1),
+                        OffsetQuery::LatestTiered => NONE,
+                        OffsetQuery::MaxTimestamp => p.max_timestamp_offset().unwrap_or(NONE),
+                        OffsetQuery::AtTime(ts) => p.offset_for_time(ts)?.unwrap_or(NONE),
+                    };
+                    let epoch = match here.cluster().and_then(|c| c.group(&tp)) {
+                        _ if offset < 0 => -1,
+                        Some(g) if query != OffsetQuery::Latest => g.epoch_at(offset),
+                        _ => latest,
+                    };
+                    Ok((offset, ts, epoch))
                 };
-                Ok((offset, ts, if offset >= 0 { epoch } else { -1 }))
-            },
-        )
+                share.into_iter().map(|(tp, a)| find(tp, a)).collect()
+            })
+        })
         .await
     }
 

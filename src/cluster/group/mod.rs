@@ -336,6 +336,11 @@ impl Group {
         Ok(self.replica.borrow().store().end_offset_for_epoch(epoch))
     }
 
+    /// The leader epoch of the batch holding `offset` (see `RaftStore::epoch_at`).
+    pub fn epoch_at(&self, offset: i64) -> i32 {
+        self.replica.borrow().store().epoch_at(offset)
+    }
+
     /// Leading, with an entry of its own term committed: produces and fetches go here.
     pub fn serving(&self) -> bool {
         self.replica.borrow().serving()

@@ -508,6 +508,12 @@ fn leadership_is_handed_to_the_voter_asked_for() {
         assert!(!nodes[old].group().unwrap().serving());
         acked.extend(produce(nodes, 5, 5).await);
         agreed(nodes, &acked).await;
+        // The epoch of each batch, as ListOffsets answers it: the new leader's only for
+        // what it wrote.
+        let g = nodes[to].group().unwrap();
+        let new_term = i32::try_from(g.term()).unwrap();
+        assert!(g.epoch_at(acked[0].0) < new_term, "written under the old leader");
+        assert_eq!(g.epoch_at(acked[9].0), new_term);
     });
 }
 
