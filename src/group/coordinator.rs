@@ -448,8 +448,10 @@ impl Coordinator {
         to_store
     }
 
-    /// Offset retention for empty groups (Kafka's offsets.retention.minutes), and removal of
-    /// empty groups left with no offsets. Returns the tombstones to append.
+    /// Offset retention (Kafka's offsets.retention.minutes): for empty groups, counted from
+    /// their emptying; for stable consumer groups, the offsets of topics no member
+    /// subscribes to any longer, counted from their commit (KIP-496). Empty groups left with
+    /// no offsets are removed. Returns the tombstones to append.
     pub fn expire_offsets(&self) -> Vec<(String, Vec<Record>)> {
         let now = self.now();
         let wall = wall_ms();
@@ -458,6 +460,17 @@ impl Coordinator {
         let mut groups = self.groups.borrow_mut();
         groups.retain(|id, g| {
             if g.state() != State::Empty {
+                if let Some(subscribed) = unsubscribed_expiry(g) {
+                    let expired = store.expired(id, wall, i64::MIN, self.retention_ms);
+                    let recs: Vec<Record> = expired
+                        .into_iter()
+                        .filter(|(topic, _)| !subscribed.contains(topic))
+                        .map(|(topic, partition)| Record::DeleteOffset { group: id.clone(), topic, partition })
+                        .collect();
+                    if !recs.is_empty() {
+                        out.push((id.clone(), recs));
+                    }
+                }
                 return true;
             }
             let empty_since_wall =
@@ -483,14 +496,24 @@ impl Coordinator {
         // Checked again right before the append (nothing awaited in between): the passes
         // of earlier groups were awaited since `expire_offsets`, and a commit answered in
         // that time, or still being appended, must not be followed by a tombstone.
-        if self.committing.borrow().contains_key(group)
-            || self.groups.borrow().get(group).is_some_and(|g| g.state() != State::Empty)
-        {
+        if self.committing.borrow().contains_key(group) {
             return;
         }
-        if self.groups.borrow().contains_key(group) {
-            // A member or a commit brought the group back since `expire_offsets`.
-            records.retain(|r| !matches!(r, Record::DeleteGroup { .. }));
+        match self.groups.borrow().get(group) {
+            // Still empty, or gone.
+            None => {}
+            Some(g) if g.state() == State::Empty => {
+                // A member or a commit brought the group back since `expire_offsets`.
+                records.retain(|r| !matches!(r, Record::DeleteGroup { .. }));
+            }
+            // Members: only offsets of topics none of them subscribes to now.
+            Some(g) => {
+                let Some(subscribed) = unsubscribed_expiry(g) else { return };
+                records.retain(|r| match r {
+                    Record::DeleteOffset { topic, .. } => !subscribed.contains(topic),
+                    _ => false,
+                });
+            }
         }
         // An offset expired only if its commit is older than the retention; a later commit
         // of the same partition is not.
@@ -514,7 +537,7 @@ impl Coordinator {
                 store.apply(r);
             }
             if expired > 0 {
-                tracing::info!(group, offsets = expired, "expired committed offsets of an empty group");
+                tracing::info!(group, offsets = expired, "expired committed offsets past offsets.retention.minutes");
             }
         }
     }
@@ -531,6 +554,16 @@ impl Coordinator {
             })
             .collect()
     }
+}
+
+/// The topics a group with members still subscribes to, when offsets of the others may
+/// expire: a stable group of the "consumer" protocol whose members' subscriptions are all
+/// known, as Kafka (KIP-496); any other group with members keeps every offset.
+fn unsubscribed_expiry(g: &Group) -> Option<Vec<String>> {
+    if g.state() != State::Stable {
+        return None;
+    }
+    g.subscribed_topics()
 }
 
 #[cfg(test)]
@@ -599,6 +632,53 @@ mod tests {
 
     fn committed(c: &Coordinator, group: &str) -> Option<i64> {
         c.offsets.borrow().get(group, "t", 0).map(|v| v.offset)
+    }
+
+    #[test]
+    fn a_stable_groups_offsets_expire_only_for_topics_no_member_subscribes_to() {
+        use futures_lite::future::block_on;
+        let c = Coordinator::new(GroupLimits::default(), 7 * DAY_MS);
+        let wall = wall_ms();
+        let at = |topic: &str, commit_ts| {
+            let value = Committed { offset: 7, leader_epoch: -1, metadata: None, commit_ts };
+            Record::Commit { group: "g".into(), topic: topic.into(), partition: 0, value }
+        };
+        // One member subscribed to "a" (ConsumerProtocolSubscription v1: topics ["a"]).
+        let member = crate::group::metadata::StoredMember {
+            member_id: "m-1".into(),
+            instance_id: None,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            rebalance_timeout_ms: 60_000,
+            session_timeout_ms: 45_000,
+            subscription: Bytes::from_static(&[0, 1, 0, 0, 0, 1, 0, 1, b'a', 0xff, 0xff, 0xff, 0xff]),
+            assignment: Bytes::new(),
+        };
+        let stable = GroupMetadata {
+            protocol_type: "consumer".into(),
+            generation: 4,
+            protocol: Some("range".into()),
+            leader: Some("m-1".into()),
+            state_ts: wall,
+            members: vec![member],
+        };
+        let old = wall - 30 * DAY_MS;
+        c.replay([at("a", old), at("t", old), at("u", wall), Record::Group { group: "g".into(), value: stable }]);
+        assert_eq!(c.groups.borrow()["g"].state(), State::Stable);
+        let expiry = c.expire_offsets();
+        let expected = vec![Record::DeleteOffset { group: "g".into(), topic: "t".into(), partition: 0 }];
+        assert_eq!(expiry, vec![("g".to_string(), expected)], "neither the subscribed nor a recent commit");
+        let log = Rc::new(HeldLog::default());
+        for (group, records) in expiry {
+            let apply = c.apply_expiry(&group, records, Some(log.clone() as Rc<dyn OffsetsLog>));
+            let mut apply = Box::pin(apply);
+            assert!(futures_lite::future::block_on(futures_lite::future::poll_once(&mut apply)).is_none());
+            log.release();
+            block_on(apply);
+        }
+        let kept = |topic: &str| c.offsets.borrow().get("g", topic, 0).is_some();
+        assert_eq!((kept("a"), kept("t"), kept("u")), (true, false, true));
+        assert_eq!(c.groups.borrow()["g"].state(), State::Stable, "the group stays");
     }
 
     #[test]

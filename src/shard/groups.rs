@@ -210,7 +210,7 @@ impl Shard {
         }
     }
 
-    /// Removes committed offsets of empty groups past `offsets_retention_minutes`.
+    /// Removes committed offsets past `offsets_retention_minutes` (see `Coordinator::expire_offsets`).
     pub async fn expire_group_offsets(&self) {
         for (group, records) in self.groups.expire_offsets() {
             let Ok(log) = self.offsets_log(&group) else { continue };
