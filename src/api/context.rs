@@ -23,7 +23,7 @@ use crate::controller::{
 };
 use crate::fetch_session::FetchSessions;
 use crate::group::{GroupListing, GroupOp};
-use crate::log::{Appended, LogConfig, Offsets, ReadOut};
+use crate::log::{LogConfig, Offsets, ReadOut};
 use crate::metadata::Catalog;
 use crate::metrics::Probe;
 use crate::producer::ProducerSummary;
@@ -31,7 +31,7 @@ use crate::protocol::ErrorCode;
 use crate::quota::ShardQuotas;
 use crate::shard::cluster::View;
 use crate::shard::controller::ControllerOp;
-use crate::shard::{EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Shard, Share, Tp};
+use crate::shard::{EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Produced, Shard, Share, Tp};
 
 #[allow(async_fn_in_trait)] // handlers' futures stay on their shard: no Send bound wanted
 pub trait Broker: Clone + 'static {
@@ -67,7 +67,7 @@ pub trait Broker: Clone + 'static {
 
     /// Appends batches on their partitions' home shards; each result once acknowledged as
     /// `acks` asks.
-    async fn produce(&self, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<PartResult<Appended>>;
+    async fn produce(&self, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<Produced>;
     /// Reads partitions: offsets and a file region each.
     async fn fetch(&self, asks: Share<FetchAsk>) -> Vec<PartResult<ReadOut>>;
     /// Completes when any partition's high watermark passes its offset, or after about `wait`.
@@ -224,7 +224,7 @@ impl Broker for Rc<Shard> {
         Some(self.cluster()?.controller_id())
     }
 
-    async fn produce(&self, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<PartResult<Appended>> {
+    async fn produce(&self, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<Produced> {
         Shard::produce(self, batches, acks).await
     }
 

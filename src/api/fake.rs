@@ -45,7 +45,9 @@ use crate::protocol::response::{Chunk, FileRegion, Response};
 use crate::protocol::{batch, ErrorCode};
 use crate::quota::{QuotaTable, Quotas, ShardQuotas};
 use crate::shard::controller::{self, ControllerOp};
-use crate::shard::{alone_epoch, alone_epoch_end, EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Share, Tp};
+use crate::shard::{
+    alone_epoch, alone_epoch_end, EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Produced, Share, Tp,
+};
 
 #[derive(Clone)]
 pub(crate) struct Fake(Rc<Inner>);
@@ -423,7 +425,7 @@ impl Broker for Fake {
         None
     }
 
-    async fn produce(&self, batches: Share<Bytes>, _acks: ProduceAcks) -> Vec<PartResult<Appended>> {
+    async fn produce(&self, batches: Share<Bytes>, _acks: ProduceAcks) -> Vec<Produced> {
         batches
             .into_iter()
             .map(|(tp, bytes)| {

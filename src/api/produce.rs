@@ -14,14 +14,17 @@
 //! transactional id, or every partition fails; each topic needs WRITE, checked before its
 //! existence so that a refusal does not tell whether the topic exists.
 
-use proto_kafka::messages::produce_response::{NodeEndpoint, PartitionProduceResponse, TopicProduceResponse};
+use proto_kafka::messages::produce_response::{
+    BatchIndexAndErrorMessage, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
 use proto_kafka::messages::{ApiKey, BrokerId, ProduceRequest, ProduceResponse};
 
 use super::{authz, checked, ApiSpec, Broker, Fault, Outcome, Request};
 use crate::auth::acl::Operation;
-use crate::protocol::{batch, ErrorCode};
+use crate::log::Refusal;
+use crate::protocol::{batch, ErrorCode, StrBytes};
 use crate::quota::Kind;
-use crate::shard::{ProduceAcks, Tp};
+use crate::shard::{ProduceAcks, Produced, Tp};
 
 /// Served from v3 (record batch v2); advertised from v0 as Kafka 4 does (see `ApiSpec`).
 /// Requests below v3 are refused: they would carry the pre-v2 message format.
@@ -79,7 +82,13 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         all_replicas: r.acks == -1,
         timeout: std::time::Duration::from_millis(r.timeout_ms.max(0) as u64),
     };
-    let results = checked::run(checked, |batches| broker.produce(batches, acks)).await;
+    let results =
+        checked::run(
+            checked,
+            |batches| async move { broker.produce(batches, acks).await.into_iter().map(Ok).collect() },
+        )
+        .await;
+    let results: Vec<Produced> = results.into_iter().map(|r| r.unwrap_or_else(|code| Err(code.into()))).collect();
     if r.acks == 0 {
         // Waited for like any other produce (a client sending faster than the log writes is
         // held back by its connection's in-flight requests), answered by nothing, or by
@@ -88,7 +97,9 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         let partitions = layout.iter().flat_map(|(name, _, _, indexes)| indexes.iter().map(move |i| (name, i)));
         let refused: Vec<String> = partitions
             .zip(&results)
-            .filter_map(|((name, index), r)| r.as_ref().err().map(|e| format!("{}-{index}: {e:?}", name.as_str())))
+            .filter_map(|((name, index), r)| {
+                r.as_ref().err().map(|e| format!("{}-{index}: {}", name.as_str(), describe(e)))
+            })
             .collect();
         return match refused.is_empty() {
             true => Ok(None),
@@ -113,11 +124,23 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                     pr.log_start_offset = a.log_start_offset;
                     pr.log_append_time_ms = a.log_append_time;
                 }
-                Err(e) => {
+                Err(refusal) => {
                     any_error = true;
+                    let e = refusal.code;
                     pr.error_code = e.code();
                     pr.base_offset = -1;
                     pr.log_start_offset = -1;
+                    // KIP-467 (v8+): why, and which records of the batch were at fault.
+                    pr.error_message = refusal.message.map(StrBytes::from_string);
+                    pr.record_errors = refusal
+                        .records
+                        .into_iter()
+                        .map(|batch_index| {
+                            let mut r = BatchIndexAndErrorMessage::default();
+                            r.batch_index = batch_index;
+                            r
+                        })
+                        .collect();
                     // KIP-951: where the partition's leader is now, so the client need not
                     // wait for a metadata refresh.
                     let leadership = known.and_then(|topic| broker.leadership(&Tp { topic, partition: index }));
@@ -181,6 +204,14 @@ fn charge_quota(broker: &impl Broker, req: &Request, record_bytes: u64) -> i32 {
     broker.probe().throttled(broker.probe().api_slot(Some(SPEC.key as i16)), throttle);
     crate::metrics::throttle(throttle);
     throttle.as_millis() as i32
+}
+
+/// A refusal as the log line of a closed acks=0 connection names it.
+fn describe(r: &Refusal) -> String {
+    match &r.message {
+        Some(m) => format!("{:?} ({m})", r.code),
+        None => format!("{:?}", r.code),
+    }
 }
 
 fn is_zstd(records: &[u8]) -> bool {

@@ -9,4 +9,4 @@ pub mod segment;
 pub mod snapshot;
 
 pub use config::LogConfig;
-pub use partition::{Appended, BatchLoc, Offsets, Partition, ReadOut};
+pub use partition::{Appended, BatchLoc, Offsets, Partition, ReadOut, Refusal};

@@ -237,15 +237,15 @@ pub fn validate_produce(records: &[u8], max_size: usize) -> Result<BatchHeader, 
 }
 
 /// What `check_records` learned from a produced batch's records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordsSummary {
     /// The smallest record timestamp, records without one (-1) left out; `None` if no
     /// record has one.
     pub min_timestamp: Option<i64>,
     /// The largest record timestamp: what the batch's maxTimestamp must hold.
     pub max_timestamp: i64,
-    /// Whether some record has a null key.
-    pub keyless: bool,
+    /// The indexes in the batch of the records with a null key (none allocated when none).
+    pub keyless: Vec<i32>,
 }
 
 /// Reads every record of a produced batch (`validate_produce` passed; decompressed within
@@ -258,7 +258,7 @@ pub fn check_records(buf: &[u8], h: &BatchHeader, limit: usize) -> Result<Record
     let body = record_bytes(buf, limit)?;
     let mut rest: &[u8] = &body;
     // Kafka's maxTimestamp starts at NO_TIMESTAMP (-1).
-    let mut summary = RecordsSummary { min_timestamp: None, max_timestamp: -1, keyless: false };
+    let mut summary = RecordsSummary { min_timestamp: None, max_timestamp: -1, keyless: Vec::new() };
     let mut n: i64 = 0;
     while !rest.is_empty() {
         let bad = |what: &str| BatchError::BadRecords(format!("record {n}: {what}"));
@@ -275,7 +275,9 @@ pub fn check_records(buf: &[u8], h: &BatchHeader, limit: usize) -> Result<Record
             summary.min_timestamp = Some(summary.min_timestamp.map_or(ts, |m| m.min(ts)));
         }
         summary.max_timestamp = summary.max_timestamp.max(ts);
-        summary.keyless |= keyless;
+        if keyless {
+            summary.keyless.push(n as i32);
+        }
         n += 1;
     }
     if n != i64::from(h.record_count) {
@@ -691,7 +693,7 @@ mod tests {
         };
         let good = build_keyed(1000, &[(Some(b"k"), Some(b"v")), (None, Some(b"w"))]);
         let summary = check(&good).unwrap();
-        assert_eq!(summary, RecordsSummary { min_timestamp: Some(1000), max_timestamp: 1000, keyless: true });
+        assert_eq!(summary, RecordsSummary { min_timestamp: Some(1000), max_timestamp: 1000, keyless: vec![1] });
 
         // Garbage records under a right CRC.
         let mut garbage = good.clone();

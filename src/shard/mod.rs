@@ -42,7 +42,9 @@ use crate::metadata::Catalog;
 use crate::metrics::Probe;
 use crate::quota::{ClientQuota, QuotaTable};
 pub use mesh::Msg;
-pub use partitions::{alone_epoch, alone_epoch_end, EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Share};
+pub use partitions::{
+    alone_epoch, alone_epoch_end, EpochAsk, FetchAsk, OffsetQuery, PartResult, ProduceAcks, Produced, Share,
+};
 
 /// A topic partition by topic id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

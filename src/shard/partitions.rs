@@ -18,12 +18,15 @@ use futures_channel::oneshot;
 use super::mesh::{first_of, join_all};
 use super::{Shard, Tp};
 use crate::cluster::group::Acks;
-use crate::log::{Appended, Offsets, Partition, ReadOut};
+use crate::log::{Appended, Offsets, Partition, ReadOut, Refusal};
 use crate::metrics;
 use crate::producer::ProducerSummary;
 use crate::protocol::ErrorCode;
 
 pub type PartResult<R> = Result<R, ErrorCode>;
+
+/// A produced batch's result: its offsets once acknowledged, or why it was not.
+pub type Produced = Result<Appended, Refusal>;
 /// Asks about partitions, each with its partition.
 pub type Share<A> = Vec<(Tp, A)>;
 /// The home half of an operation: serves one shard's share of the asks.
@@ -206,8 +209,9 @@ impl Shard {
 
     /// Appends produced batches on their partitions' home shards; each result once the
     /// append is acknowledged (durable, if the topic's flush policy says so).
-    pub async fn produce(self: &Rc<Self>, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<PartResult<Appended>> {
-        self.scatter(batches, move |here, share| serve_produce(here, share, acks)).await
+    pub async fn produce(self: &Rc<Self>, batches: Share<Bytes>, acks: ProduceAcks) -> Vec<Produced> {
+        let results = self.scatter(batches, move |here, share| serve_produce(here, share, acks)).await;
+        results.into_iter().map(|r| r.unwrap_or_else(|code| Err(code.into()))).collect()
     }
 
     /// Reads partitions on their home shards: offsets and a file region each, never the bytes.
@@ -352,13 +356,14 @@ impl Shard {
 
 /// Appends every batch of the share now, in order (so batches of one connection keep their
 /// order on a partition), then waits for all their acks.
-fn serve_produce(here: Rc<Shard>, share: Share<Bytes>, acks: ProduceAcks) -> Served<Appended> {
+/// Every result is `Ok`: a refusal is the inner result, with what the log said of it.
+fn serve_produce(here: Rc<Shard>, share: Share<Bytes>, acks: ProduceAcks) -> Served<Produced> {
     let appends: Vec<_> = share.into_iter().map(|(tp, records)| here.append(&tp, &records, acks)).collect();
     Box::pin(async move {
         let acks = appends.into_iter().map(|a| {
             let here = &here;
             async move {
-                match a {
+                let acked = match a {
                     Ok((rx, None)) => here.acked(rx).await,
                     Ok((rx, Some(timeout))) => {
                         futures_lite::future::or(here.acked(rx), async {
@@ -367,8 +372,9 @@ fn serve_produce(here: Rc<Shard>, share: Share<Bytes>, acks: ProduceAcks) -> Ser
                         })
                         .await
                     }
-                    Err(e) => Err(e),
-                }
+                    Err(refusal) => return Ok(Err(refusal)),
+                };
+                Ok(acked.map_err(Refusal::from))
             }
         });
         join_all(acks).await
@@ -380,7 +386,7 @@ type AckRx = oneshot::Receiver<Result<Appended, ErrorCode>>;
 impl Shard {
     /// Starts one append: to the log, or through its raft group when replicated (which
     /// then answers within the produce's timeout).
-    fn append(&self, tp: &Tp, records: &Bytes, acks: ProduceAcks) -> Result<(AckRx, Option<Duration>), ErrorCode> {
+    fn append(&self, tp: &Tp, records: &Bytes, acks: ProduceAcks) -> Result<(AckRx, Option<Duration>), Refusal> {
         let p = self.log(tp)?;
         let Some(g) = self.cluster().and_then(|c| c.group(tp)) else { return Ok((p.append(records)?, None)) };
         let how = match acks.all_replicas {

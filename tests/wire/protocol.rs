@@ -372,7 +372,10 @@ fn produce_errors_carry_kafka_error_codes() {
 
         let truncated = batch(ts, &values("c", 3, 30));
         let half = truncated[..truncated.len() / 2].to_vec();
-        assert_eq!(c.produce("errs", partition, half).error_code, ErrorCode::InvalidRecord.code(), "truncated batch");
+        let p = c.produce("errs", partition, half);
+        assert_eq!(p.error_code, ErrorCode::InvalidRecord.code(), "truncated batch");
+        let why = p.error_message.as_deref().unwrap_or_default();
+        assert!(why.contains("truncated"), "the message says why (KIP-467): {why:?}");
 
         let big = batch(ts, &[vec![7u8; 3000]]);
         assert!(big.len() > 2000);
@@ -386,6 +389,18 @@ fn produce_errors_carry_kafka_error_codes() {
 
         let p = c.produce_acks("errs", partition, batch(ts, &values("k", 1, 10)), 5);
         assert_eq!(p.error_code, ErrorCode::InvalidRequiredAcks.code(), "acks=5");
+
+        // Records without a key in a compacted topic: the batch is refused and names them.
+        if partition == 0 {
+            c.create_topic("keyed", 1, &[("cleanup.policy", "compact")]);
+            let p = c.produce("keyed", 0, batch(ts, &values("k", 3, 10)));
+            assert_eq!(p.error_code, ErrorCode::InvalidRecord.code(), "keyless records in a compacted topic");
+            let indexes: Vec<i32> = p.record_errors.iter().map(|r| r.batch_index).collect();
+            assert_eq!(indexes, vec![0, 1, 2], "every record of the batch lacks a key");
+            let why = p.error_message.as_deref().unwrap_or_default();
+            assert!(why.contains("key"), "{why:?}");
+            assert_eq!(c.latest("keyed", 0), 0);
+        }
 
         // Nothing refused took an offset.
         assert_eq!(c.latest("errs", partition), 0);

@@ -117,7 +117,7 @@ mod tests {
         for (sent, b, kvs) in waits {
             let mut answer = match sent {
                 Ok(rx) => rx.await.unwrap(),
-                Err(e) => Err(e),
+                Err(refusal) => Err(refusal.code),
             };
             let retriable =
                 [ErrorCode::NotLeaderOrFollower, ErrorCode::NotEnoughReplicas, ErrorCode::NotEnoughReplicasAfterAppend];
@@ -130,7 +130,7 @@ mod tests {
                 let g = nodes[leader(nodes).unwrap()].group().unwrap();
                 answer = match g.produce(&b, ALL) {
                     Ok(rx) => rx.await.unwrap(),
-                    Err(e) => Err(e),
+                    Err(refusal) => Err(refusal.code),
                 };
             }
             let base = answer.expect("acknowledged").base_offset;

@@ -45,7 +45,7 @@ use super::snapshot::StartState;
 use super::store::{BatchReader, Loc, RaftStore};
 use super::transport::Transport;
 use crate::error::{storage, BrokerError};
-use crate::log::{Appended, Partition};
+use crate::log::{Appended, Partition, Refusal};
 use crate::producer::ProducerState;
 use crate::protocol::ErrorCode;
 
@@ -357,18 +357,19 @@ impl Group {
         self: &Rc<Self>,
         records: &Bytes,
         acks: Acks,
-    ) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
+    ) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, Refusal> {
         if !self.serving() || self.stopped.get() {
-            return Err(ErrorCode::NotLeaderOrFollower);
+            return Err(ErrorCode::NotLeaderOrFollower.into());
         }
         // An entry goes to a follower whole, in one frame of the peer link: one too large
         // for a frame would never be replicated, and nothing after it would commit.
         if records.len() > MAX_ENTRY_BYTES {
-            return Err(ErrorCode::MessageTooLarge);
+            let message = format!("a batch of a replicated partition may take at most {MAX_ENTRY_BYTES} bytes");
+            return Err(Refusal { code: ErrorCode::MessageTooLarge, message: Some(message), records: Vec::new() });
         }
         if let Acks::All { min_insync } = acks {
             if self.in_sync() < min_insync {
-                return Err(ErrorCode::NotEnoughReplicas);
+                return Err(ErrorCode::NotEnoughReplicas.into());
             }
         }
         let (tx, rx) = oneshot::channel();
@@ -377,7 +378,7 @@ impl Group {
         };
         let p = self.replica.borrow_mut().propose(prop.batch).map_err(|e| {
             tracing::debug!(group = ?self.id, "produce refused: {e}");
-            ErrorCode::NotLeaderOrFollower
+            Refusal::from(ErrorCode::NotLeaderOrFollower)
         })?;
         self.log.proposed(&prop.header, p.base_offset);
         let waiter = Waiter { reply: tx, log_append_time: prop.log_append_time, acks, base_offset: p.base_offset };

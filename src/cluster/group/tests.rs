@@ -281,13 +281,18 @@ fn three_replicas_commit_agree_and_survive_their_leader() {
     with_cluster(3, Duration::from_secs(10), async |nodes, peers| {
         let follower = (leader(nodes).unwrap() + 1) % 3;
         assert_eq!(
-            nodes[follower].group().unwrap().produce(&Bytes::from(batch::build(0, &[b"x"])), ALL).err(),
+            nodes[follower].group().unwrap().produce(&Bytes::from(batch::build(0, &[b"x"])), ALL).err().map(|r| r.code),
             Some(ErrorCode::NotLeaderOrFollower)
         );
         // A batch no frame of the peer link could carry is refused, not proposed.
         let huge = vec![0u8; super::MAX_ENTRY_BYTES];
         assert_eq!(
-            nodes[leader(nodes).unwrap()].group().unwrap().produce(&Bytes::from(batch::build(0, &[&huge])), ALL).err(),
+            nodes[leader(nodes).unwrap()]
+                .group()
+                .unwrap()
+                .produce(&Bytes::from(batch::build(0, &[&huge])), ALL)
+                .err()
+                .map(|r| r.code),
             Some(ErrorCode::MessageTooLarge)
         );
         let mut acked = produce(nodes, 0, 30).await;
@@ -356,7 +361,7 @@ fn a_leader_cut_off_from_its_peers_acknowledges_nothing_and_gives_its_tail_up() 
         assert!(!g.serving(), "check-quorum made the isolated leader step down");
         assert_eq!(woken.try_recv(), Ok(Some(())), "stepping down wakes the fetches parked there");
         assert_eq!(
-            g.produce(&Bytes::from(batch::build(0, &[b"late"])), ALL).err(),
+            g.produce(&Bytes::from(batch::build(0, &[b"late"])), ALL).err().map(|r| r.code),
             Some(ErrorCode::NotLeaderOrFollower)
         );
 
@@ -386,7 +391,7 @@ fn acks_one_answers_after_the_leader_write_and_min_insync_counts_live_copies() {
         nodes[gone].crash().await;
         glommio::timer::sleep(Duration::from_millis(1_300)).await;
         assert_eq!(g.in_sync(), 2);
-        assert_eq!(send(three, b"refused").err(), Some(ErrorCode::NotEnoughReplicas));
+        assert_eq!(send(three, b"refused").err().map(|r| r.code), Some(ErrorCode::NotEnoughReplicas));
         let two = send(ALL, b"two").unwrap().await.unwrap().unwrap();
         let one = send(Acks::Leader, b"one").unwrap().await.unwrap().unwrap();
         assert_eq!(one.base_offset, two.base_offset + 1);
@@ -476,7 +481,7 @@ fn a_stopped_and_continued_leader_steps_down_and_rejoins_as_follower() {
         nodes[0].frozen.set(0);
         until("the old leader stepped down", || !g.serving()).await;
         assert_eq!(
-            g.produce(&Bytes::from(batch::build(0, &[b"late"])), ALL).err(),
+            g.produce(&Bytes::from(batch::build(0, &[b"late"])), ALL).err().map(|r| r.code),
             Some(ErrorCode::NotLeaderOrFollower)
         );
         acked.extend(produce(nodes, 20, 1).await);

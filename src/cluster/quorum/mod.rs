@@ -86,7 +86,8 @@ impl Quorum {
         let records = Bytes::from(batch::build(crate::sys::unix_now_ms(), &[value]));
         let appended = self
             .group
-            .produce(&records, Acks::All { min_insync: 1 })?
+            .produce(&records, Acks::All { min_insync: 1 })
+            .map_err(|refusal| refusal.code)?
             .await
             .map_err(|_| ErrorCode::NotLeaderOrFollower)??;
         let offset = appended.base_offset;

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 use glommio::channels::local_channel::LocalReceiver;
 
-use super::{now_ms, storage, AppendReply, Appended, BatchLoc, Partition, Pending, Prepared, Queue};
+use super::{now_ms, storage, AppendReply, Appended, BatchLoc, Partition, Pending, Prepared, Queue, Refusal};
 use crate::error::BrokerError;
 use crate::log::config::{Durability, LogConfig, TimestampType, TopicCompression, NEVER};
 use crate::log::segment::{self, Segment};
@@ -27,7 +27,7 @@ impl Partition {
     /// once the batch is acknowledged under the flush policy (see the module table).
     /// `min.insync.replicas` asks nothing more here: Kafka 4 waits for at most as many
     /// in-sync replicas as the partition has (KIP-966), and a partition has one.
-    pub fn append(&self, records: &Bytes) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, ErrorCode> {
+    pub fn append(&self, records: &Bytes) -> Result<oneshot::Receiver<Result<Appended, ErrorCode>>, Refusal> {
         let (tx, rx) = oneshot::channel();
         let (rewritten, mut header, log_append_time) = match self.prepare(records)? {
             Prepared::New { rewritten, header, log_append_time } => (rewritten, header, log_append_time),
@@ -66,11 +66,11 @@ impl Partition {
 
     /// What every append does before the batch gets its offsets: validation, the idempotence
     /// check and the topic's rewrites (the caller stamps LogAppendTime into its own copy).
-    pub(super) fn prepare(&self, records: &Bytes) -> Result<Prepared, ErrorCode> {
+    pub(super) fn prepare(&self, records: &Bytes) -> Result<Prepared, Refusal> {
         let cfg = self.cfg.get();
         let refuse = |e: BatchError| {
             tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: {e}");
-            e.code()
+            Refusal { code: e.code(), message: Some(e.to_string()), records: Vec::new() }
         };
         let header = batch::validate_produce(records, cfg.message_max_bytes as usize).map_err(refuse)?;
         let summary = batch::check_records(records, &header, cfg.decompressed_limit()).map_err(refuse)?;
@@ -78,15 +78,19 @@ impl Partition {
         if cfg.timestamp_type == TimestampType::CreateTime {
             check_timestamps(&summary, &cfg, now).map_err(refuse)?;
         }
-        if cfg.compact && summary.keyless {
-            // Kafka: "Compacted topic cannot accept message without key".
-            tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: a compacted topic takes only records with a key");
-            return Err(ErrorCode::InvalidRecord);
+        if cfg.compact && !summary.keyless.is_empty() {
+            let message = format!(
+                "{} of the batch's records have no key, and compacted topic {} takes only records with a key",
+                summary.keyless.len(),
+                self.topic
+            );
+            tracing::debug!(topic = %self.topic, partition = self.index, "refused batch: {message}");
+            return Err(Refusal { code: ErrorCode::InvalidRecord, message: Some(message), records: summary.keyless });
         }
         let log_start = {
             let st = self.st.borrow();
             if st.failed {
-                return Err(ErrorCode::KafkaStorageError);
+                return Err(ErrorCode::KafkaStorageError.into());
             }
             st.log_start
         };

@@ -64,6 +64,29 @@ pub struct Appended {
     pub log_append_time: i64,
 }
 
+/// A produced batch the log refused before giving it offsets, with what Kafka tells the
+/// producer of it: the error, a message saying why, and the records at fault by their index
+/// in the batch (KIP-467: Produce v8+ carries both; the Java producer fails those records
+/// with the message and the others of the batch as merely batched with them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: Option<String>,
+    pub records: Vec<i32>,
+}
+
+impl From<ErrorCode> for Refusal {
+    fn from(code: ErrorCode) -> Refusal {
+        Refusal { code, message: None, records: Vec::new() }
+    }
+}
+
+impl PartialEq<ErrorCode> for Refusal {
+    fn eq(&self, code: &ErrorCode) -> bool {
+        self.code == *code
+    }
+}
+
 /// Offsets of the log at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Offsets {

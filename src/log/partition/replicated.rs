@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use super::{now_ms, storage, AppendReply, Appended, BatchLoc, Partition, Pending, Prepared};
+use super::{now_ms, storage, AppendReply, Appended, BatchLoc, Partition, Pending, Prepared, Refusal};
 use crate::error::BrokerError;
 use crate::log::segment::Segment;
 use crate::protocol::batch::{self, BatchHeader};
@@ -79,7 +79,7 @@ impl Partition {
         &self,
         records: &Bytes,
         reply: AppendReply,
-    ) -> Result<Option<(ToPropose, AppendReply)>, ErrorCode> {
+    ) -> Result<Option<(ToPropose, AppendReply)>, Refusal> {
         match self.prepare(records)? {
             Prepared::Duplicate { appended, last_offset } => {
                 self.answer_duplicate(appended, last_offset, reply);

@@ -34,7 +34,7 @@ pub(super) fn idem(i: usize, pid: i64, epoch: i16, seq: i32) -> Bytes {
 }
 
 async fn send(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
-    let rx = p.append(b)?;
+    let rx = p.append(b).map_err(|r| r.code)?;
     rx.await.unwrap().map(|a| a.base_offset)
 }
 
@@ -851,7 +851,7 @@ use crate::storage::faults::{self, Fault, Op};
 async fn result_of(p: &Partition, b: &Bytes) -> Result<i64, ErrorCode> {
     match p.append(b) {
         Ok(rx) => rx.await.unwrap().map(|a| a.base_offset),
-        Err(e) => Err(e),
+        Err(refusal) => Err(refusal.code),
     }
 }
 

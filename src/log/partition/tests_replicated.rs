@@ -124,7 +124,7 @@ fn a_cut_rolls_the_idempotence_state_back_with_the_log() {
         assert_eq!(prop.header.base_sequence, 4);
         let (tx, _rx) = oneshot::channel();
         assert_eq!(
-            p.prepare_replicated(&idem(3, 7, 0, 6), tx).err(),
+            p.prepare_replicated(&idem(3, 7, 0, 6), tx).err().map(|r| r.code),
             Some(ErrorCode::OutOfOrderSequenceNumber),
             "a gap in sequence"
         );
