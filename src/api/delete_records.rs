@@ -3,7 +3,8 @@
 //! segments wholly below it are deleted; fetches below the new start get
 //! OFFSET_OUT_OF_RANGE and ListOffsets EARLIEST answers it. An offset past the high
 //! watermark is OFFSET_OUT_OF_RANGE; the internal offsets topic is refused
-//! (INVALID_TOPIC_EXCEPTION), as in Kafka. On a replicated partition the leader proposes the
+//! (INVALID_TOPIC_EXCEPTION), and so is a topic whose `cleanup.policy` lacks `delete`
+//! (POLICY_VIOLATION), as in Kafka. On a replicated partition the leader proposes the
 //! start through raft and answers once it is committed (every replica moves its own start as
 //! it applies the entry); REQUEST_TIMED_OUT after the request's `timeout_ms`.
 //!

@@ -287,6 +287,10 @@ impl Shard {
                     let here = &here;
                     async move {
                         let p = here.leader_log(&tp)?;
+                        // Kafka refuses to delete records a compact-only topic keeps by key.
+                        if !p.config().delete {
+                            return Err(ErrorCode::PolicyViolation);
+                        }
                         let Some(g) = here.cluster().and_then(|c| c.group(&tp)) else {
                             return p.delete_records(offset);
                         };

@@ -622,22 +622,6 @@ fn create_partitions(c: &mut Client, topic: &str, count: i32) -> i16 {
     r.results[0].error_code
 }
 
-fn delete_records(c: &mut Client, topic: &str, offset: i64) -> (i16, i64) {
-    use ringbroker::protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
-    use ringbroker::protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
-    let mut p = DeleteRecordsPartition::default();
-    p.offset = offset;
-    let mut t = DeleteRecordsTopic::default();
-    t.name = topic_name(topic);
-    t.partitions = vec![p];
-    let mut req = DeleteRecordsRequest::default();
-    req.topics = vec![t];
-    req.timeout_ms = 30_000;
-    let r: DeleteRecordsResponse = c.call(ApiKey::DeleteRecords, 2, &req);
-    let p = &r.topics[0].partitions[0];
-    (p.error_code, p.low_watermark)
-}
-
 fn describe_producers(c: &mut Client, topic: &str) -> i16 {
     use ringbroker::protocol::messages::describe_producers_request::TopicRequest;
     use ringbroker::protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
@@ -707,9 +691,9 @@ fn the_admin_apis_kafkas_tools_call_need_their_acls() {
     s.create_acls(vec![allow("alice", ResourceType::Topic, "adm", Operation::Alter)]);
     assert_eq!(create_partitions(&mut alice, "adm", 2), 0);
     // DeleteRecords: DELETE on the topic.
-    assert_eq!(delete_records(&mut alice, "adm", 1), (ErrorCode::TopicAuthorizationFailed.code(), -1));
+    assert_eq!(alice.delete_records("adm", 1), (ErrorCode::TopicAuthorizationFailed.code(), -1));
     s.create_acls(vec![allow("alice", ResourceType::Topic, "adm", Operation::Delete)]);
-    assert_eq!(delete_records(&mut alice, "adm", 1), (0, 1));
+    assert_eq!(alice.delete_records("adm", 1), (0, 1));
     // DescribeProducers: READ on the topic.
     assert_eq!(describe_producers(&mut alice, "adm"), ErrorCode::TopicAuthorizationFailed.code());
     s.create_acls(vec![allow("alice", ResourceType::Topic, "adm", Operation::Read)]);

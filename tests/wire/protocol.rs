@@ -441,6 +441,22 @@ fn produce_errors_carry_kafka_error_codes() {
 }
 
 #[test]
+fn delete_records_is_refused_on_a_topic_whose_policy_keeps_records_by_key() {
+    let b = Broker::start();
+    let mut c = Client::connect(b.addr);
+    c.create_topic("by-key", 1, &[("cleanup.policy", "compact")]);
+    c.create_topic("both", 1, &[("cleanup.policy", "compact,delete")]);
+    c.produce_ok(
+        "both",
+        0,
+        ringbroker::protocol::batch::build_keyed(now_ms(), &[(Some(b"k"), Some(b"v")), (Some(b"k"), Some(b"w"))]),
+    );
+    assert_eq!(c.delete_records("by-key", -1), (ErrorCode::PolicyViolation.code(), -1), "as Kafka's");
+    assert_eq!(c.delete_records("both", 1), (0, 1));
+    assert_eq!(c.earliest("both", 0), 1);
+}
+
+#[test]
 fn produce_assigns_offsets_per_partition_on_both_shards() {
     let b = Broker::start();
     let mut c = Client::connect(b.addr);

@@ -327,6 +327,23 @@ impl Client {
         assert_eq!(p.error_code, 0, "ListOffsets earliest {topic}-{partition}");
         p.offset
     }
+
+    /// DeleteRecords v2 of partition 0 below `offset`: (error code, low watermark).
+    pub fn delete_records(&mut self, topic: &str, offset: i64) -> (i16, i64) {
+        use ringbroker::protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+        use ringbroker::protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+        let mut p = DeleteRecordsPartition::default();
+        p.offset = offset;
+        let mut t = DeleteRecordsTopic::default();
+        t.name = topic_name(topic);
+        t.partitions = vec![p];
+        let mut req = DeleteRecordsRequest::default();
+        req.topics = vec![t];
+        req.timeout_ms = 30_000;
+        let r: DeleteRecordsResponse = self.call(ApiKey::DeleteRecords, 2, &req);
+        let p = &r.topics[0].partitions[0];
+        (p.error_code, p.low_watermark)
+    }
 }
 
 /// The offset after the last whole batch of fetched bytes.
