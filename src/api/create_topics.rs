@@ -37,9 +37,25 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             ));
         }
         // Manual assignment: the controller checks the replicas named (a broker alone
-        // accepts only itself) and takes the partition count from them.
-        let assignments = (!t.assignments.is_empty())
-            .then(|| t.assignments.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect());
+        // accepts only itself) and takes the partition count from them; here only that they
+        // number the partitions 0, 1, 2… once each, in any order, as Kafka requires.
+        let mut assigned: Vec<_> = t.assignments.iter().collect();
+        assigned.sort_by_key(|a| a.partition_index);
+        if err.is_none() && assigned.iter().enumerate().any(|(i, a)| a.partition_index != i as i32) {
+            let indexes: Vec<i32> = assigned.iter().map(|a| a.partition_index).collect();
+            err = Some((
+                ErrorCode::InvalidReplicaAssignment,
+                format!("partitions {indexes:?} assigned: they must be 0, 1, 2… once each"),
+            ));
+        }
+        let assignments = (!assigned.is_empty())
+            .then(|| assigned.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect());
+        if let Some(c) = t.configs.iter().find(|c| c.value.is_none()).filter(|_| err.is_none()) {
+            err = Some((
+                ErrorCode::InvalidConfig,
+                format!("config {} has no value: a new topic's configs need one", c.name.as_str()),
+            ));
+        }
         let configs =
             t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
         asks.push(NewTopic {
@@ -172,7 +188,9 @@ mod tests {
     fn a_topic_that_exists_is_refused_with_topic_already_exists() {
         let b = Fake::new();
         let id = b.topic("t", 1).topic;
-        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(vec![creatable("t", 4, 1)], false));
+        // Replication factor 3 on a broker alone would be refused too: that the topic exists
+        // is what a tool creating it "if not exists" needs to hear.
+        let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(vec![creatable("t", 4, 3)], false));
         assert_eq!(codes(&resp), vec![("t".into(), ErrorCode::TopicAlreadyExists.code())]);
         assert_eq!((resp.topics[0].num_partitions, resp.topics[0].replication_factor), (-1, -1));
         let meta = b.catalog().topic("t").cloned().expect("still there");
@@ -191,6 +209,22 @@ mod tests {
         let mut a = CreatableReplicaAssignment::default();
         a.broker_ids = vec![BrokerId(b.config().node_id + 1)];
         misassigned.assignments.push(a);
+        let mut gap = creatable("gap", -1, -1);
+        for partition_index in [0, 2] {
+            let mut a = CreatableReplicaAssignment::default();
+            a.partition_index = partition_index;
+            a.broker_ids = vec![BrokerId(b.config().node_id)];
+            gap.assignments.push(a);
+        }
+        let mut counted = gap.clone();
+        counted.name = TopicName(str_bytes("counted"));
+        counted.num_partitions = 2;
+        counted.assignments[1].partition_index = 1;
+        let mut null_config = creatable("null-config", 1, 1);
+        let mut c = CreatableTopicConfig::default();
+        c.name = str_bytes("retention.ms");
+        null_config.configs.push(c);
+        b.topic("dotted.name", 1);
         let topics = vec![
             creatable("ok", 1, 1),
             creatable("rf3", 1, 3),
@@ -198,6 +232,10 @@ mod tests {
             creatable("bad/name", 1, 1),
             bad_config,
             misassigned,
+            gap,
+            counted,
+            null_config,
+            creatable("dotted_name", 1, 1),
         ];
         let resp: CreateTopicsResponse = b.call(ApiKey::CreateTopics, 7, &request(topics, false));
         assert_eq!(
@@ -209,12 +247,16 @@ mod tests {
                 ("bad/name".into(), ErrorCode::InvalidTopicException.code()),
                 ("bad-config".into(), ErrorCode::InvalidConfig.code()),
                 ("misassigned".into(), ErrorCode::InvalidReplicaAssignment.code()),
+                ("gap".into(), ErrorCode::InvalidReplicaAssignment.code()),
+                ("counted".into(), ErrorCode::InvalidRequest.code()),
+                ("null-config".into(), ErrorCode::InvalidConfig.code()),
+                ("dotted_name".into(), ErrorCode::InvalidTopicException.code()),
             ]
         );
         assert!(resp.topics[1..].iter().all(|t| t.error_message.is_some()), "each refusal says why");
         let catalog = b.catalog();
         let created: Vec<&str> = catalog.topics.keys().map(String::as_str).filter(|n| !n.starts_with("__")).collect();
-        assert_eq!(created, vec!["ok"]);
+        assert_eq!(created, vec!["dotted.name", "ok"]);
     }
 
     #[test]

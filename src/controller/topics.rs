@@ -16,10 +16,23 @@ impl Controller {
     /// would happen.
     pub fn create_topics(&mut self, topics: &[NewTopic], validate_only: bool) -> Vec<TopicResult> {
         let planned = plan(&self.state, topics, |cat, t| {
-            let (partitions, replicas) = self.check_new_topic(cat, t)?;
+            // Kafka's order: the name, then whether the topic exists (so that a tool creating
+            // a topic "if not exists" with arguments this cluster would refuse still learns
+            // it exists), then a name colliding in metric names, then the rest.
+            check_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m.to_string()))?;
             if cat.topic(&t.name).is_some() {
                 return Err((ErrorCode::TopicAlreadyExists, format!("topic {:?} already exists", t.name)));
             }
+            if let Some(other) = colliding(cat, &t.name) {
+                return Err((
+                    ErrorCode::InvalidTopicException,
+                    format!(
+                        "topic {:?} collides with existing topic {other:?}: '.' and '_' are the same in metric names",
+                        t.name
+                    ),
+                ));
+            }
+            let (partitions, replicas) = self.check_new_topic(cat, t)?;
             let mut topic = cat.plan_topic(&t.name, partitions, self.ctx.shards, t.configs.clone());
             topic.replicas = replicas;
             Ok((topic.clone(), vec![Record::Topic { topic }]))
@@ -33,10 +46,8 @@ impl Controller {
         results
     }
 
-    /// The partition count a new topic gets, or why it cannot be created.
     /// The new topic's partition count and (in a cluster) replicas, or why it cannot be.
     fn check_new_topic(&self, cat: &Catalog, t: &NewTopic) -> Result<(u32, Vec<Vec<i32>>), Failure> {
-        check_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m.to_string()))?;
         check_creatable(&t.name).map_err(|m| (ErrorCode::InvalidRequest, m))?;
         let partitions = match (&t.assignments, t.partitions) {
             (Some(a), _) if (1..=MAX_PARTITIONS as usize).contains(&a.len()) => a.len() as u32,
@@ -49,6 +60,12 @@ impl Controller {
                 return Err((ErrorCode::InvalidPartitions, format!("number of partitions must be at least 1, got {n}")))
             }
         };
+        if t.assignments.is_some() && t.partitions != -1 {
+            return Err((
+                ErrorCode::InvalidRequest,
+                "give either a number of partitions or replica assignments, not both".into(),
+            ));
+        }
         if t.assignments.is_some() && t.replication_factor != -1 {
             return Err((
                 ErrorCode::InvalidRequest,
@@ -204,4 +221,15 @@ impl Controller {
         }
         results.into_iter().map(|r| r.map_err(|(code, _)| code)).collect()
     }
+}
+
+/// An existing topic whose name differs from `name` only by '.' against '_' (Kafka refuses
+/// such a pair: its metric names would be the same).
+fn colliding<'a>(cat: &'a Catalog, name: &str) -> Option<&'a str> {
+    let unified = |n: &str| n.replace('.', "_");
+    if !name.contains(['.', '_']) {
+        return None;
+    }
+    let wanted = unified(name);
+    cat.topics.keys().map(String::as_str).find(|other| other.contains(['.', '_']) && unified(other) == wanted)
 }
