@@ -29,9 +29,25 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     };
     // (name if known and shown, id, early error, the id it was asked by or nil)
     let mut asks: Vec<(Option<String>, uuid::Uuid, Option<ErrorCode>, uuid::Uuid)> = Vec::new();
+    // Kafka's INVALID_REQUEST answers, before any authorization: a topic named twice (by
+    // name or by id) is deleted by none of its entries.
+    let mut invalid: Vec<Option<&'static str>> = Vec::new();
+    let twice = |n: usize| if n > 1 { Some("the topic is named more than once in the request") } else { None };
     if req.version >= 6 {
         for t in &r.topics {
+            let same = |o: &&proto_kafka::messages::delete_topics_request::DeleteTopicState| match &t.name {
+                Some(n) => o.name.as_ref() == Some(n),
+                None => o.name.is_none() && o.topic_id == t.topic_id,
+            };
+            invalid.push(match (&t.name, t.topic_id.is_nil()) {
+                (None, true) => Some("neither a topic name nor a topic id was given"),
+                (Some(_), false) => Some("give a topic's name or its id, not both"),
+                _ => twice(r.topics.iter().filter(same).count()),
+            });
             asks.push(match (&t.name, catalog.topic_by_id(&t.topic_id)) {
+                _ if invalid.last().expect("pushed").is_some() => {
+                    (t.name.as_ref().map(|n| n.to_string()), t.topic_id, Some(ErrorCode::InvalidRequest), t.topic_id)
+                }
                 (Some(n), _) => by_name(n),
                 (None, None) => (None, t.topic_id, Some(ErrorCode::UnknownTopicId), t.topic_id),
                 (None, Some(m)) if !may(Operation::Delete, &m.name) => {
@@ -42,7 +58,13 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             });
         }
     } else {
-        asks.extend(r.topic_names.iter().map(|n| by_name(n)));
+        for n in &r.topic_names {
+            invalid.push(twice(r.topic_names.iter().filter(|o| *o == n).count()));
+            asks.push(match invalid.last().expect("pushed") {
+                Some(_) => (Some(n.to_string()), uuid::Uuid::nil(), Some(ErrorCode::InvalidRequest), uuid::Uuid::nil()),
+                None => by_name(n),
+            });
+        }
     }
     // Each with the id it was asked by (nil: by name): the controller deletes a topic only if
     // it still has that id, so a topic created again under the name since this broker's
@@ -51,7 +73,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         asks.iter().filter(|a| a.2.is_none()).filter_map(|a| Some((a.0.clone()?, a.3))).collect();
     let mut results = broker.delete_topics(names).await.into_iter();
     let mut resp = DeleteTopicsResponse::default();
-    for (name, id, early, _) in asks {
+    for ((name, id, early, _), why) in asks.into_iter().zip(invalid) {
         let mut tr = DeletableTopicResult::default();
         tr.name = name.clone().map(|n| TopicName(str_bytes(n)));
         tr.topic_id = id;
@@ -63,7 +85,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             Ok(id) => tr.topic_id = id,
             Err(e) => {
                 tr.error_code = e.code();
-                tr.error_message = Some(str_bytes(e.to_string()));
+                tr.error_message = Some(str_bytes(why.map_or_else(|| e.to_string(), str::to_string)));
             }
         }
         resp.responses.push(tr);
@@ -132,6 +154,20 @@ mod tests {
         assert_eq!(resp.responses[0].topic_id, id);
         assert_eq!(resp.responses[1].topic_id, unknown);
         assert!(b.catalog().topic("t").is_none() && b.catalog().topic("u").is_none());
+    }
+
+    #[test]
+    fn a_topic_named_twice_or_by_both_name_and_id_or_by_neither_is_invalid_request() {
+        let b = Fake::new();
+        let id = b.topic("t", 1).topic;
+        b.topic("u", 1);
+        let invalid = ErrorCode::InvalidRequest.code();
+        let req = by_states(&[(None, id), (None, id), (Some("u"), id), (None, uuid::Uuid::nil())]);
+        let resp: DeleteTopicsResponse = b.call(ApiKey::DeleteTopics, 6, &req);
+        assert_eq!(codes(&resp), vec![(None, invalid), (None, invalid), (Some("u".into()), invalid), (None, invalid)]);
+        let resp: DeleteTopicsResponse = b.call(ApiKey::DeleteTopics, 5, &by_names(&["u", "u"]));
+        assert_eq!(codes(&resp), vec![(Some("u".into()), invalid), (Some("u".into()), invalid)]);
+        assert!(b.catalog().topic("t").is_some() && b.catalog().topic("u").is_some(), "nothing deleted");
     }
 
     #[test]
