@@ -37,6 +37,11 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         resp.error_code = e.code();
         return req.respond(resp);
     }
+    // v3+ (KIP-360): a producer id and its epoch come together or not at all, as Kafka checks.
+    if (r.producer_id.0 == -1) != (r.producer_epoch == -1) {
+        resp.error_code = ErrorCode::InvalidRequest.code();
+        return req.respond(resp);
+    }
     if transactional_id.is_some() {
         tracing::debug!(client = ?req.client_id, "refusing InitProducerId with a transactional id: no transactions");
         resp.error_code = ErrorCode::InvalidRequest.code();
@@ -86,6 +91,22 @@ mod tests {
         assert_eq!(init(&b, None, Some("")), (0, first + 2, 0), "an empty transactional id is none");
         let resp: InitProducerIdResponse = b.call(ApiKey::InitProducerId, 0, &request(None));
         assert_eq!((resp.error_code, resp.producer_id.0, resp.producer_epoch), (0, first + 3, 0), "v0 alike");
+    }
+
+    #[test]
+    fn a_producer_id_without_its_epoch_or_an_epoch_without_its_id_is_invalid_request() {
+        let b = Fake::new();
+        let (_, first, _) = init(&b, None, None);
+        for (id, epoch) in [(first, -1), (-1, 0)] {
+            let mut r = request(None);
+            (r.producer_id, r.producer_epoch) = (ProducerId(id), epoch);
+            let resp: InitProducerIdResponse = b.call(ApiKey::InitProducerId, 4, &r);
+            assert_eq!((resp.error_code, resp.producer_id.0), (ErrorCode::InvalidRequest.code(), -1));
+        }
+        let mut r = request(None);
+        (r.producer_id, r.producer_epoch) = (ProducerId(first), 0);
+        let resp: InitProducerIdResponse = b.call(ApiKey::InitProducerId, 4, &r);
+        assert_eq!((resp.error_code, resp.producer_id.0), (0, first + 1), "both given: a new id, as Kafka's");
     }
 
     #[test]
