@@ -112,7 +112,9 @@ impl Partition {
         }
         let (seg, ts) = best?;
         let (offset, _) = first_record_from(seg, ts, st.log_start, limit).ok()??;
-        Some((offset.min(st.hwm - 1), ts))
+        // A record past the high watermark is no answer yet (Kafka's too): its timestamp is
+        // not the one any record a consumer may read carries.
+        Some((offset, ts)).filter(|(offset, _)| *offset < st.hwm)
     }
 
     /// Calls `f` with every committed batch from the one holding offset `from` on, oldest

@@ -49,11 +49,16 @@ fn fetches_see_only_what_raft_committed() {
         }
         assert_eq!(p.read(7, 1 << 20, true).unwrap_err(), ErrorCode::OffsetOutOfRange, "past the log end");
         p.set_high_watermark(4, end_of(&locs, &b, 1));
+        // The newest timestamp is the third batch's, not yet committed: ListOffsets
+        // MAX_TIMESTAMP has no answer until it is.
+        assert_eq!(p.max_timestamp_offset(), None);
         let r = p.read(0, 1 << 20, true).unwrap();
         assert_eq!(r.records.unwrap().len as usize, b[0].len() + b[1].len(), "never past the watermark");
         assert_eq!(read_all(&p).len(), 2);
         p.set_high_watermark(2, end_of(&locs, &b, 0));
         assert_eq!(p.offsets().high_watermark, 4, "the watermark never goes back");
+        p.set_high_watermark(6, end_of(&locs, &b, 2));
+        assert_eq!(p.max_timestamp_offset(), Some((4, 1_002)));
         for (loc, x) in locs.iter().zip(&b) {
             assert_eq!(&p.read_batch(*loc, x.len() as u32).unwrap(), x);
         }
