@@ -136,8 +136,8 @@ fn broker_configs(broker: &impl Broker, layers: &Layers, synonyms: bool) -> Vec<
         ("max.connections.per.ip", c.max_connections_per_ip.to_string(), Kind::Int),
         ("max.connections.per.ip.overrides", c.max_connections_per_ip_overrides.clone(), Kind::String),
         ("connections.max.idle.ms", c.connections_max_idle_ms.to_string(), Kind::Long),
-        ("default.replication.factor", "1".into(), Kind::Int),
-        ("offsets.topic.replication.factor", "1".into(), Kind::Int),
+        ("default.replication.factor", c.default_replication_factor.to_string(), Kind::Int),
+        ("offsets.topic.replication.factor", offsets_replication(broker).to_string(), Kind::Int),
     ];
     for (name, value, kind) in statics {
         let mut e = entry(name, value.clone(), Source::StaticBroker, kind);
@@ -149,6 +149,16 @@ fn broker_configs(broker: &impl Broker, layers: &Layers, synonyms: bool) -> Vec<
     }
     v.sort_by(|a, b| a.name.cmp(&b.name));
     v
+}
+
+/// The replicas `__consumer_offsets` has, or gets when first used: as many as the cluster's
+/// brokers, at most 3 (one for a broker alone).
+fn offsets_replication(broker: &impl Broker) -> usize {
+    let catalog = broker.catalog();
+    match catalog.topic(crate::group::offsets::TOPIC) {
+        Some(t) => t.replicas.first().map_or(1, Vec::len),
+        None => broker.config().cluster().ok().flatten().map_or(1, |c| c.members().len().clamp(1, 3)),
+    }
 }
 
 /// The dynamic defaults set on the default-broker resource (name "").
@@ -332,6 +342,9 @@ mod tests {
         assert_eq!(broker_id.config_source, Source::StaticBroker as i8);
         assert!(!find(broker, "log.retention.ms").read_only, "topic defaults are dynamic");
         assert!(resp.results[1].configs.is_empty(), "no dynamic default set yet");
+        for name in ["default.replication.factor", "offsets.topic.replication.factor"] {
+            assert_eq!(find(broker, name).value.as_deref(), Some("1"), "{name}: one copy on a broker alone");
+        }
 
         set(&b, RESOURCE_BROKER, "", "log.retention.ms", "120000");
         let resp = describe(&b, vec![resource(RESOURCE_BROKER, &id, None), resource(RESOURCE_BROKER, "", None)], false);
@@ -340,6 +353,14 @@ mod tests {
         let defaults: Vec<(&str, Option<&str>)> =
             resp.results[1].configs.iter().map(|c| (c.name.as_str(), c.value.as_deref())).collect();
         assert_eq!(defaults, vec![("log.retention.ms", Some("120000"))]);
+    }
+
+    #[test]
+    fn the_replication_factors_shown_are_those_new_topics_get() {
+        let b = Fake::with(|c| c.default_replication_factor = 3);
+        let id = b.config().node_id.to_string();
+        let resp = describe(&b, vec![resource(RESOURCE_BROKER, &id, None)], false);
+        assert_eq!(find(&resp.results[0], "default.replication.factor").value.as_deref(), Some("3"));
     }
 
     #[test]
