@@ -313,9 +313,15 @@ impl Shard {
         .await
     }
 
-    /// Each partition's idempotent producers.
+    /// Each partition's idempotent producers, from any replica (DescribeProducers asks each
+    /// broker of its own, as `kafka-transactions describe-producers --broker-id` does): every
+    /// replica applies producer state from the log.
     pub async fn producers(self: &Rc<Self>, partitions: Vec<Tp>) -> Vec<PartResult<Vec<ProducerSummary>>> {
-        self.on_partitions(partitions.into_iter().map(|tp| (tp, ())).collect(), |p, ()| Ok(p.producers())).await
+        let asks = partitions.into_iter().map(|tp| (tp, ())).collect();
+        self.scatter(asks, move |here: Rc<Shard>, share: Share<()>| -> Served<Vec<ProducerSummary>> {
+            Box::pin(async move { share.into_iter().map(|(tp, ())| Ok(here.log(&tp)?.producers())).collect() })
+        })
+        .await
     }
 
     /// ListOffsets of clients that believe the leader epochs given: the (offset, timestamp,

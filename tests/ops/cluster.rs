@@ -242,6 +242,35 @@ fn a_follower_refusing_a_produce_or_fetch_names_the_leader() {
     assert_eq!(format!("{}:{}", at.host.as_str(), at.port), cluster.addr(leader).to_string());
     let resp: FetchResponse = c.call(ApiKey::Fetch, 15, &fetch);
     assert_eq!(resp.responses[0].partitions[0].current_leader.leader_id.0, -1, "no hint before v16");
+
+    // DescribeProducers is answered by any replica, from the producer state it applied
+    // from the log, as Kafka's (`kafka-transactions describe-producers --broker-id`).
+    use ringbroker::protocol::messages::describe_producers_request::TopicRequest;
+    use ringbroker::protocol::messages::{DescribeProducersRequest, DescribeProducersResponse};
+    let mut idempotent = batch(now_ms(), &[b"y".to_vec()]);
+    ringbroker::protocol::batch::set_producer(&mut idempotent, 4242, 0, 0);
+    let ok = support::client::single_produce(l.call(
+        ApiKey::Produce,
+        12,
+        &produce_request("hinted", &[(0, idempotent)], -1),
+    ));
+    assert_eq!(ok.error_code, 0);
+    let mut t = TopicRequest::default();
+    t.name = support::client::topic_name("hinted");
+    t.partition_indexes = vec![0];
+    let mut req = DescribeProducersRequest::default();
+    req.topics = vec![t];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r: DescribeProducersResponse = c.call(ApiKey::DescribeProducers, 0, &req);
+        let p = &r.topics[0].partitions[0];
+        assert_eq!(p.error_code, 0, "a follower describes its producers");
+        if p.active_producers.iter().any(|s| s.producer_id.0 == 4242 && s.last_sequence == 0) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the follower never applied the producer's batch");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// A broker holding no replica of a partition still names its leader (brokers tell each other
