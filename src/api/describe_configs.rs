@@ -187,6 +187,11 @@ fn resource_configs(
     match res.resource_type {
         RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
             Some(t) => Ok(topic_configs(&layers, &t.configs, synonyms)),
+            // A name no topic can have, as Kafka answers it.
+            None if crate::metadata::check_topic_name(res.resource_name.as_str()).is_err() => Err((
+                ErrorCode::InvalidTopicException,
+                format!("{:?} is not a valid topic name", res.resource_name.as_str()),
+            )),
             None => Err((
                 ErrorCode::UnknownTopicOrPartition,
                 format!("topic {} does not exist", res.resource_name.as_str()),
@@ -373,11 +378,13 @@ mod tests {
             resource(RESOURCE_BROKER, &other, None),
             resource(RESOURCE_TOPIC, "t", Some(&["segment.bytes"])),
             resource(16, "metrics", None),
+            resource(RESOURCE_TOPIC, "no/such", None),
         ];
         let resp = describe(&b, resources, false);
         let codes: Vec<i16> = resp.results.iter().map(|r| r.error_code).collect();
         let invalid = ErrorCode::InvalidRequest.code();
-        assert_eq!(codes, vec![ErrorCode::UnknownTopicOrPartition.code(), invalid, 0, invalid]);
+        let bad_name = ErrorCode::InvalidTopicException.code();
+        assert_eq!(codes, vec![ErrorCode::UnknownTopicOrPartition.code(), invalid, 0, invalid, bad_name]);
         assert!(resp.results[0].configs.is_empty());
         assert_eq!(resp.results[2].configs.len(), 1);
         assert_eq!(resp.results[1].resource_name.as_str(), other, "each result names its resource");

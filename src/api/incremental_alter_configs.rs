@@ -246,8 +246,16 @@ mod tests {
         let asks = vec![
             resource(RESOURCE_TOPIC, "t", vec![op("retention.ms", OP_SET, Some("1000"))]),
             resource(RESOURCE_TOPIC, "never", vec![op("retention.ms", OP_SET, Some("1000"))]),
+            resource(RESOURCE_TOPIC, "no/such", vec![op("retention.ms", OP_SET, Some("1000"))]),
+            resource(RESOURCE_TOPIC, "", vec![op("retention.ms", OP_SET, Some("1000"))]),
         ];
-        assert_eq!(alter_as(&b, None, asks, true), vec![0, ErrorCode::UnknownTopicOrPartition.code()]);
+        let codes = vec![
+            0,
+            ErrorCode::UnknownTopicOrPartition.code(),
+            ErrorCode::InvalidTopicException.code(),
+            ErrorCode::InvalidRequest.code(),
+        ];
+        assert_eq!(alter_as(&b, None, asks, true), codes);
         assert!(b.topic_configs("t").is_empty());
     }
 

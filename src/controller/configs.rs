@@ -91,6 +91,13 @@ impl Controller {
         let current = match &change.target {
             ConfigTarget::Topic(name) => match cat.topic(name) {
                 Some(t) => &t.configs,
+                // Kafka's answers for a name no topic can have.
+                None if name.is_empty() => {
+                    return Err((ErrorCode::InvalidRequest, "a topic config needs a topic name".into()))
+                }
+                None if crate::metadata::check_topic_name(name).is_err() => {
+                    return Err((ErrorCode::InvalidTopicException, format!("{name:?} is not a valid topic name")))
+                }
                 None => return Err((ErrorCode::UnknownTopicOrPartition, format!("topic {name:?} does not exist"))),
             },
             ConfigTarget::BrokerDefault => &cat.broker_defaults,
