@@ -58,6 +58,9 @@ fn synonym(name: &str, value: String, source: Source) -> DescribeConfigsSynonym 
 /// them (cluster-wide, then this broker's own), each with the config source it reports.
 pub struct Layers {
     pub static_config: LogConfig,
+    /// What the static layer holds with no setting made: a value that differs was set in
+    /// the broker's config file, flags or environment.
+    pub builtin: LogConfig,
     pub broker_defaults: BTreeMap<String, String>,
     pub broker_configs: BTreeMap<String, String>,
 }
@@ -66,6 +69,7 @@ impl Layers {
     pub fn of(broker: &impl Broker, catalog: &Catalog) -> Layers {
         Layers {
             static_config: *broker.log_config(),
+            builtin: LogConfig::from_config(&crate::config::Config::default()),
             broker_defaults: catalog.broker_defaults.clone(),
             broker_configs: catalog.broker_configs.clone(),
         }
@@ -81,7 +85,13 @@ impl Layers {
         if let Some(v) = self.broker_defaults.get(name) {
             out.push((v.clone(), Source::DynamicDefaultBroker));
         }
-        out.push(((row.show)(&self.static_config), Source::Default));
+        // Kafka's STATIC_BROKER_CONFIG for a value the broker was started with, over the
+        // default it replaces.
+        let (set, builtin) = ((row.show)(&self.static_config), (row.show)(&self.builtin));
+        if set != builtin {
+            out.push((set, Source::StaticBroker));
+        }
+        out.push((builtin, Source::Default));
         out
     }
 }
@@ -298,6 +308,23 @@ mod tests {
         assert!(retention.synonyms.is_empty(), "no synonyms unless asked");
         let policy = find(r, "cleanup.policy");
         assert_eq!((policy.value.as_deref(), policy.config_source), (Some("delete"), Source::Default as i8));
+    }
+
+    #[test]
+    fn a_value_the_broker_was_started_with_is_a_static_broker_config_over_the_default() {
+        let b = Fake::with(|c| c.segment_bytes = 1 << 21);
+        b.topic("t", 1);
+        let default = LogConfig::from_config(&crate::config::Config::default()).segment_bytes.to_string();
+        let resp = describe(&b, vec![resource(RESOURCE_TOPIC, "t", Some(&["segment.bytes", "retention.ms"]))], true);
+        let r = &resp.results[0];
+        let e = find(r, "segment.bytes");
+        assert_eq!((e.value.as_deref(), e.config_source), (Some("2097152"), Source::StaticBroker as i8));
+        let layers: Vec<(Option<&str>, i8)> = e.synonyms.iter().map(|s| (s.value.as_deref(), s.source)).collect();
+        assert_eq!(
+            layers,
+            vec![(Some("2097152"), Source::StaticBroker as i8), (Some(&*default), Source::Default as i8)]
+        );
+        assert_eq!(find(r, "retention.ms").config_source, Source::Default as i8, "a setting left alone");
     }
 
     #[test]
