@@ -136,7 +136,7 @@ mod tests {
     }
 
     #[test]
-    fn each_filter_deletes_and_answers_what_it_matches_the_first_one_winning() {
+    fn each_filter_deletes_and_answers_what_it_matches_among_the_acls_before_the_request() {
         let b = broker_with_acls();
         let topic = ResourceType::Topic.code();
         let resp = delete(
@@ -152,11 +152,11 @@ mod tests {
             results(&resp),
             vec![
                 (0, vec![pair("a", "User:eve"), pair("a", "User:bob")]),
-                (0, vec![pair("b", "User:eve")]),
+                (0, vec![pair("a", "User:eve"), pair("b", "User:eve")]),
                 (0, vec![]),
             ]
         );
-        let m = &resp.filter_results[1].matching_acls[0];
+        let m = &resp.filter_results[1].matching_acls[1];
         assert_eq!((m.resource_type, m.operation, m.host.as_str()), (topic, Operation::Write.code(), "*"));
         assert_eq!(remaining(&b), vec![pair("g", "User:eve")], "only what no filter matched is left");
     }

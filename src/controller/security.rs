@@ -16,16 +16,18 @@ impl Controller {
         Ok(())
     }
 
-    /// Deletes the ACLs each filter matches; returns, per filter, what it deleted (an ACL
-    /// two filters match is deleted by the first).
+    /// Deletes the ACLs each filter matches; returns, per filter, what it deleted. Each
+    /// filter is matched against the ACLs as they were before the request, as in Kafka: an
+    /// ACL two filters match is listed under both (and removed once).
     pub fn delete_acls(&mut self, filters: &[AclFilter]) -> Result<Vec<Vec<AclBinding>>, Failure> {
-        let (results, records) = plan(&self.state, filters, |cat, f| {
-            let gone: Vec<AclBinding> = cat.acls.iter().filter(|b| f.matches(b)).cloned().collect();
-            let records = gone.iter().map(|acl| Record::RemoveAcl { acl: acl.clone() }).collect();
-            Ok((gone, records))
-        });
-        self.commit(records)?;
-        let deleted: Vec<Vec<AclBinding>> = results.into_iter().map(|r| r.unwrap_or_default()).collect();
+        let before = &self.state.acls;
+        let deleted: Vec<Vec<AclBinding>> =
+            filters.iter().map(|f| before.iter().filter(|b| f.matches(b)).cloned().collect()).collect();
+        let records = before
+            .iter()
+            .filter(|b| filters.iter().any(|f| f.matches(b)))
+            .map(|acl| Record::RemoveAcl { acl: acl.clone() });
+        self.commit(records.collect())?;
         for b in deleted.iter().flatten() {
             tracing::info!(acl = ?b, "deleted ACL");
         }
