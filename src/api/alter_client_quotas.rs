@@ -35,6 +35,10 @@ fn invalid(m: impl Into<String>) -> Refusal {
 pub fn entity_of<'a>(parts: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) -> Result<QuotaEntity, Refusal> {
     let mut e = QuotaEntity { user: None, client_id: None };
     for (kind, name) in parts {
+        if name == Some("") && matches!(kind, USER | CLIENT_ID) {
+            // Kafka's: an empty name is neither an entity nor the default (a null name).
+            return Err(invalid(format!("an empty {kind} is not supported: give a name, or none for the default")));
+        }
         let name = name.map_or(EntityName::Default, |n| EntityName::Named(n.to_string()));
         let slot = match kind {
             USER => &mut e.user,
@@ -262,6 +266,8 @@ mod tests {
             entry(&[(USER, Some("a"))], &[(REQUEST_PERCENTAGE, 0.0, false)]),
             entry(&[(USER, Some("a"))], &[(PRODUCER_BYTE_RATE, 1024.0, false), (PRODUCER_BYTE_RATE, 1.0, true)]),
             entry(&[(USER, Some("a"))], &[("no_such_quota", 0.0, true)]),
+            entry(&[(USER, Some(""))], &rate(1024.0)),
+            entry(&[(CLIENT_ID, Some(""))], &rate(1024.0)),
             entry(&[(CLIENT_ID, Some("ok"))], &rate(4096.0)),
         ];
         let n = entries.len();

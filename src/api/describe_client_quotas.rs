@@ -34,36 +34,51 @@ enum Want {
     Any,
 }
 
-/// Why a filter component cannot be matched; the response carries the message.
+/// Why a filter component cannot be matched; the response carries the message and
+/// Kafka's code for it (`code`).
 #[derive(Debug, thiserror::Error)]
 enum BadComponent {
-    #[error("ip quotas are not supported; filter on user or client-id")]
-    Ip,
-    #[error("unknown quota entity type {0:?}; use user or client-id")]
+    #[error("unknown quota entity type {0:?}; use user, client-id or ip")]
     EntityType(String),
     #[error("an EXACT match needs a name")]
     NoName,
+    #[error("match type {0} takes no match string; only EXACT (0) does")]
+    MatchString(i8),
     #[error("unknown match type {0}; use 0 (EXACT), 1 (DEFAULT) or 2 (ANY)")]
     MatchType(i8),
 }
 
+impl BadComponent {
+    /// Kafka's: a type or match type it does not know is UNSUPPORTED_VERSION (a newer
+    /// client's), a component it knows but that is malformed INVALID_REQUEST.
+    fn code(&self) -> ErrorCode {
+        match self {
+            BadComponent::EntityType(_) | BadComponent::MatchType(_) => ErrorCode::UnsupportedVersion,
+            BadComponent::NoName | BadComponent::MatchString(_) => ErrorCode::InvalidRequest,
+        }
+    }
+}
+
+/// A filter component; `None` for an ip component, which matches nothing here: this broker
+/// stores no ip quotas (they are refused when set).
 fn component(
     c: &proto_kafka::messages::describe_client_quotas_request::ComponentData,
-) -> Result<Component, BadComponent> {
+) -> Result<Option<Component>, BadComponent> {
     let user = match c.entity_type.as_str() {
-        USER => true,
-        CLIENT_ID => false,
-        IP => return Err(BadComponent::Ip),
+        USER => Some(true),
+        CLIENT_ID => Some(false),
+        IP => None,
         other => return Err(BadComponent::EntityType(other.to_string())),
     };
     let want = match (c.match_type, &c._match) {
         (MATCH_EXACT, Some(m)) => Want::Name(m.to_string()),
         (MATCH_EXACT, None) => return Err(BadComponent::NoName),
-        (MATCH_DEFAULT, _) => Want::Default,
-        (MATCH_ANY, _) => Want::Any,
+        (MATCH_DEFAULT | MATCH_ANY, Some(_)) => return Err(BadComponent::MatchString(c.match_type)),
+        (MATCH_DEFAULT, None) => Want::Default,
+        (MATCH_ANY, None) => Want::Any,
         (other, _) => return Err(BadComponent::MatchType(other)),
     };
-    Ok(Component { user, want })
+    Ok(user.map(|user| Component { user, want }))
 }
 
 fn matches(e: &QuotaEntity, filter: &[Component], strict: bool) -> bool {
@@ -103,15 +118,28 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
         refuse(&mut resp, ErrorCode::ClusterAuthorizationFailed, "needs DESCRIBE_CONFIGS on the cluster".into());
         return req.respond(resp);
     }
-    let filter: Result<Vec<Component>, _> = r.components.iter().map(component).collect();
-    let filter = match filter {
-        Ok(f) if f.iter().filter(|c| c.user).count() > 1 || f.iter().filter(|c| !c.user).count() > 1 => {
-            refuse(&mut resp, ErrorCode::InvalidRequest, "an entity type appears twice in the filter".into());
-            return req.respond(resp);
+    let filter: Result<Vec<Option<Component>>, _> = r.components.iter().map(component).collect();
+    let (filter, ip) = match filter {
+        Ok(f) => {
+            let ips = f.iter().filter(|c| c.is_none()).count();
+            let f: Vec<Component> = f.into_iter().flatten().collect();
+            let users = f.iter().filter(|c| c.user).count();
+            if users > 1 || f.len() - users > 1 || ips > 1 {
+                refuse(&mut resp, ErrorCode::InvalidRequest, "an entity type appears twice in the filter".into());
+                return req.respond(resp);
+            }
+            if ips > 0 && !f.is_empty() {
+                refuse(
+                    &mut resp,
+                    ErrorCode::InvalidRequest,
+                    "an ip component cannot be combined with user or client-id".into(),
+                );
+                return req.respond(resp);
+            }
+            (f, ips > 0)
         }
-        Ok(f) => f,
         Err(m) => {
-            refuse(&mut resp, ErrorCode::InvalidRequest, m.to_string());
+            refuse(&mut resp, m.code(), m.to_string());
             return req.respond(resp);
         }
     };
@@ -120,7 +148,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let entries = catalog
         .client_quotas
         .iter()
-        .filter(|s| matches(&s.entity, &filter, r.strict))
+        .filter(|s| !ip && matches(&s.entity, &filter, r.strict))
         .map(|s| {
             let mut e = EntryData::default();
             e.entity = [(USER, &s.entity.user), (CLIENT_ID, &s.entity.client_id)]
@@ -257,21 +285,26 @@ mod tests {
     }
 
     #[test]
-    fn an_invalid_filter_is_invalid_request_with_no_entries() {
+    fn an_invalid_filter_is_refused_with_kafkas_code_and_no_entries() {
         let b = broker();
+        let (invalid, unsupported) = (ErrorCode::InvalidRequest, ErrorCode::UnsupportedVersion);
         let filters = vec![
-            vec![component(IP, MATCH_ANY, None)],
-            vec![component("group", MATCH_ANY, None)],
-            vec![component(USER, MATCH_EXACT, None)],
-            vec![component(USER, 9, None)],
-            vec![component(USER, MATCH_ANY, None), component(USER, MATCH_DEFAULT, None)],
+            (vec![component(IP, MATCH_ANY, None), component(USER, MATCH_ANY, None)], invalid),
+            (vec![component("group", MATCH_ANY, None)], unsupported),
+            (vec![component(USER, MATCH_EXACT, None)], invalid),
+            (vec![component(USER, MATCH_DEFAULT, Some("alice"))], invalid),
+            (vec![component(USER, 9, None)], unsupported),
+            (vec![component(USER, MATCH_ANY, None), component(USER, MATCH_DEFAULT, None)], invalid),
         ];
-        for f in filters {
+        for (f, code) in filters {
             let resp = describe_as(&b, None, f, false);
-            assert_eq!(resp.error_code, ErrorCode::InvalidRequest.code());
+            assert_eq!(resp.error_code, code.code());
             assert!(resp.error_message.is_some());
             assert!(resp.entries.is_none());
         }
+        // An ip filter alone is valid; this broker has no ip quotas to match.
+        let resp = describe_as(&b, None, vec![component(IP, MATCH_ANY, None)], false);
+        assert_eq!((resp.error_code, resp.entries.map(|e| e.len())), (0, Some(0)));
     }
 
     #[test]
