@@ -41,6 +41,13 @@ async fn step(broker: &impl Broker, conn: &ConnSecurity, token: &[u8]) -> Result
 pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: SaslAuthenticateRequest = req.decode()?;
     let mut resp = SaslAuthenticateResponse::default();
+    if !req.conn.exchanging() {
+        // Authenticated already (no SaslHandshake began a re-authentication), or a listener
+        // without SASL: Kafka's answer, and the connection stays.
+        resp.error_code = ErrorCode::IllegalSaslState.code();
+        resp.error_message = Some(str_bytes("SaslAuthenticate without a SaslHandshake before it".to_string()));
+        return req.respond(resp);
+    }
     match step(broker, &req.conn, &r.auth_bytes).await {
         Ok(Step::Continue(challenge)) => resp.auth_bytes = Bytes::from(challenge),
         Ok(Step::Done(last, lifetime)) => {
@@ -271,16 +278,19 @@ mod tests {
     }
 
     #[test]
-    fn sasl_authenticate_out_of_its_place_closes_the_connection() {
+    fn sasl_authenticate_before_a_handshake_closes_the_connection_and_after_success_is_illegal_sasl_state() {
         let b = broker_with_alice(|_| {});
         let token = SaslAuthenticateRequest::default();
         let before_handshake = sasl_connection();
         let refused = b.send_on(&before_handshake, ApiKey::SaslAuthenticate, 2, &token);
         assert!(matches!(refused, Err(Fault::Authentication(_))));
+        // Kafka's: a token after success is answered ILLEGAL_SASL_STATE, the session kept.
         let done = sasl_connection();
         scram(&b, &done, Mechanism::Sha256, "alice", "alice-secret");
-        let again = b.send_on(&done, ApiKey::SaslAuthenticate, 2, &token);
-        assert!(matches!(again, Err(Fault::Authentication(_))), "no second token after success");
+        let again = b.send_on(&done, ApiKey::SaslAuthenticate, 2, &token).expect("answered").expect("a response");
+        let again: SaslAuthenticateResponse = fake::decode_response(ApiKey::SaslAuthenticate, 2, &again);
+        assert_eq!(again.error_code, ErrorCode::IllegalSaslState.code());
+        assert!(done.authenticated() && !done.failed(), "still logged in");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! SaslHandshake: the client names a SASL mechanism; the answer lists the enabled ones. An
 //! unknown or disabled mechanism is UNSUPPORTED_SASL_MECHANISM, and the connection closes
-//! after the failed-authentication delay (see `auth::sasl`).
+//! after the failed-authentication delay (see `auth::sasl`). On a listener without SASL the
+//! answer is ILLEGAL_SASL_STATE, and the connection stays open, as Kafka's.
 
 use proto_kafka::messages::{ApiKey, SaslHandshakeRequest, SaslHandshakeResponse};
 
@@ -12,6 +13,11 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::SaslHandshake, 0, 1);
 pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: SaslHandshakeRequest = req.decode()?;
     let mut resp = SaslHandshakeResponse::default();
+    if !req.conn.listener.protocol.sasl() {
+        tracing::info!(peer = %req.peer, listener = %req.conn.listener.name, "SaslHandshake on a listener without SASL");
+        resp.error_code = ErrorCode::IllegalSaslState.code();
+        return req.respond(resp);
+    }
     resp.mechanisms = broker.sasl_mechanisms().iter().map(|m| str_bytes(m.clone())).collect();
     let secret = broker.catalog().auth_secret();
     if req.conn.handshake(&r.mechanism, req.version, broker.sasl_mechanisms(), secret).is_err() {
@@ -96,6 +102,21 @@ mod tests {
         let v1 = sasl_connection();
         handshake(&b, &v1, "SCRAM-SHA-512", 1);
         assert!(matches!(v1.gate(), crate::auth::sasl::Gate::Request));
+    }
+
+    #[test]
+    fn a_listener_without_sasl_answers_the_sasl_requests_illegal_sasl_state_and_serves_on() {
+        let b = Fake::new();
+        let conn = Rc::new(fake::connection(SecurityProtocol::Plaintext, None));
+        let resp = handshake(&b, &conn, "PLAIN", 1);
+        assert_eq!(resp.error_code, ErrorCode::IllegalSaslState.code());
+        let answer = b.send_on(&conn, ApiKey::SaslAuthenticate, 2, &SaslAuthenticateRequest::default());
+        let answer = answer.expect("answered").expect("a response");
+        let auth: proto_kafka::messages::SaslAuthenticateResponse =
+            fake::decode_response(ApiKey::SaslAuthenticate, 2, &answer);
+        assert_eq!(auth.error_code, ErrorCode::IllegalSaslState.code());
+        assert!(!conn.failed());
+        assert!(matches!(metadata(&b, &conn), Ok(Some(_))), "the connection serves on");
     }
 
     #[test]

@@ -151,9 +151,10 @@ impl ConnSecurity {
             }
             (State::Exchange { legacy: false, .. }, ApiKey::SaslAuthenticate) => None,
             (State::Exchange { .. } | State::Checking, other) => Some(format!("{other:?} during the SASL exchange")),
-            (State::Done, ApiKey::SaslHandshake) if self.listener.protocol.sasl() => None,
-            (State::Done, ApiKey::SaslHandshake) => Some("SaslHandshake on a listener without SASL".into()),
-            (State::Done, ApiKey::SaslAuthenticate) => Some("SaslAuthenticate without a SaslHandshake".into()),
+            // Re-authentication on a SASL listener; elsewhere the handlers answer
+            // ILLEGAL_SASL_STATE and the connection stays, as Kafka's (a client set up for
+            // SASL against a listener without it learns why it cannot log in).
+            (State::Done, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) => None,
             (State::Done, other) => match self.expires.get() {
                 Some(end) if now >= end => Some(format!(
                     "{other:?} after the SASL session expired (connections_max_reauth_ms) without re-authentication"
@@ -161,6 +162,11 @@ impl ConnSecurity {
                 _ => None,
             },
         }
+    }
+
+    /// Whether a SASL exchange is under way (SaslAuthenticate carries its next token).
+    pub fn exchanging(&self) -> bool {
+        matches!(*self.state.borrow(), State::Exchange { .. })
     }
 
     /// SaslHandshake: starts an exchange with `mechanism` if it is enabled; otherwise the
