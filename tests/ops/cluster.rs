@@ -576,3 +576,65 @@ fn group_requests_to_a_broker_that_does_not_coordinate_the_group_are_answered_no
         assert_eq!(r.error_code, ErrorCode::NotCoordinator.code(), "Heartbeat at broker {other}");
     }
 }
+
+/// A broker that lost its data directory comes back empty, without the records it
+/// acknowledged or the votes it gave; its replicas keep out of elections until they have
+/// caught up with a leader. Here a partition's records are acknowledged while one replica (B)
+/// is stopped, so only the leader (A) and the third (C) hold them; C's directory is then
+/// wiped, A killed, B resumed and C restarted. With C's vote B would lead without those
+/// records, and they would be gone once A came back and followed it. Instead neither leads
+/// until A is back, and every acknowledged record is read back at its offset.
+#[test]
+fn a_broker_that_lost_its_disk_helps_elect_no_leader_lacking_what_it_acknowledged() {
+    use support::client::{batch, value};
+    let mut cluster = Cluster::start(3, &["--replica-lag-time-max-ms", "1000"]);
+    cluster.create_topic("kept", 1, 3);
+    let a = cluster.leader("kept", 0).expect("a leader");
+    let (b, c) = {
+        let rest: Vec<i32> = (1..=3).filter(|n| *n != a).collect();
+        (rest[0], rest[1])
+    };
+    let mut acked: Vec<(i64, Vec<u8>)> = Vec::new();
+    let mut send = |client: &mut Client, from: usize, n: usize| {
+        for i in from..from + n {
+            let v = value("kept", i, 100);
+            let p = client.produce("kept", 0, batch(support::client::now_ms(), std::slice::from_ref(&v)));
+            assert_eq!(p.error_code, 0, "record {i} acknowledged");
+            acked.push((p.base_offset, v));
+        }
+    };
+    let mut client = Client::connect(cluster.addr(a));
+    send(&mut client, 0, 10);
+    assert!(cluster.settled("kept", 1, Duration::from_secs(20)), "B and C hold the first records");
+    cluster.freeze(b, true);
+    send(&mut client, 10, 20);
+    drop(client);
+    println!("A={a} B={b} C={c}: 20 records acknowledged by A and C alone");
+    cluster.kill9(c);
+    std::fs::remove_dir_all(cluster.data_dir(c)).unwrap();
+    std::fs::create_dir_all(cluster.data_dir(c)).unwrap();
+    cluster.kill9(a);
+    cluster.freeze(b, false);
+    cluster.restart(c);
+    // Several election timeouts (1-2 s each): nobody may take the partition.
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        for node in [b, c] {
+            let mut cl = Client::connect(cluster.addr(node));
+            let p = cl.produce("kept", 0, batch(support::client::now_ms(), &[b"never".to_vec()]));
+            assert_ne!(p.error_code, 0, "node {node} took writes for a partition whose records it lacks");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    cluster.restart(a);
+    assert!(cluster.settled("kept", 1, Duration::from_secs(30)), "A leads again and C catches up");
+    let leader = cluster.leader("kept", 0).expect("a leader");
+    let mut client = Client::connect(cluster.addr(leader));
+    let read = client.fetch_all("kept", 0, 0);
+    let values: BTreeMap<i64, Vec<u8>> =
+        read.into_iter().filter(|r| !r.control).map(|r| (r.offset, r.value.unwrap_or_default())).collect();
+    for (offset, v) in &acked {
+        assert_eq!(values.get(offset), Some(v), "acknowledged record at offset {offset}");
+    }
+    assert_eq!(values.len(), acked.len(), "nothing else was written");
+}

@@ -51,6 +51,7 @@ fn config(id: u64, replica_lag: Duration) -> GroupConfig {
         },
         cache_bytes: 4096,
         replica_lag,
+        rejoining: false,
     }
 }
 
