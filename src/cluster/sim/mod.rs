@@ -777,14 +777,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_crash_tearing_unsynced_entries_never_loses_an_acknowledged_one() {
-        let mut sim = Sim::new(7, 3, CALM);
+    /// Three nodes, no faults, no lossy network, until a leader serves.
+    fn calm_with_a_leader(seed: u64) -> Sim {
+        let mut sim = Sim::new(seed, 3, CALM);
         sim.net.lossy = false;
         while sim.serving().is_empty() {
             assert!(sim.now < 500, "no leader elected");
             sim.step();
         }
+        sim
+    }
+
+    #[test]
+    fn a_crash_tearing_unsynced_entries_never_loses_an_acknowledged_one() {
+        let mut sim = calm_with_a_leader(7);
         for _ in 0..5 {
             sim.propose();
         }
@@ -812,12 +818,7 @@ mod tests {
 
     #[test]
     fn a_replica_that_lost_its_disk_votes_for_no_one_lacking_what_it_acknowledged() {
-        let mut sim = Sim::new(5, 3, CALM);
-        sim.net.lossy = false;
-        while sim.serving().is_empty() {
-            assert!(sim.now < 500, "no leader elected");
-            sim.step();
-        }
+        let mut sim = calm_with_a_leader(5);
         let a = sim.leaders()[0];
         let (b, c) = ((a + 1) % 3, (a + 2) % 3);
         let last = |sim: &Sim, i: usize| sim.nodes[i].raft.as_ref().unwrap().last_index();
