@@ -8,10 +8,9 @@
 //! written with every other change and at a clean close. Term and vote are what raft's safety
 //! needs durable before a node acts on them (a vote given twice in one term breaks elections).
 //!
-//! Layout (big-endian): magic "RBRM", version 2, then term, vote, commit, conf index,
+//! Layout (big-endian): magic "RBRM", version 1, then term, vote, commit, conf index,
 //! log-start index, log-start term, log-start offset, auto_leave (1 byte), four id lists
-//! (voters, learners, outgoing voters, next learners: a u32 count then u64 ids), the
-//! rejoining flag (1 byte; version 1 files end before it: not rejoining), CRC-32C of
+//! (voters, learners, outgoing voters, next learners: a u32 count then u64 ids), CRC-32C of
 //! everything before it.
 
 use raft::prelude::{ConfState, HardState};
@@ -19,7 +18,7 @@ use raft::prelude::{ConfState, HardState};
 use super::cursor::Cursor;
 
 const MAGIC: &[u8; 4] = b"RBRM";
-const VERSION: u8 = 2;
+const VERSION: u8 = 1;
 
 /// Where the raft log starts: the entry before its first one (`index`, `term`) and the Kafka
 /// offset its first entry takes. A new log starts at index 0, term 0, offset 0.
@@ -37,10 +36,6 @@ pub struct RaftMeta {
     /// The index of the entry that made `conf_state` (0: the initial configuration).
     pub conf_index: u64,
     pub log_start: LogStart,
-    /// The replica was created empty where the group may have existed before (its broker
-    /// lost its data, or never had it): it keeps out of elections until it has caught up with
-    /// a leader (`replica::Rejoin`).
-    pub rejoining: bool,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -78,7 +73,6 @@ impl RaftMeta {
                 b.extend_from_slice(&id.to_be_bytes());
             }
         }
-        b.push(u8::from(self.rejoining));
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_be_bytes());
         b
@@ -93,8 +87,7 @@ impl RaftMeta {
         if &body[..4] != MAGIC {
             return Err(MetaError::Magic);
         }
-        let version = body[4];
-        if !(1..=VERSION).contains(&version) {
+        if body[4] != VERSION {
             return Err(MetaError::Version(body[4]));
         }
         if crc32c::crc32c(body) != u32::from_be_bytes(crc.try_into().expect("4 bytes")) {
@@ -114,14 +107,7 @@ impl RaftMeta {
                 ids.push(u64::from_be_bytes(r.array()?));
             }
         }
-        let rejoining = version >= 2 && r.take(1)?[0] != 0;
-        Ok(RaftMeta {
-            hard_state: hs,
-            conf_state: cs,
-            conf_index,
-            log_start: LogStart { index, term, offset },
-            rejoining,
-        })
+        Ok(RaftMeta { hard_state: hs, conf_state: cs, conf_index, log_start: LogStart { index, term, offset } })
     }
 }
 
@@ -139,21 +125,7 @@ mod tests {
         m.conf_state.voters_outgoing = vec![1, 2, 5];
         m.conf_state.auto_leave = true;
         m.log_start = LogStart { index: 10, term: 3, offset: 977 };
-        m.rejoining = true;
         m
-    }
-
-    #[test]
-    fn a_version_1_file_reads_as_not_rejoining() {
-        let mut m = sample();
-        let mut bytes = m.encode();
-        // Version 1: the same fields without the rejoining byte.
-        bytes.truncate(bytes.len() - 5);
-        bytes[4] = 1;
-        let crc = crc32c::crc32c(&bytes);
-        bytes.extend_from_slice(&crc.to_be_bytes());
-        m.rejoining = false;
-        assert_eq!(RaftMeta::decode(&bytes).unwrap(), m);
     }
 
     #[test]

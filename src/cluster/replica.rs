@@ -21,20 +21,6 @@
 //! The high watermark is the Kafka offset after the last committed entry. A new leader's commit
 //! index may lag the old leader's until an entry of its own term commits; until then it
 //! serves nothing (`serving`), so no client sees a watermark step back.
-//!
-//! A replica whose broker lost its disk comes back empty, with no memory of the entries it
-//! acknowledged or the votes it gave. Raft counts on both: with its vote a peer that lacks
-//! entries this replica had helped commit could win an election and take them back. So a
-//! replica created empty where its group may have existed before is `Rejoin`ing: it grants
-//! no vote to a candidate whose log holds anything and stands for no election with a log of
-//! its own, until it has caught up with a leader (its commit index covers an entry of that
-//! leader's term and what the leader had committed when it first heard from it). It still
-//! votes for a candidate whose log is empty: the group's first election, which a whole
-//! cluster restarted before a new partition's replicas had opened would otherwise never
-//! hold. So this protects a group in which fewer than a majority hold nothing of what was
-//! committed (one lost disk of three); Kafka's ISR gives the same (an empty replica leads
-//! only once back in sync). A disk lost beside a replica that never received an entry
-//! loses what only the third held, as losing two of three disks does.
 
 use std::collections::VecDeque;
 
@@ -134,16 +120,6 @@ pub struct Work {
     pub after: Vec<Message>,
 }
 
-/// A replica catching up after being created empty (see the module doc).
-#[derive(Debug, Clone, Copy)]
-struct Rejoin {
-    /// The furthest commit index a leader has told this replica of since it started.
-    need: u64,
-    /// Whether it keeps out of elections meanwhile (a partition's replica); the metadata
-    /// quorum's only tracks when it has caught up (`has_caught_up`).
-    guarded: bool,
-}
-
 pub struct Replica {
     rn: RawNode<RaftStore>,
     pending: VecDeque<Proposal>,
@@ -163,12 +139,9 @@ pub struct Replica {
     election_tick: usize,
     /// The furthest log start a committed entry asked for (DeleteRecords), not yet taken.
     log_start: Option<i64>,
-    rejoin: Option<Rejoin>,
     /// Where this replica's log ends, when a leader's heartbeat took it to hold more (it lost
     /// its disk since it acknowledged those entries): its answer says so (`step`).
     short_of: Option<u64>,
-    /// The commit index at which `rejoin` ended (0 if it never began).
-    caught_up_at: u64,
     /// raft-rs's logger, which names the group.
     logger: slog::Logger,
 }
@@ -181,7 +154,6 @@ impl Replica {
         conf_index: u64,
         logger: &slog::Logger,
     ) -> raft::Result<Replica> {
-        let rejoining = store.rejoining();
         let mut hs = store.hard_state().clone();
         let last_term = store.slot_term(store.last()).unwrap_or(store.start().term);
         if last_term > hs.term {
@@ -225,59 +197,9 @@ impl Replica {
             snapshot_waits: std::collections::HashMap::new(),
             log_start: None,
             election_tick: cfg.election_tick,
-            rejoin: rejoining.then_some(Rejoin { need: 0, guarded: true }),
             short_of: None,
-            caught_up_at: 0,
             logger: logger.clone(),
         })
-    }
-
-    /// Tracks, without keeping out of elections, when this replica has caught up with a
-    /// leader since it started (`has_caught_up`): the metadata quorum's, whose catch-up tells
-    /// the broker which partitions existed before it started.
-    pub fn track_catch_up(&mut self) {
-        if self.rejoin.is_none() {
-            self.rejoin = Some(Rejoin { need: 0, guarded: false });
-        }
-    }
-
-    /// Whether this replica has caught up with a leader since it started rejoining or
-    /// tracking (`track_catch_up`), and its high watermark covers what it had caught up to
-    /// (the entries are taken from raft: the driver can apply them); true if it never did
-    /// either.
-    pub fn has_caught_up(&self) -> bool {
-        self.rejoin.is_none() && self.hwm_index >= self.caught_up_at
-    }
-
-    /// Whether a rejoining replica must keep out of elections now: it does not lead (a
-    /// leader's tick must go on), its log holds something (an empty log can neither win
-    /// against one holding data nor take anything back: a new group's first election) and
-    /// it is not the only voter.
-    fn held_from_elections(&self) -> bool {
-        self.rejoin.is_some_and(|r| r.guarded)
-            && !self.is_leader()
-            && self.last_index() > 0
-            && self.voters() != [self.id()]
-    }
-
-    /// Ends `Rejoin` once the commit index covers an entry of the current leader's term and
-    /// every index a leader reported committed: this replica then holds everything any
-    /// majority could have committed, as a replica that never lost its disk does.
-    fn check_caught_up(&mut self) {
-        let Some(r) = self.rejoin else { return };
-        let log = &self.rn.raft.raft_log;
-        let commit = log.committed;
-        let term = self.rn.raft.term;
-        if self.leader().is_none() || commit < r.need || log.term(commit).ok() != Some(term) {
-            return;
-        }
-        self.rejoin = None;
-        self.caught_up_at = commit;
-        if r.guarded {
-            slog::info!(self.logger, "the replica created empty has caught up with its leader: it takes part in elections again";
-                "commit" => commit, "term" => term);
-            self.meta_dirty = true;
-        }
     }
 
     pub fn id(&self) -> u64 {
@@ -369,8 +291,7 @@ impl Replica {
 
     pub fn tick(&mut self) {
         if self.failed.is_none() {
-            // A follower's tick only counts down to its election.
-            if !self.must_not_stand() && !self.held_from_elections() {
+            if !self.must_not_stand() {
                 self.rn.tick();
             }
             self.retry_lost_snapshots();
@@ -450,7 +371,7 @@ impl Replica {
     /// Stands for election now instead of after an election timeout (the preferred replica
     /// of a new partition, so that it leads within a round trip).
     pub fn campaign(&mut self) {
-        if self.failed.is_none() && !self.must_not_stand() && !self.held_from_elections() {
+        if self.failed.is_none() && !self.must_not_stand() {
             let _ = self.rn.campaign();
         }
     }
@@ -493,26 +414,7 @@ impl Replica {
                 }
             }
         }
-        if let Some(r) = self.rejoin.as_mut() {
-            use raft::prelude::MessageType::*;
-            match m.get_msg_type() {
-                // A candidate with an empty log: a new group's first election.
-                MsgRequestVote | MsgRequestPreVote if r.guarded && (m.index > 0 || m.log_term > 0) => {
-                    tracing::debug!(
-                        from = m.from,
-                        term = m.term,
-                        "no vote while rejoining: this replica may have lost entries it acknowledged"
-                    );
-                    return;
-                }
-                MsgTimeoutNow if r.guarded => return,
-                MsgAppend => r.need = r.need.max(m.commit),
-                MsgSnapshot => r.need = r.need.max(m.get_snapshot().get_metadata().index),
-                _ => {}
-            }
-        }
         let _ = self.rn.step(m);
-        self.check_caught_up();
     }
 
     /// Stamps `batch` (one validated batch) with the next offset and the leader epoch and
@@ -683,8 +585,6 @@ impl Replica {
     pub fn persisted(&mut self, number: u64, locs: &[Loc]) {
         self.rn.mut_store().written(number, locs);
         self.rn.on_persist_ready(number);
-        // A leader's own write can commit (a lone voter, or the last of a majority).
-        self.check_caught_up();
         if let Some((_, index)) = self.installing.filter(|(n, _)| *n <= number) {
             self.installing = None;
             // What the snapshot holds counts as applied once it is durable (raft-rs requires
@@ -709,7 +609,6 @@ impl Replica {
             conf_state: store.conf_state().clone(),
             conf_index: self.conf_index,
             log_start: store.start(),
-            rejoining: self.rejoin.is_some_and(|r| r.guarded),
         }
     }
 

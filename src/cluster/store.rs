@@ -91,8 +91,6 @@ pub struct RaftStore {
     /// Slots before this one hold no cached bytes (but pinned ones): where eviction resumes.
     evict_from: usize,
     failed: RefCell<Option<String>>,
-    /// As the replica state was read (`RaftMeta::rejoining`): the replica takes it from here.
-    rejoining: bool,
 }
 
 impl RaftStore {
@@ -119,7 +117,6 @@ impl RaftStore {
             cache_limit,
             evict_from: 0,
             failed: RefCell::new(None),
-            rejoining: meta.rejoining,
         };
         for (loc, bytes) in batches {
             let index = store.last() + 1;
@@ -224,11 +221,6 @@ impl RaftStore {
 
     pub fn start(&self) -> LogStart {
         self.start
-    }
-
-    /// Whether the replica state read at recovery says the replica is rejoining.
-    pub fn rejoining(&self) -> bool {
-        self.rejoining
     }
 
     pub fn hard_state(&self) -> &HardState {

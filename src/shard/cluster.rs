@@ -12,10 +12,9 @@
 //! no replica of; a told view gives way to one with a later epoch and to the broker's own.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use glommio::Task;
 
@@ -84,15 +83,6 @@ pub struct ShardCluster {
     /// On shard 0: raft messages from peers for groups homed on each other shard, in the
     /// order they arrived, and whether a task is handing them over (`forward_raft`).
     forwarding: RefCell<HashMap<usize, Forwarding>>,
-    /// The topics the catalog held when this broker's metadata replica first caught up with
-    /// the quorum's leader after this broker started (set by shard 0, told to the others).
-    /// A replica of one of them created empty here may have existed before and lost what it
-    /// acknowledged (a lost disk), so it starts rejoining (`replica::Rejoin`); until this is
-    /// set every topic counts. Topics created later start their replicas as new.
-    known_at_start: OnceCell<Arc<HashSet<uuid::Uuid>>>,
-    /// On shard 0: the metadata replica's high watermark when it caught up, until the
-    /// records up to it are applied and `known_at_start` is taken.
-    catch_up_to: Cell<Option<i64>>,
 }
 
 /// Raft messages on their way from shard 0 to one other shard.
@@ -134,8 +124,6 @@ impl ShardCluster {
             reporting: RefCell::default(),
             next_rebalance: Cell::new(None),
             forwarding: RefCell::default(),
-            known_at_start: OnceCell::new(),
-            catch_up_to: Cell::new(None),
         })
     }
 
@@ -177,7 +165,7 @@ impl ShardCluster {
         }
     }
 
-    fn group_config(&self, voters: &[i32], metadata: bool, rejoining: bool) -> GroupConfig {
+    fn group_config(&self, voters: &[i32], metadata: bool) -> GroupConfig {
         let election = self.settings.election_ticks;
         GroupConfig {
             node_id: id64(self.node_id),
@@ -191,7 +179,6 @@ impl ShardCluster {
             },
             cache_bytes: GROUP_CACHE_BYTES,
             replica_lag: self.settings.replica_lag,
-            rejoining,
         }
     }
 
@@ -200,38 +187,30 @@ impl ShardCluster {
         let p = tp.partition;
         // A replica a reassignment added starts outside the configuration it replays.
         let new_group = !topic.first_voters.contains_key(&p);
-        let rejoining = self.known_at_start.get().is_none_or(|ids| ids.contains(&topic.id));
-        let g =
-            self.start_group(&topic.name, topic.id, p, topic.first_voters_of(p), (new_group, rejoining), log).await?;
+        let g = self.start_group(&topic.name, topic.id, p, topic.first_voters_of(p), new_group, log).await?;
         self.groups.borrow_mut().insert(tp, g.clone());
         Ok(g)
     }
 
     /// Starts the raft group over `log` with `voters` (the first is the preferred leader).
     /// `new_group`: the voters are those the group is created with, not a configuration
-    /// that changed since; `rejoining`: a replica created here now starts rejoining
-    /// (`GroupConfig::rejoining`).
+    /// that changed since.
     pub async fn start_group(
         &self,
         topic: &str,
         topic_id: uuid::Uuid,
         partition: i32,
         voters: &[i32],
-        (new_group, rejoining): (bool, bool),
+        new_group: bool,
         log: Rc<Partition>,
     ) -> Result<Rc<Group>, String> {
         let id = GroupId::new(topic, partition).with_topic_id(topic_id);
         let fresh = !log.dir().join(crate::cluster::group::STATE_FILE).exists();
         let logger = self.logger.new(slog::o!("group" => format!("{topic}/{partition}")));
-        let g = Group::open(
-            id,
-            log,
-            &self.group_config(voters, topic == METADATA_TOPIC, rejoining),
-            self.transport.clone(),
-            &logger,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+        let g =
+            Group::open(id, log, &self.group_config(voters, topic == METADATA_TOPIC), self.transport.clone(), &logger)
+                .await
+                .map_err(|e| e.to_string())?;
         // A new group's preferred replica stands at once: leaders spread as the assignment
         // dealt them, and the partition is writable within a round trip rather than an
         // election timeout.
@@ -436,22 +415,6 @@ impl Shard {
         if let Some(meta) = cluster.meta() {
             let g = meta.quorum.group();
             g.tick();
-            // The topics then known are those of the catalog once every record up to the
-            // caught-up high watermark is applied.
-            if cluster.known_at_start.get().is_none() && cluster.catch_up_to.get().is_none() && g.has_caught_up() {
-                cluster.catch_up_to.set(Some(g.high_watermark()));
-            }
-            if cluster.known_at_start.get().is_none()
-                && cluster.catch_up_to.get().is_some_and(|hwm| meta.quorum.applied() >= hwm)
-            {
-                let ids: Arc<HashSet<uuid::Uuid>> =
-                    Arc::new(self.controller_cell().borrow().catalog().topics.values().map(|t| t.id).collect());
-                tracing::debug!(topics = ids.len(), "the metadata replica caught up with the quorum's leader");
-                let _ = cluster.known_at_start.set(ids.clone());
-                self.tell_other_shards(move |c| {
-                    let _ = c.known_at_start.set(ids.clone());
-                });
-            }
             let leader = g.leader().map_or(-1, id32);
             if leader != cluster.controller_id.get() {
                 cluster.controller_id.set(leader);

@@ -89,7 +89,7 @@ pub(super) fn unwire((code, why): (i16, String)) -> Failure {
 }
 
 impl Shard {
-    pub(super) fn controller_cell(&self) -> &RefCell<Controller> {
+    fn controller_cell(&self) -> &RefCell<Controller> {
         self.controller.as_ref().expect("the controller lives on shard 0")
     }
 
@@ -101,14 +101,9 @@ impl Shard {
         let log = Partition::open(METADATA_TOPIC, 0, dir, self.log_config, self.probe.clone()).await?;
         // Ticked beside the partitions' groups (`tick_raft`), but not offered to clients.
         let group = cluster
-            .start_group(METADATA_TOPIC, uuid::Uuid::nil(), 0, &cluster.settings.members(), (true, false), log)
+            .start_group(METADATA_TOPIC, uuid::Uuid::nil(), 0, &cluster.settings.members(), true, log)
             .await
             .map_err(|e| crate::error::storage(&self.config.data_dir, std::io::Error::other(e)))?;
-        // The metadata quorum's replicas are not held back when created empty: every voter's
-        // is at a new cluster's first start, and nothing tells that apart from a lost disk
-        // (as with Kafka's static `controller.quorum.voters`, its voters count on their
-        // disks). Its catch-up with the leader tells which topics existed before this start.
-        group.track_catch_up();
         let weak = Rc::downgrade(self);
         let apply: Apply = Box::new(move |offset, value| {
             let Some(shard) = weak.upgrade() else { return };

@@ -82,9 +82,6 @@ pub struct GroupConfig {
     pub cache_bytes: usize,
     /// A voter not heard from for this long is out of sync (`replica.lag.time.max.ms`).
     pub replica_lag: Duration,
-    /// A replica without a state file yet starts rejoining (`replica::Rejoin`): the group
-    /// may have existed before, with entries this replica acknowledged and lost since.
-    pub rejoining: bool,
 }
 
 /// When a produce is answered (Kafka's `acks`; 0 is the API's business: no answer at all).
@@ -242,10 +239,7 @@ impl Group {
             Some(bytes) => RaftMeta::decode(&bytes)
                 .map_err(|e| storage(&state_path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?,
             None => {
-                let meta = RaftMeta { rejoining: cfg.rejoining, ..RaftMeta::initial(cfg.voters.clone()) };
-                if meta.rejoining {
-                    tracing::info!(group = ?id, "a replica of a group that existed before this broker started is created empty: it takes no part in elections until it has caught up with a leader");
-                }
+                let meta = RaftMeta::initial(cfg.voters.clone());
                 write_state(&state_path, &meta)?;
                 meta
             }
@@ -312,21 +306,6 @@ impl Group {
 
     pub fn leader(&self) -> Option<u64> {
         self.replica.borrow().leader()
-    }
-
-    /// See `Replica::track_catch_up`.
-    pub fn track_catch_up(&self) {
-        self.replica.borrow_mut().track_catch_up();
-    }
-
-    /// The Kafka offset after the last committed entry, as raft has it.
-    pub fn high_watermark(&self) -> i64 {
-        self.replica.borrow().high_watermark()
-    }
-
-    /// See `Replica::has_caught_up`.
-    pub fn has_caught_up(&self) -> bool {
-        self.replica.borrow().has_caught_up()
     }
 
     /// The leader epoch: raft's term.

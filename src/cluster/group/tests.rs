@@ -51,7 +51,6 @@ fn config(id: u64, replica_lag: Duration) -> GroupConfig {
         },
         cache_bytes: 4096,
         replica_lag,
-        rejoining: false,
     }
 }
 

@@ -63,14 +63,6 @@ impl Disk {
         }
     }
 
-    /// A disk that lost everything, in a broker that knows the group existed before it
-    /// started: the replica state the broker writes for it says it is rejoining.
-    pub(super) fn lost(voters: &[u64]) -> Disk {
-        let mut disk = Disk::new(voters);
-        disk.meta.rejoining = true;
-        disk
-    }
-
     /// Applies `w` to the page cache; returns where its batches landed.
     pub(super) fn write(&mut self, w: &Write) -> Vec<Loc> {
         let mut f = self.current.0.borrow_mut();
