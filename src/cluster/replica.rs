@@ -404,7 +404,10 @@ impl Replica {
             }
             m.commit = m.commit.min(last);
         }
-        if m.get_msg_type() == raft::prelude::MessageType::MsgHeartbeatResponse && m.reject && self.is_leader() {
+        // Only an answer of this term: an older one may predate the catch-up it asks for, and
+        // raft-rs drops it as stale anyway.
+        let answer = raft::prelude::MessageType::MsgHeartbeatResponse;
+        if m.get_msg_type() == answer && m.reject && m.term == self.rn.raft.term && self.is_leader() {
             if let Some(pr) = self.rn.raft.mut_prs().get_mut(m.from) {
                 if pr.matched > m.reject_hint {
                     slog::warn!(self.logger, "a replica holds less than it acknowledged (it lost its disk): sending it the log again from where it ends";
@@ -877,6 +880,25 @@ mod tests {
                 assert_eq!((appends, followers), (4, vec![2, 2]));
             }
         }
+    }
+
+    #[test]
+    fn a_leader_sends_the_log_again_only_on_a_short_answer_of_its_own_term() {
+        use raft::prelude::{Message, MessageType};
+        let mut rs = three(false);
+        let held = rs[0].matched(2).unwrap();
+        assert!(held >= 1, "the follower acknowledged the no-op");
+        let short = |term| {
+            let mut m = Message::default();
+            m.set_msg_type(MessageType::MsgHeartbeatResponse);
+            (m.from, m.to, m.term, m.reject, m.reject_hint) = (2, 1, term, true, 0);
+            m
+        };
+        let term = rs[0].term();
+        rs[0].step(short(term - 1));
+        assert_eq!(rs[0].matched(2), Some(held), "an answer of an older term changes nothing");
+        rs[0].step(short(term));
+        assert_eq!(rs[0].matched(2), Some(0), "the follower holds nothing: the leader starts over");
     }
 
     #[test]
