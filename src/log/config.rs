@@ -19,6 +19,7 @@
 //! | `min.cleanable.dirty.ratio`, `max.compaction.lag.ms` | the cleaner's check: when a compacted log is due |
 //! | `min.compaction.lag.ms` | cleaning: segments holding newer records are not cleaned yet |
 //! | `compression.type` | append: a batch in another codec is recompressed (`producer` keeps it) |
+//! | `compression.gzip.level`, `lz4.level`, `zstd.level` | append: the level a recompressed batch is packed at (a batch already in the topic's codec is kept as sent, as in Kafka) |
 //! | `flush.messages`, `flush.ms` | append: the durability policy of the topic (see `FlushPolicy`) |
 //! | `index.interval.bytes` | append: sparse index density |
 //! | `max.message.bytes` | append: largest batch |
@@ -29,6 +30,7 @@
 //! | `segment.bytes`, `segment.ms` | roll check before each append |
 
 use crate::config::{Config, FlushPolicy};
+use crate::protocol::compression;
 
 /// "Never" for the Kafka settings whose default is `Long.MAX_VALUE`.
 pub const NEVER: u64 = i64::MAX as u64;
@@ -79,6 +81,10 @@ pub struct LogConfig {
     /// `message.timestamp.after.max.ms`: how far in the future.
     pub timestamp_after_max_ms: u64,
     pub compression: TopicCompression,
+    /// `compression.gzip.level`, `compression.lz4.level`, `compression.zstd.level`.
+    pub gzip_level: i32,
+    pub lz4_level: i32,
+    pub zstd_level: i32,
     /// `cleanup.policy` contains `compact`.
     pub compact: bool,
     /// `cleanup.policy` contains `delete`.
@@ -132,6 +138,9 @@ impl LogConfig {
             // Kafka 4's default: a producer clock an hour ahead is refused.
             timestamp_after_max_ms: 3_600_000,
             compression: TopicCompression::Producer,
+            gzip_level: compression::default_level(compression::GZIP),
+            lz4_level: compression::default_level(compression::LZ4),
+            zstd_level: compression::default_level(compression::ZSTD),
             compact: false,
             delete: true,
             min_cleanable_dirty_ratio: c.log_cleaner_min_cleanable_ratio,
@@ -163,6 +172,16 @@ impl LogConfig {
     /// broker allocate without bound.
     pub fn decompressed_limit(&self) -> usize {
         (self.message_max_bytes as usize).saturating_mul(DECOMPRESSION_FACTOR)
+    }
+
+    /// The level a batch recompressed into `codec` is packed at.
+    pub fn level(&self, codec: u8) -> i32 {
+        match codec {
+            compression::GZIP => self.gzip_level,
+            compression::LZ4 => self.lz4_level,
+            compression::ZSTD => self.zstd_level,
+            _ => 0,
+        }
     }
 
     /// Whether time and size retention may delete this log's old segments (`delete` alone,
@@ -313,6 +332,13 @@ fn boolean(v: &str) -> Result<bool, BadValue> {
     }
 }
 
+/// A level of `codec` (`compression.<codec>.level`).
+fn level(codec: u8, v: &str) -> Result<i32, BadValue> {
+    let n: i32 = v.parse().map_err(|_| BadValue::NotANumber)?;
+    compression::check_level(codec, n).map_err(BadValue::NotOneOf)?;
+    Ok(n)
+}
+
 fn codec_name(c: TopicCompression) -> &'static str {
     match c {
         TopicCompression::Producer => "producer",
@@ -355,6 +381,26 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         },
     },
     TopicConfig {
+        name: "compression.gzip.level",
+        broker_name: "compression.gzip.level",
+        kind: Kind::Int,
+        set: |c, v| {
+            c.gzip_level = level(compression::GZIP, v)?;
+            Ok(())
+        },
+        show: |c| c.gzip_level.to_string(),
+    },
+    TopicConfig {
+        name: "compression.lz4.level",
+        broker_name: "compression.lz4.level",
+        kind: Kind::Int,
+        set: |c, v| {
+            c.lz4_level = level(compression::LZ4, v)?;
+            Ok(())
+        },
+        show: |c| c.lz4_level.to_string(),
+    },
+    TopicConfig {
         name: "compression.type",
         broker_name: "compression.type",
         kind: Kind::String,
@@ -371,6 +417,16 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
             Ok(())
         },
         show: |c| codec_name(c.compression).into(),
+    },
+    TopicConfig {
+        name: "compression.zstd.level",
+        broker_name: "compression.zstd.level",
+        kind: Kind::Int,
+        set: |c, v| {
+            c.zstd_level = level(compression::ZSTD, v)?;
+            Ok(())
+        },
+        show: |c| c.zstd_level.to_string(),
     },
     TopicConfig {
         name: "delete.retention.ms",
@@ -577,9 +633,6 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
 /// Why a Kafka topic config the table does not hold is refused.
 pub fn refusal(name: &str) -> ConfigRefused {
     let why = match name {
-        "compression.gzip.level" | "compression.lz4.level" | "compression.zstd.level" => {
-            "Ringbroker compresses at each codec's default level"
-        }
         "max.decompressed.message.bytes" => "Ringbroker bounds decompression at 64 × max.message.bytes",
         "file.delete.delay.ms" | "log.segment.delete.delay.ms" => {
             "Ringbroker deletes segment files at once (fetches in flight keep reading them)"
@@ -591,7 +644,7 @@ pub fn refusal(name: &str) -> ConfigRefused {
         | "remote.log.copy.disable"
         | "remote.log.delete.on.disable" => "Ringbroker has no tiered storage",
         "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
-            "there is no replication to throttle"
+            "Ringbroker does not throttle replication: a reassignment's new replicas catch up at full speed"
         }
         "message.downconversion.enable" | "message.format.version" | "message.timestamp.difference.max.ms" => {
             "Kafka 4 removed it"
@@ -624,7 +677,10 @@ mod tests {
     fn every_row_shows_what_it_was_set_to() {
         let values = [
             ("cleanup.policy", "compact,delete"),
+            ("compression.gzip.level", "9"),
+            ("compression.lz4.level", "12"),
             ("compression.type", "zstd"),
+            ("compression.zstd.level", "-7"),
             ("delete.retention.ms", "1000"),
             ("flush.messages", "1000"),
             ("flush.ms", "250"),
@@ -671,7 +727,10 @@ mod tests {
             ("unclean.leader.election.enable", "true", "out-of-sync"),
             ("min.cleanable.dirty.ratio", "1.5", "from 0 to 1"),
             ("min.cleanable.dirty.ratio", "half", "from 0 to 1"),
-            ("compression.zstd.level", "3", "default level"),
+            ("compression.zstd.level", "23", "from -131072 to 22"),
+            ("compression.gzip.level", "0", "-1 (the default) or from 1 to 9"),
+            ("compression.lz4.level", "fast", "whole number"),
+            ("segment.index.bytes", "1048576", "index sizes follow segment.bytes"),
             ("retention.hours", "1", "unknown config"),
         ] {
             let e = topic(&[(name, value)]).unwrap_err().to_string();

@@ -350,10 +350,15 @@ pub fn record_bytes(buf: &[u8], limit: usize) -> Result<Cow<'_, [u8]>, BatchErro
     }
 }
 
-/// The batch with its records in `codec` instead (a topic's `compression.type`): header
+/// The batch with its records in `codec` instead, at the codec's default level: header
 /// fields kept, codec bits, length and CRC rewritten. Records decompress to at most `limit`
 /// bytes.
 pub fn recompress(buf: &[u8], codec: u8, limit: usize) -> Result<Vec<u8>, BatchError> {
+    recompress_at(buf, codec, compression::default_level(codec), limit)
+}
+
+/// `recompress` at `level` (a topic's `compression.type` and `compression.<codec>.level`).
+pub fn recompress_at(buf: &[u8], codec: u8, level: i32, limit: usize) -> Result<Vec<u8>, BatchError> {
     let h = read_header(buf)?;
     let records = record_bytes(buf, limit)?;
     // A codec stream cut short can decode "successfully" into fewer records: count them.
@@ -362,7 +367,7 @@ pub fn recompress(buf: &[u8], codec: u8, limit: usize) -> Result<Vec<u8>, BatchE
         let reason = format!("{found} records where the header says {}", h.record_count);
         return Err(BatchError::Records(CodecError::Corrupt { codec: compression::name(h.codec()), reason }));
     }
-    rebuild(buf, &records, h.record_count, codec, h.delete_horizon())
+    rebuild_at(buf, &records, h.record_count, codec, level, h.delete_horizon())
 }
 
 /// The smallest record timestamp of a whole, checked batch, records without one (-1) left
@@ -566,6 +571,7 @@ pub fn reencode_record(out: &mut Vec<u8>, span: &RecordSpan, base_ts: i64) {
 /// maximum) holding `count` of its records, `records` (uncompressed, as encoded), in
 /// `codec`; `delete_horizon` stamps KIP-534's horizon in as the base timestamp, which the
 /// records were then encoded against. Length, attributes and CRC are rewritten.
+/// The codec compresses at its default level, as Kafka's cleaner rewrites batches.
 pub fn rebuild(
     original: &[u8],
     records: &[u8],
@@ -573,10 +579,22 @@ pub fn rebuild(
     codec: u8,
     delete_horizon: Option<i64>,
 ) -> Result<Vec<u8>, BatchError> {
+    rebuild_at(original, records, count, codec, compression::default_level(codec), delete_horizon)
+}
+
+/// `rebuild` with the codec at `level`.
+fn rebuild_at(
+    original: &[u8],
+    records: &[u8],
+    count: i32,
+    codec: u8,
+    level: i32,
+    delete_horizon: Option<i64>,
+) -> Result<Vec<u8>, BatchError> {
     let h = read_header(original)?;
     let packed = match codec {
         compression::NONE => Cow::Borrowed(records),
-        _ => Cow::Owned(compression::compress(codec, records).map_err(BatchError::Records)?),
+        _ => Cow::Owned(compression::compress_at(codec, level, records).map_err(BatchError::Records)?),
     };
     let mut out = Vec::with_capacity(HEADER_LEN + packed.len());
     out.extend_from_slice(&original[..HEADER_LEN]);

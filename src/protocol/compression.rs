@@ -4,16 +4,15 @@
 //! must never let a small batch expand into an unbounded allocation. Every decoder reads
 //! through a limit and fails as soon as the output would pass it.
 //!
-//! Compression goes through proto-kafka's codecs (Kafka's framing: xerial blocks for snappy,
-//! the LZ4 frame format with independent blocks), which write their output as they go, but
-//! for zstd, which keeps a compression context per thread (see `zstd_compress`).
-//! Decompression is written here on the same codec crates because proto-kafka's decoders
-//! grow their output without a bound.
+//! Snappy compresses through proto-kafka's codec (Kafka's xerial framing); gzip, lz4 and
+//! zstd on their crates directly, at the level a topic asks for (`compress_at`), which
+//! proto-kafka's codecs do not take. Decompression is written here on the same codec crates
+//! because proto-kafka's decoders grow their output without a bound.
 
-use std::io::Read;
+use std::io::{Read, Write};
 
 use bytes::BytesMut;
-use proto_kafka::compression::{Compressor, Gzip, Lz4, Snappy};
+use proto_kafka::compression::{Compressor, Snappy};
 
 pub const NONE: u8 = 0;
 pub const GZIP: u8 = 1;
@@ -110,43 +109,109 @@ pub fn decompress(codec: u8, data: &[u8], limit: usize) -> Result<Vec<u8>, Codec
     }
 }
 
-/// `data` compressed with `codec`, in the framing Kafka clients read.
-pub fn compress(codec: u8, data: &[u8]) -> Result<Vec<u8>, CodecError> {
-    fn with<C: Compressor<BytesMut, BufMut = BytesMut>>(codec: u8, data: &[u8]) -> Result<Vec<u8>, CodecError> {
-        let mut out = BytesMut::with_capacity(data.len() / 2 + 64);
-        C::compress(&mut out, |buf| {
-            buf.extend_from_slice(data);
-            Ok(())
-        })
-        .map_err(|e| corrupt(codec, e))?;
-        Ok(out.to_vec())
+/// Kafka's default level of `codec` (`compression.<codec>.level`, KIP-390): gzip's own
+/// default (-1, which is 6), lz4's 9, zstd's 3; 0 for codecs without levels.
+pub fn default_level(codec: u8) -> i32 {
+    match codec {
+        GZIP => -1,
+        LZ4 => 9,
+        ZSTD => 3,
+        _ => 0,
     }
+}
+
+/// The levels `codec` accepts, as Kafka checks them, in words for an error; `None` for
+/// codecs without levels.
+pub fn check_level(codec: u8, level: i32) -> Result<(), &'static str> {
+    let ok = match codec {
+        GZIP => level == -1 || (1..=9).contains(&level),
+        LZ4 => (1..=17).contains(&level),
+        ZSTD => zstd::compression_level_range().contains(&level),
+        _ => level == 0,
+    };
+    match (ok, codec) {
+        (true, _) => Ok(()),
+        (false, GZIP) => Err("-1 (the default) or from 1 to 9"),
+        (false, LZ4) => Err("from 1 to 17"),
+        (false, ZSTD) => Err("from -131072 to 22"),
+        (false, _) => Err("0: this codec has no levels"),
+    }
+}
+
+/// `data` compressed with `codec` at its default level, in the framing Kafka clients read.
+pub fn compress(codec: u8, data: &[u8]) -> Result<Vec<u8>, CodecError> {
+    compress_at(codec, default_level(codec), data)
+}
+
+/// `data` compressed with `codec` at `level` (checked by `check_level`), in the framing
+/// Kafka clients read. As Kafka, lz4 at its default level 9 uses the fast compressor and any
+/// other level the high-compression one (liblz4 counts level 1 as fast, and levels above 12
+/// as 12, its most).
+pub fn compress_at(codec: u8, level: i32, data: &[u8]) -> Result<Vec<u8>, CodecError> {
     match codec {
         NONE => Ok(data.to_vec()),
-        GZIP => with::<Gzip>(codec, data),
-        SNAPPY => with::<Snappy>(codec, data),
-        LZ4 => with::<Lz4>(codec, data),
-        ZSTD => zstd_compress(data),
+        GZIP => gzip_compress(level, data),
+        SNAPPY => {
+            let mut out = BytesMut::with_capacity(data.len() / 2 + 64);
+            Snappy::compress(&mut out, |buf| {
+                buf.extend_from_slice(data);
+                Ok(())
+            })
+            .map_err(|e| corrupt(codec, e))?;
+            Ok(out.to_vec())
+        }
+        LZ4 => lz4_compress(level, data),
+        ZSTD => zstd_compress(level, data),
         other => Err(CodecError::Unknown(other)),
     }
 }
 
-/// Kafka's default zstd level (`compression.zstd.level`).
-const ZSTD_LEVEL: i32 = 3;
+fn gzip_compress(level: i32, data: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let level = match u32::try_from(level) {
+        Ok(l) => flate2::Compression::new(l),
+        Err(_) => flate2::Compression::default(),
+    };
+    let mut e = flate2::write::GzEncoder::new(Vec::with_capacity(data.len() / 2 + 64), level);
+    e.write_all(data).map_err(|e| corrupt(GZIP, e))?;
+    e.finish().map_err(|e| corrupt(GZIP, e))
+}
+
+/// The LZ4 frame format with independent blocks, which Kafka's clients read.
+fn lz4_compress(level: i32, data: &[u8]) -> Result<Vec<u8>, CodecError> {
+    // liblz4's frame level 0 is its fast compressor.
+    let level = if level == default_level(LZ4) { 0 } else { level.clamp(0, 12) as u32 };
+    let out = Vec::with_capacity(data.len() / 2 + 64);
+    let mut e = lz4::EncoderBuilder::new()
+        .level(level)
+        .block_mode(lz4::BlockMode::Independent)
+        .build(out)
+        .map_err(|e| corrupt(LZ4, e))?;
+    e.write_all(data).map_err(|e| corrupt(LZ4, e))?;
+    let (out, done) = e.finish();
+    done.map_err(|e| corrupt(LZ4, e))?;
+    Ok(out)
+}
 
 /// zstd with one compression context per thread: making a context per batch (what a
 /// one-shot stream encoder does) allocated and cleared its tables every time, 13% of a
-/// shard's time when it recompressed every batch.
-fn zstd_compress(data: &[u8]) -> Result<Vec<u8>, CodecError> {
+/// shard's time when it recompressed every batch. The context keeps the level it was last
+/// set to.
+fn zstd_compress(level: i32, data: &[u8]) -> Result<Vec<u8>, CodecError> {
     thread_local! {
-        static CONTEXT: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> = const { std::cell::RefCell::new(None) };
+        static CONTEXT: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { std::cell::RefCell::new(None) };
     }
     CONTEXT.with(|cell| {
         let mut cell = cell.borrow_mut();
-        if cell.is_none() {
-            *cell = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(|e| corrupt(ZSTD, e))?);
+        match cell.as_mut() {
+            None => *cell = Some((level, zstd::bulk::Compressor::new(level).map_err(|e| corrupt(ZSTD, e))?)),
+            Some((at, c)) if *at != level => {
+                c.set_compression_level(level).map_err(|e| corrupt(ZSTD, e))?;
+                *at = level;
+            }
+            Some(_) => {}
         }
-        cell.as_mut().expect("made above").compress(data).map_err(|e| corrupt(ZSTD, e))
+        let (_, c) = cell.as_mut().expect("made above");
+        c.compress(data).map_err(|e| corrupt(ZSTD, e))
     })
 }
 
@@ -167,6 +232,51 @@ mod tests {
                 assert_eq!(decompress(codec, &packed, len).unwrap(), data, "{} of {len} bytes", name(codec));
             }
         }
+    }
+
+    /// Words of a small vocabulary in a pseudo-random order: compressible, but not so
+    /// evenly that every level finds the same matches.
+    fn prose(n: usize) -> Vec<u8> {
+        let words: [&[u8]; 8] =
+            [b"offset ", b"leader ", b"epoch ", b"batch ", b"replica ", b"log ", b"fetch ", b"ack "];
+        let (mut x, mut out) = (12345u32, Vec::with_capacity(n + 8));
+        while out.len() < n {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            out.extend_from_slice(words[(x >> 16) as usize % 8]);
+            out.extend_from_slice(&x.to_le_bytes()[2..3]);
+        }
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn levels_are_checked_applied_and_read_back() {
+        let data = prose(200_000);
+        for (codec, low, high) in [(GZIP, 1, 9), (LZ4, 3, 12), (ZSTD, -5, 19)] {
+            assert_eq!(check_level(codec, default_level(codec)), Ok(()));
+            let fast = compress_at(codec, low, &data).unwrap();
+            let small = compress_at(codec, high, &data).unwrap();
+            let default = compress(codec, &data).unwrap();
+            for packed in [&fast, &small, &default] {
+                assert_eq!(decompress(codec, packed, data.len()).unwrap(), data, "{}", name(codec));
+            }
+            assert!(
+                small.len() < fast.len(),
+                "{} level {high}: {} bytes, level {low}: {}",
+                name(codec),
+                small.len(),
+                fast.len()
+            );
+            assert_ne!(default, small, "{}: the default level is not level {high}", name(codec));
+        }
+        // The zstd context of this thread follows the level asked for each time.
+        assert_eq!(compress_at(ZSTD, 19, &data).unwrap(), compress_at(ZSTD, 19, &data).unwrap());
+        assert_eq!(compress_at(ZSTD, 3, &data).unwrap(), compress(ZSTD, &data).unwrap());
+        for (codec, bad) in [(GZIP, 0), (GZIP, 10), (LZ4, 0), (LZ4, 18), (ZSTD, 23), (ZSTD, -131073), (SNAPPY, 1)] {
+            assert!(check_level(codec, bad).is_err(), "{} level {bad}", name(codec));
+        }
+        assert_eq!(check_level(GZIP, -1), Ok(()));
+        assert_eq!(check_level(ZSTD, -131072), Ok(()));
     }
 
     #[test]

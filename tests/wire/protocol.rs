@@ -1060,6 +1060,39 @@ fn topic_configs_take_effect_or_are_refused() {
     let back = ringbroker::protocol::batch::recompress(raw, 0, 1 << 20).expect("decompresses");
     assert_eq!(decode_records(&back).iter().map(|r| r.value.clone().unwrap()).collect::<Vec<_>>(), sent);
 
+    // compression.<codec>.level (KIP-390): a recompressed batch is packed at the topic's level.
+    let words = ["offset", "leader", "epoch", "batch", "replica", "log", "fetch", "ack"];
+    let mut x = 7u32;
+    let prose: Vec<Vec<u8>> = (0..300)
+        .map(|_| {
+            let w: Vec<&str> = (0..30)
+                .map(|_| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    words[(x >> 16) as usize % 8]
+                })
+                .collect();
+            w.join(" ").into_bytes()
+        })
+        .collect();
+    for (codec, bits, config, low, high) in
+        [("gzip", 1, "compression.gzip.level", "1", "9"), ("zstd", 4, "compression.zstd.level", "-5", "19")]
+    {
+        let mut sizes = Vec::new();
+        for level in [low, high] {
+            let topic = format!("{codec}-at-{level}");
+            let made = c.create_topic(&topic, 1, &[("compression.type", codec), (config, level)]);
+            assert_eq!(made.error_code, 0, "{topic}");
+            assert_eq!(c.produce(&topic, 0, batch(1_000, &prose)).error_code, 0, "{topic}");
+            let records = c.fetch(&topic, 0, 0, 1 << 20).records.expect("records");
+            let (_, raw) = decode_batches(&records)[0];
+            assert_eq!(raw[22] & 0x7, bits, "{topic}: stored in the topic's codec");
+            let back = ringbroker::protocol::batch::recompress(raw, 0, 1 << 20).expect("decompresses");
+            assert_eq!(decode_records(&back).iter().map(|r| r.value.clone().unwrap()).collect::<Vec<_>>(), prose);
+            sizes.push(raw.len());
+        }
+        assert!(sizes[1] < sizes[0], "{codec}: level {high} stored {} bytes, level {low} {}", sizes[1], sizes[0]);
+    }
+
     // min.insync.replicas above the one replica there is: Kafka 4 waits for at most as many
     // replicas as the partition has (KIP-966), so acks=all succeeds, as against Kafka 4.4.
     assert_eq!(c.create_topic("two-isr", 1, &[("min.insync.replicas", "2")]).error_code, 0);
@@ -1067,7 +1100,7 @@ fn topic_configs_take_effect_or_are_refused() {
 
     // Accepted configs do something; the rest are refused with the reason.
     for (config, value, says) in [
-        ("compression.zstd.level", "3", "default level"),
+        ("compression.zstd.level", "23", "from -131072 to 22"),
         ("preallocate", "true", "not preallocated"),
         ("retention.ms", "soon", "whole number"),
         ("no.such.config", "1", "unknown config"),

@@ -103,7 +103,8 @@ impl Partition {
         }
         let mut rewritten = match cfg.compression {
             TopicCompression::Codec(codec) if codec != header.codec() => {
-                let b = batch::recompress(records, codec, cfg.decompressed_limit()).map_err(refuse)?;
+                let b =
+                    batch::recompress_at(records, codec, cfg.level(codec), cfg.decompressed_limit()).map_err(refuse)?;
                 if b.len() > cfg.message_max_bytes as usize {
                     return Err(refuse(BatchError::TooLarge { size: b.len(), max: cfg.message_max_bytes as usize }));
                 }

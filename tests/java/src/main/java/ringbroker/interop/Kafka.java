@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -71,9 +72,15 @@ final class Kafka {
      */
     static boolean createTopic(String bootstrap, String topic, int partitions, boolean mayExist)
             throws Exception {
+        return createTopic(bootstrap, topic, partitions, mayExist, Map.of());
+    }
+
+    /** As above, with topic configs. */
+    static boolean createTopic(String bootstrap, String topic, int partitions, boolean mayExist,
+            Map<String, String> configs) throws Exception {
         try (Admin admin = admin(bootstrap)) {
             try {
-                admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1)))
+                admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs)))
                         .all().get(30, TimeUnit.SECONDS);
                 return true;
             } catch (ExecutionException e) {

@@ -7,7 +7,7 @@ import java.util.Arrays;
  *
  * <pre>
  *   roundtrip     --bootstrap H:P --topic T [--partitions 3] [--records 10000] [--compression none|gzip|snappy|lz4|zstd]
- *                 [--max-partition-fetch-bytes N]
+ *                 [--max-partition-fetch-bytes N] [--topic-config K=V,...]
  *   crash-produce --bootstrap H:P --topic T --acked-file F
  *   crash-verify  --bootstrap H:P --topic T --acked-file F
  *   group-produce --bootstrap H:P --topic T --acked-file F [--partitions 6] [--records 30000] [--rate 2500]
@@ -189,6 +189,7 @@ public final class Main {
                 "  roundtrip     --bootstrap H:P --topic T [--partitions 3] [--records 10000]",
                 "                [--compression none|gzip|snappy|lz4|zstd] [--timeout-sec 60] [--seed 42]",
                 "                [--max-partition-fetch-bytes N] (the consumer's max.partition.fetch.bytes)",
+                "                [--topic-config K=V,...] (configs the topic is created with)",
                 "  crash-produce --bootstrap H:P --topic T --acked-file F [--partitions 3]",
                 "                [--give-up-ms 10000] [--max-records 2000000] [--max-seconds 300] [--max-outstanding 2000]",
                 "  crash-verify  --bootstrap H:P --topic T --acked-file F [--timeout-sec 60]",

@@ -102,6 +102,17 @@ final class Roundtrip {
         long seed = args.longValue("seed", 42);
         // Small: many fetches per partition (fetch sessions then carry the consumer's progress).
         int maxPartitionFetchBytes = args.integer("max-partition-fetch-bytes", 0);
+        Map<String, String> topicConfigs = new HashMap<>();
+        for (String pair : args.str("topic-config", "").split(",")) {
+            if (pair.isEmpty()) {
+                continue;
+            }
+            String[] kv = pair.split("=", 2);
+            if (kv.length != 2) {
+                throw new Args.UsageException("--topic-config takes K=V pairs, got " + pair);
+            }
+            topicConfigs.put(kv[0], kv[1]);
+        }
         args.rejectUnknown();
         if (!List.of("none", "gzip", "snappy", "lz4", "zstd").contains(compression)) {
             throw new Args.UsageException("--compression must be none|gzip|snappy|lz4|zstd, got " + compression);
@@ -112,8 +123,8 @@ final class Roundtrip {
         String tag = "[roundtrip " + compression + "]";
 
         long t0 = System.nanoTime();
-        Kafka.createTopic(bootstrap, topic, partitions, false);
-        System.out.printf("%s created topic %s with %d partitions%n", tag, topic, partitions);
+        Kafka.createTopic(bootstrap, topic, partitions, false, topicConfigs);
+        System.out.printf("%s created topic %s with %d partitions, configs %s%n", tag, topic, partitions, topicConfigs);
 
         // Timestamps slightly in the past so no broker-side "too far in the future" check trips.
         long baseTs = System.currentTimeMillis() - n - 60_000;
