@@ -27,6 +27,7 @@
 //! - `storage`: every file operation of the broker, one seam for injected faults.
 //! - `config`: the settings.
 //! - `quota`, `listener`: client quotas; listener specs.
+//! - `loggers`: log levels read and changed at run time (Kafka's BROKER_LOGGER resource).
 //! - `protocol`: the wire format.
 //! - `rng`: splitmix64, the one small pseudo-random generator (fetch-session ids, the Raft
 //!   simulation).
@@ -44,6 +45,7 @@ pub mod fetch_session;
 pub mod group;
 pub mod listener;
 pub mod log;
+pub mod loggers;
 pub mod metadata;
 pub mod metrics;
 pub mod net;

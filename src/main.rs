@@ -26,21 +26,43 @@ fn main() {
 }
 
 /// Logs to stderr as text or JSON lines, filtered by `RUST_LOG` when it is set (as every
-/// tracing-based tool does) and by `log_level` otherwise (validated with the config).
+/// tracing-based tool does) and by `log_level` otherwise (validated with the config). The
+/// filter can be changed while the broker runs (`loggers`, Kafka's BROKER_LOGGER resource).
 fn init_logging(cfg: &Config) {
     use tracing_subscriber::EnvFilter;
-    let filter = match std::env::var(EnvFilter::DEFAULT_ENV) {
-        Ok(v) if !v.is_empty() => EnvFilter::try_new(&v).unwrap_or_else(|e| {
-            eprintln!("ringbroker: ignoring RUST_LOG=`{v}` ({e}); using log_level `{}`", cfg.log_level);
-            EnvFilter::new(&cfg.log_level)
-        }),
-        _ => EnvFilter::new(&cfg.log_level),
+    let directives = match std::env::var(EnvFilter::DEFAULT_ENV) {
+        Ok(v) if !v.is_empty() => match EnvFilter::try_new(&v) {
+            Ok(_) => v,
+            Err(e) => {
+                eprintln!("ringbroker: ignoring RUST_LOG=`{v}` ({e}); using log_level `{}`", cfg.log_level);
+                cfg.log_level.clone()
+            }
+        },
+        _ => cfg.log_level.clone(),
     };
     // Colours only for a person at a terminal, not in files or the journal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::new(&directives))
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    // The reload handle's type names the formatter, so each format installs its own hook.
+    macro_rules! install {
+        ($builder:expr) => {{
+            let builder = $builder.with_filter_reloading();
+            let handle = builder.reload_handle();
+            ringbroker::loggers::Loggers::install(
+                &directives,
+                Box::new(move |f| {
+                    let filter = EnvFilter::try_new(f).map_err(|e| e.to_string())?;
+                    handle.reload(filter).map_err(|e| e.to_string())
+                }),
+            );
+            builder.init();
+        }};
+    }
     match cfg.log_format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => install!(builder),
+        LogFormat::Json => install!(builder.json()),
     }
 }

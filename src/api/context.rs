@@ -24,6 +24,7 @@ use crate::controller::{
 use crate::fetch_session::FetchSessions;
 use crate::group::{GroupListing, GroupOp};
 use crate::log::{LogConfig, Offsets, ReadOut};
+use crate::loggers::Loggers;
 use crate::metadata::Catalog;
 use crate::metrics::Probe;
 use crate::producer::ProducerSummary;
@@ -59,6 +60,8 @@ pub trait Broker: Clone + 'static {
     fn quotas(&self) -> &ShardQuotas;
     /// This shard's fetch sessions (KIP-227).
     fn fetch_sessions(&self) -> &FetchSessions;
+    /// The broker's log levels (the BROKER_LOGGER resource).
+    fn loggers(&self) -> &Loggers;
     /// In a cluster, a partition's leadership as this broker knows it (None: alone, or
     /// nothing known yet).
     fn leadership(&self, tp: &Tp) -> Option<View>;
@@ -210,6 +213,10 @@ impl Broker for Rc<Shard> {
 
     fn quotas(&self) -> &ShardQuotas {
         &self.quotas
+    }
+
+    fn loggers(&self) -> &Loggers {
+        Loggers::global()
     }
 
     fn fetch_sessions(&self) -> &FetchSessions {

@@ -4,8 +4,9 @@
 //! broker's static settings; with `include_synonyms` each entry lists those layers, most
 //! specific first. The BROKER resource shows the broker-wide defaults of every topic config
 //! plus the broker's static settings; the default-broker resource (name "") only the dynamic
-//! defaults set on it, as Kafka does. Each resource needs DESCRIBE_CONFIGS on what it is
-//! about (see `authz::config_resource`).
+//! defaults set on it, as Kafka does. The BROKER_LOGGER resource of this broker lists its
+//! log levels (`loggers`). Each resource needs DESCRIBE_CONFIGS on what it is about (see
+//! `authz::config_resource`).
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,7 @@ pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeConfigs, 1, 4);
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 
 /// Kafka's ConfigSource values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,7 @@ pub enum Source {
     DynamicDefaultBroker = 3,
     StaticBroker = 4,
     Default = 5,
+    BrokerLogger = 6,
 }
 
 pub fn entry(name: &str, value: String, source: Source, kind: Kind) -> DescribeConfigsResourceResult {
@@ -212,6 +215,20 @@ fn resource_configs(
             Ok(broker_configs(broker, &layers, synonyms))
         }
         RESOURCE_BROKER => Err((ErrorCode::InvalidRequest, format!("unknown broker {}", res.resource_name.as_str()))),
+        RESOURCE_BROKER_LOGGER if res.resource_name.as_str() == broker.config().node_id.to_string() => Ok(broker
+            .loggers()
+            .levels()
+            .into_iter()
+            .map(|(name, level)| entry(&name, level, Source::BrokerLogger, Kind::String))
+            .collect()),
+        RESOURCE_BROKER_LOGGER => Err((
+            ErrorCode::InvalidRequest,
+            format!(
+                "this is broker {}, not {}: ask that broker for its loggers",
+                broker.config().node_id,
+                res.resource_name.as_str()
+            ),
+        )),
         other => Err((ErrorCode::InvalidRequest, format!("resource type {other} is not supported"))),
     }
 }
@@ -393,6 +410,25 @@ mod tests {
         let id = b.config().node_id.to_string();
         let resp = describe(&b, vec![resource(RESOURCE_BROKER, &id, None)], false);
         assert_eq!(find(&resp.results[0], "default.replication.factor").value.as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn this_brokers_loggers_are_listed_with_their_levels() {
+        let b = Fake::new();
+        let id = b.config().node_id.to_string();
+        b.loggers().change(&[crate::loggers::Change::Set("ringbroker::log".into(), "trace".into())], false).unwrap();
+        let other = (b.config().node_id + 1).to_string();
+        let resources =
+            vec![resource(RESOURCE_BROKER_LOGGER, &id, None), resource(RESOURCE_BROKER_LOGGER, &other, None)];
+        let resp = describe(&b, resources, false);
+        let levels: Vec<(&str, Option<&str>, i8)> =
+            resp.results[0].configs.iter().map(|c| (c.name.as_str(), c.value.as_deref(), c.config_source)).collect();
+        let logger = Source::BrokerLogger as i8;
+        assert_eq!(levels.len(), b.loggers().levels().len());
+        assert_eq!(levels[0], ("root", Some("INFO"), logger));
+        assert!(levels.contains(&("ringbroker.log", Some("TRACE"), logger)), "{levels:?}");
+        assert!(levels.contains(&("ringbroker.cluster", Some("INFO"), logger)), "{levels:?}");
+        assert_eq!(resp.results[1].error_code, ErrorCode::InvalidRequest.code(), "another broker's loggers");
     }
 
     #[test]

@@ -38,6 +38,7 @@ use crate::group::coordinator::Coordinator;
 use crate::group::{GroupLimits, GroupListing, GroupOp, OffsetsLog};
 use crate::listener::{ListenerSpec, SecurityProtocol};
 use crate::log::{Appended, LogConfig, Offsets, ReadOut};
+use crate::loggers::Loggers;
 use crate::metadata::Catalog;
 use crate::metrics::{Probe, Registry};
 use crate::producer::ProducerSummary;
@@ -73,6 +74,7 @@ pub(crate) struct Inner {
     probe: Probe,
     quotas: ShardQuotas,
     fetch_sessions: FetchSessions,
+    loggers: Loggers,
 }
 
 /// One partition: its batches (base offset, file position, length, max timestamp).
@@ -169,6 +171,7 @@ impl Fake {
                 config.min_incremental_fetch_session_eviction_ms,
                 0x5eed,
             ),
+            loggers: Loggers::new("info"),
             log_config,
             config,
             dir,
@@ -411,6 +414,10 @@ impl Broker for Fake {
 
     fn quotas(&self) -> &ShardQuotas {
         &self.0.quotas
+    }
+
+    fn loggers(&self) -> &Loggers {
+        &self.0.loggers
     }
 
     fn fetch_sessions(&self) -> &FetchSessions {

@@ -3,7 +3,9 @@
 //! broker-wide defaults of topic configs, `log.retention.ms` and the like) on the BROKER
 //! resource, cluster-wide (name "") or for this broker (its node id). The controller checks
 //! every change against the table of topic configs, persists it and answers once every
-//! shard uses it. A resource named twice in one request is INVALID_REQUEST for each entry
+//! shard uses it. The BROKER_LOGGER resource of this broker (its node id) changes its log
+//! levels here, not through the controller: SET and DELETE, each resource's changes all or
+//! none, lasting until the broker stops, as in Kafka (`loggers`). A resource named twice in one request is INVALID_REQUEST for each entry
 //! (Kafka's first check), as is a SET, APPEND or SUBTRACT without a value. Each resource needs
 //! ALTER_CONFIGS on what it is about (see `authz::config_resource`), checked before the
 //! changes.
@@ -12,8 +14,11 @@ use proto_kafka::messages::incremental_alter_configs_request::AlterConfigsResour
 use proto_kafka::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use proto_kafka::messages::{ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 
+use super::alter_configs::Refusal;
+use super::describe_configs::RESOURCE_BROKER_LOGGER;
 use super::{alter_configs, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::controller::{ConfigChange, ConfigOp};
+use crate::loggers::{Change, Refused};
 use crate::protocol::ErrorCode;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::IncrementalAlterConfigs, 0, 1);
@@ -54,15 +59,61 @@ fn change_of(broker: &impl Broker, r: &AlterConfigsResource) -> Result<ConfigCha
     Ok(ConfigChange { target, ops, replace: false })
 }
 
+/// Changes this broker's log levels as `r` asks (BROKER_LOGGER).
+fn change_loggers(broker: &impl Broker, r: &AlterConfigsResource, validate_only: bool) -> Result<(), Refusal> {
+    let id = broker.config().node_id.to_string();
+    if r.resource_name.as_str() != id {
+        let name = r.resource_name.as_str();
+        return Err((ErrorCode::InvalidRequest, format!("this is broker {id}, not {name}: ask that broker")));
+    }
+    let mut changes = Vec::with_capacity(r.configs.len());
+    for c in &r.configs {
+        let name = c.name.to_string();
+        changes.push(match (c.config_operation, c.value.as_ref()) {
+            (OP_SET, Some(v)) => Change::Set(name, v.to_string()),
+            (OP_SET, None) => {
+                return Err((ErrorCode::InvalidRequest, format!("Null value not supported for : {name}")))
+            }
+            (OP_DELETE, _) => Change::Remove(name),
+            (op, _) => {
+                let why = format!("operation {op} on logger {name}: only SET (0) and DELETE (1) change a logger");
+                return Err((ErrorCode::InvalidRequest, why));
+            }
+        });
+    }
+    broker.loggers().change(&changes, validate_only).map_err(|e| {
+        let code = match e {
+            Refused::RootRemoved => ErrorCode::InvalidRequest,
+            Refused::Level(_) | Refused::Name(_) | Refused::Apply(_) => ErrorCode::InvalidConfig,
+        };
+        (code, e.to_string())
+    })
+}
+
 pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
     let r: IncrementalAlterConfigsRequest = req.decode()?;
     let named = || r.resources.iter().map(|o| (o.resource_type, o.resource_name.as_str()));
-    let asks = r.resources.iter().map(|res| {
-        alter_configs::once(res.resource_type, &res.resource_name, named())
-            .and_then(|()| alter_configs::authorized(broker, &req, res.resource_type, &res.resource_name))
-            .and_then(|()| change_of(broker, res))
+    let checked: Vec<Result<(), Refusal>> = r
+        .resources
+        .iter()
+        .map(|res| {
+            alter_configs::once(res.resource_type, &res.resource_name, named())
+                .and_then(|()| alter_configs::authorized(broker, &req, res.resource_type, &res.resource_name))
+        })
+        .collect();
+    let is_logger = |res: &&AlterConfigsResource| res.resource_type == RESOURCE_BROKER_LOGGER;
+    let asks = r
+        .resources
+        .iter()
+        .zip(&checked)
+        .filter(|(res, _)| !is_logger(res))
+        .map(|(res, check)| check.clone().and_then(|()| change_of(broker, res)));
+    let mut stored = alter_configs::apply(broker, asks.collect(), r.validate_only).await.into_iter();
+    let outcomes = r.resources.iter().zip(checked).map(|(res, check)| match is_logger(&res) {
+        true => check.and_then(|()| change_loggers(broker, res, r.validate_only)),
+        false => stored.next().unwrap_or_else(|| Err((ErrorCode::UnknownServerError, "no answer".into()))),
     });
-    let outcomes = alter_configs::apply(broker, asks.collect(), r.validate_only).await;
+    let outcomes: Vec<_> = outcomes.collect();
     let mut resp = IncrementalAlterConfigsResponse::default();
     for (res, outcome) in r.resources.iter().zip(outcomes) {
         let mut o = AlterConfigsResourceResponse::default();
@@ -223,6 +274,47 @@ mod tests {
         let invalid = ErrorCode::InvalidRequest.code();
         assert_eq!(alter(&b, asks), vec![invalid, invalid]);
         assert!(b.topic_configs("t").is_empty());
+    }
+
+    #[test]
+    fn this_brokers_loggers_change_here_alongside_topic_configs() {
+        use crate::api::describe_configs::RESOURCE_BROKER_LOGGER;
+        let b = Fake::new();
+        b.topic("t", 1);
+        let id = b.config().node_id.to_string();
+        let other = (b.config().node_id + 1).to_string();
+        let loggers = |ops| resource(RESOURCE_BROKER_LOGGER, &id, ops);
+        let set = vec![op("ringbroker.cluster", OP_SET, Some("DEBUG")), op("root", OP_SET, Some("WARN"))];
+        let topic = vec![op("retention.ms", OP_SET, Some("60000"))];
+        assert_eq!(alter(&b, vec![resource(RESOURCE_TOPIC, "t", topic), loggers(set)]), vec![0, 0]);
+        assert_eq!(b.topic_configs("t"), map(&[("retention.ms", "60000")]));
+        let levels = || b.loggers().set_levels();
+        let want = vec![("ringbroker.cluster".to_string(), "DEBUG".to_string())];
+        assert_eq!(levels(), want);
+        assert_eq!(b.loggers().levels()[0], ("root".to_string(), "WARN".to_string()));
+
+        let invalid_config = ErrorCode::InvalidConfig.code();
+        let invalid = ErrorCode::InvalidRequest.code();
+        for (ops, code) in [
+            (vec![op("ringbroker::net", OP_SET, Some("LOUD"))], invalid_config),
+            (
+                vec![op("ringbroker::net", OP_SET, Some("INFO")), op("no,such=thing", OP_SET, Some("INFO"))],
+                invalid_config,
+            ),
+            (vec![op("root", OP_DELETE, None)], invalid),
+            (vec![op("ringbroker::net", OP_APPEND, Some("INFO"))], invalid),
+            (vec![op("ringbroker::net", OP_SET, None)], invalid),
+        ] {
+            assert_eq!(alter(&b, vec![loggers(ops)]), vec![code]);
+        }
+        let elsewhere = resource(RESOURCE_BROKER_LOGGER, &other, vec![op("root", OP_SET, Some("INFO"))]);
+        assert_eq!(alter(&b, vec![elsewhere]), vec![invalid]);
+        let checked = vec![op("ringbroker.cluster", OP_DELETE, None)];
+        assert_eq!(alter_as(&b, None, vec![loggers(checked.clone())], true), vec![0]);
+        assert_eq!(levels(), want, "nothing refused or only validated changed");
+
+        assert_eq!(alter(&b, vec![loggers(checked)]), vec![0]);
+        assert_eq!(levels(), vec![], "the logger follows the root again");
     }
 
     #[test]

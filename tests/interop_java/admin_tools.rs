@@ -11,6 +11,7 @@
 //!   leave the data directory, and the start survives a restart;
 //! - `kafka-log-dirs --describe` reports the data directory and each partition's size, equal to
 //!   its `.log` files on disk;
+//! - `kafka-configs` on the broker's log levels (`--entity-type broker-loggers`);
 //! - `kafka-configs` on topics, on the cluster-wide and this broker's dynamic defaults (which
 //!   topics then use, retention included, and which survive a restart), and on client quotas of
 //!   users, client-ids and their defaults (a producer's quota throttles it at once, survives a
@@ -703,6 +704,43 @@ fn configs_tool_sets_broker_defaults_that_topics_use_and_that_survive_a_restart(
     assert_eq!(described(&b, &default), BTreeMap::new());
     assert_eq!(described(&b, &me), BTreeMap::new());
     assert!(topic_config_line(&b, "aged", "retention.ms").starts_with("retention.ms=604800000 "));
+}
+
+#[test]
+fn configs_tool_reads_and_changes_the_running_brokers_log_levels() {
+    let _machine = machine::shared();
+    java::classpath();
+    // The test brokers' filter is RUST_LOG=info.
+    let broker = Broker::start_args(&["--flush", "os"]);
+    let b = broker.bootstrap();
+    let loggers = ["--entity-type", "broker-loggers", "--entity-name", "0"];
+    let alter = |extra: &[&str]| -> Run {
+        let mut args = vec!["--alter"];
+        args.extend_from_slice(&loggers);
+        args.extend_from_slice(extra);
+        tool(CONFIGS, &b, &args)
+    };
+    let level = |logger: &str| described(&b, &loggers).get(logger).cloned().unwrap_or_default();
+    let before = described(&b, &loggers);
+    assert_eq!(before.get("root").map(String::as_str), Some("INFO"));
+    assert!(before.contains_key("ringbroker.cluster") && before.contains_key("raft"), "{before:?}");
+    assert!(before.values().all(|l| l == "INFO"), "every logger follows the root: {before:?}");
+    let r = alter(&["--add-config", "ringbroker.cluster=DEBUG,ringbroker.net=ERROR,root=WARN"]);
+    assert!(r.ok && r.stdout.contains("Completed updating config for broker-logger 0."), "{}", r.all);
+    let set = described(&b, &loggers);
+    let of = |l: &str| set.get(l).map(String::as_str);
+    assert_eq!(
+        (of("root"), of("ringbroker.cluster"), of("ringbroker.net")),
+        (Some("WARN"), Some("DEBUG"), Some("ERROR"))
+    );
+    assert_eq!(of("ringbroker.log"), Some("WARN"), "the others follow the root");
+    let r = alter(&["--add-config", "ringbroker.cluster=LOUD"]);
+    assert!(!r.ok && r.all.contains("valid levels are"), "{}", r.all);
+    let r = alter(&["--delete-config", "root"]);
+    assert!(!r.ok && r.all.contains("cannot be removed"), "{}", r.all);
+    assert_eq!(described(&b, &loggers), set, "refused changes change nothing");
+    assert!(alter(&["--delete-config", "ringbroker.cluster,ringbroker.net"]).ok);
+    assert_eq!((level("ringbroker.cluster"), level("ringbroker.net")), ("WARN".into(), "WARN".into()));
 }
 
 // ---------------------------------------------------------------------------------------------

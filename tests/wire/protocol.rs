@@ -1206,3 +1206,69 @@ fn the_kip_848_group_protocol_is_not_served() {
     c.send(ApiKey::ConsumerGroupHeartbeat, 0, &req);
     assert!(c.wait_closed(CLOSE_LIMIT), "ConsumerGroupHeartbeat was not refused");
 }
+
+/// BROKER_LOGGER (`kafka-configs --entity-type broker-loggers --entity-name 0`): the running
+/// broker's log levels are listed and changed, as its own log shows. Each change logs a line
+/// at INFO under `ringbroker::loggers` once it applies, so that line appears only while
+/// that logger's level lets it through.
+#[test]
+fn broker_loggers_change_what_the_running_broker_logs() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    const LOGGER: i8 = 8;
+    const SET: i8 = 0;
+    const DELETE: i8 = 1;
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "warn", "--data-dir"])
+        .arg(data.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ringbroker");
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let addr = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("ringbroker listening on ").map(|a| a.trim().parse().expect("an address")))
+        .expect("the broker reports its address");
+    let (tx, lines) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut c = Client::connect(addr);
+    // Every logger listed with the level it logs at (`ringbroker.loggers`: the root's).
+    let level = |c: &mut Client, logger: &str| {
+        let all = describe_topic(c, LOGGER, "0");
+        all.iter().find(|(n, ..)| n == logger).unwrap_or_else(|| panic!("{logger} not in {all:?}")).1.clone()
+    };
+    assert_eq!((level(&mut c, "root"), level(&mut c, "ringbroker.loggers")), ("WARN".into(), "WARN".into()));
+
+    assert_eq!(alter(&mut c, LOGGER, "0", &[("ringbroker::loggers", SET, Some("INFO"))]).0, 0);
+    assert_eq!(level(&mut c, "ringbroker.loggers"), "INFO");
+    assert_eq!(alter(&mut c, LOGGER, "0", &[("ringbroker::loggers", DELETE, None)]).0, 0);
+    assert_eq!(level(&mut c, "ringbroker.loggers"), "WARN", "the logger follows the root again");
+    assert_eq!(alter(&mut c, LOGGER, "0", &[("ringbroker.loggers", SET, Some("DEBUG"))]).0, 0);
+    assert_eq!(level(&mut c, "ringbroker.loggers"), "DEBUG");
+    let (code, msg) = alter(&mut c, LOGGER, "0", &[("ringbroker::loggers", SET, Some("LOUD"))]);
+    assert_eq!(code, ErrorCode::InvalidConfig.code(), "{msg}");
+    assert!(msg.contains("valid levels are"), "{msg}");
+
+    // The first change's line and the third's, not the second's (WARN hides it).
+    let mut changes = Vec::new();
+    while changes.len() < 2 {
+        let line = lines.recv_timeout(Duration::from_secs(30)).expect("the broker logs each change it lets through");
+        if line.contains("log levels changed") {
+            changes.push(line);
+        }
+    }
+    assert!(changes[0].ends_with("filter=warn,ringbroker::loggers=info"), "{changes:?}");
+    assert!(changes[1].ends_with("filter=warn,ringbroker::loggers=debug"), "{changes:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
