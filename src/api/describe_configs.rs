@@ -5,8 +5,8 @@
 //! specific first. The BROKER resource shows the broker-wide defaults of every topic config
 //! plus the broker's static settings; the default-broker resource (name "") only the dynamic
 //! defaults set on it, as Kafka does. The BROKER_LOGGER resource of this broker lists its
-//! log levels (`loggers`). Each resource needs DESCRIBE_CONFIGS on what it is about (see
-//! `authz::config_resource`).
+//! log levels (`loggers`). With `include_documentation` (v3+) each entry says what it does.
+//! Each resource needs DESCRIBE_CONFIGS on what it is about (see `authz::config_resource`).
 
 use std::collections::BTreeMap;
 
@@ -18,7 +18,7 @@ use proto_kafka::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsRespo
 
 use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
-use crate::log::config::{Kind, LogConfig, TOPIC_CONFIGS};
+use crate::log::config::{Form, Kind, LogConfig, TOPIC_CONFIGS};
 use crate::metadata::Catalog;
 use crate::protocol::ErrorCode;
 
@@ -45,8 +45,39 @@ pub fn entry(name: &str, value: String, source: Source, kind: Kind) -> DescribeC
     e.value = Some(str_bytes(value));
     e.config_source = source as i8;
     e.config_type = kind as i8;
-    e.documentation = None; // include_documentation is not served: Kafka's null
+    e.documentation = None; // Kafka's null unless include_documentation asks (`documentation`)
     e
+}
+
+/// What the broker's read-only settings on the BROKER resource are.
+const STATIC_DOCS: &[(&str, &str)] = &[
+    ("auto.create.topics.enable", "Whether a Metadata or Produce request naming a missing topic creates it."),
+    ("broker.id", "This broker's id in the cluster (node_id)."),
+    ("connections.max.idle.ms", "A connection idle this long is closed."),
+    ("default.replication.factor", "Replicas of a topic created without a replication factor."),
+    ("log.dirs", "The directory the broker keeps its data in (data_dir)."),
+    ("max.connections", "The most connections the broker keeps open; more are refused."),
+    ("max.connections.per.ip", "The most connections from one address."),
+    ("max.connections.per.ip.overrides", "Exceptions to max.connections.per.ip, as address:count pairs."),
+    ("node.id", "This broker's id in the cluster (node_id)."),
+    ("num.partitions", "Partitions of a topic created without a count."),
+    ("offsets.topic.replication.factor", "Replicas of __consumer_offsets: as many as the brokers, at most 3."),
+    ("socket.request.max.bytes", "The largest request the broker reads; a larger one closes its connection."),
+];
+
+/// What config `name` of a resource type does, for `include_documentation`.
+fn documentation(resource_type: i8, name: &str) -> &'static str {
+    let row = |form| crate::log::config::lookup(form, name).ok().map(|r| r.doc);
+    let found = match resource_type {
+        RESOURCE_TOPIC => row(Form::Topic),
+        RESOURCE_BROKER => row(Form::Broker).or_else(|| STATIC_DOCS.iter().find(|(n, _)| *n == name).map(|d| d.1)),
+        RESOURCE_BROKER_LOGGER => Some(
+            "The level this logger logs at: ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF; one without a level \
+             of its own logs at that of the nearest logger above it.",
+        ),
+        _ => None,
+    };
+    found.unwrap_or("")
 }
 
 fn synonym(name: &str, value: String, source: Source) -> DescribeConfigsSynonym {
@@ -251,6 +282,11 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 if let Some(keys) = res.configuration_keys.as_ref().filter(|k| !k.is_empty()) {
                     c.retain(|e| keys.iter().any(|k| k.as_str() == e.name.as_str()));
                 }
+                if r.include_documentation {
+                    for e in &mut c {
+                        e.documentation = Some(str_bytes(documentation(res.resource_type, e.name.as_str())));
+                    }
+                }
                 out.configs = c;
             }
             Err((e, msg)) => {
@@ -410,6 +446,44 @@ mod tests {
         let id = b.config().node_id.to_string();
         let resp = describe(&b, vec![resource(RESOURCE_BROKER, &id, None)], false);
         assert_eq!(find(&resp.results[0], "default.replication.factor").value.as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn documentation_is_given_when_asked_for_every_entry() {
+        let b = Fake::new();
+        b.topic("t", 1);
+        let id = b.config().node_id.to_string();
+        let resources = || {
+            vec![
+                resource(RESOURCE_TOPIC, "t", None),
+                resource(RESOURCE_BROKER, &id, None),
+                resource(RESOURCE_BROKER_LOGGER, &id, None),
+            ]
+        };
+        let plain = describe(&b, resources(), false);
+        assert!(plain.results.iter().flat_map(|r| &r.configs).all(|e| e.documentation.is_none()), "null unless asked");
+        let mut req = request(resources(), false);
+        req.include_documentation = true;
+        let documented: DescribeConfigsResponse = b.call(ApiKey::DescribeConfigs, 4, &req);
+        for r in &documented.results {
+            assert_eq!(r.error_code, 0);
+            for e in &r.configs {
+                let doc = e.documentation.as_deref().unwrap_or_default();
+                assert!(
+                    doc.len() > 20 && doc.ends_with('.'),
+                    "{} of resource type {}: {doc:?}",
+                    e.name.as_str(),
+                    r.resource_type
+                );
+            }
+        }
+        let doc =
+            |r: usize, name: &str| find(&documented.results[r], name).documentation.as_deref().map(str::to_string);
+        assert_eq!(
+            doc(0, "retention.ms"),
+            doc(1, "log.retention.ms"),
+            "a topic config and its broker default say the same"
+        );
     }
 
     #[test]

@@ -281,6 +281,8 @@ pub struct TopicConfig {
     /// The broker-wide default's name (a dynamic broker config).
     pub broker_name: &'static str,
     pub kind: Kind,
+    /// What it does, for DescribeConfigs with `include_documentation`.
+    pub doc: &'static str,
     /// Parses, checks and applies a value.
     pub set: fn(&mut LogConfig, &str) -> Result<(), BadValue>,
     /// The effective value, as Kafka prints it.
@@ -359,6 +361,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "cleanup.policy",
         broker_name: "log.cleanup.policy",
         kind: Kind::List,
+        doc: "What happens to old records: delete (retention trims whole old segments by time and size), compact (the cleaner keeps only the latest record of each key), both, or neither (an empty list).",
         set: |c, v| {
             let (mut compact, mut delete) = (false, false);
             for p in v.split(',').map(str::trim) {
@@ -384,6 +387,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "compression.gzip.level",
         broker_name: "compression.gzip.level",
         kind: Kind::Int,
+        doc: "The level a batch the broker recompresses into gzip is packed at: -1 (the codec's default) or 1 to 9.",
         set: |c, v| {
             c.gzip_level = level(compression::GZIP, v)?;
             Ok(())
@@ -394,6 +398,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "compression.lz4.level",
         broker_name: "compression.lz4.level",
         kind: Kind::Int,
+        doc: "The level a batch the broker recompresses into lz4 is packed at, 1 to 17: 9 uses the fast compressor, any other level the high-compression one.",
         set: |c, v| {
             c.lz4_level = level(compression::LZ4, v)?;
             Ok(())
@@ -404,6 +409,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "compression.type",
         broker_name: "compression.type",
         kind: Kind::String,
+        doc: "The codec batches are stored in: producer keeps each batch as it came; uncompressed, gzip, snappy, lz4 or zstd has the broker recompress a batch in another codec.",
         set: |c, v| {
             c.compression = match v.to_ascii_lowercase().as_str() {
                 "producer" => TopicCompression::Producer,
@@ -422,6 +428,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "compression.zstd.level",
         broker_name: "compression.zstd.level",
         kind: Kind::Int,
+        doc: "The level a batch the broker recompresses into zstd is packed at, -131072 to 22.",
         set: |c, v| {
             c.zstd_level = level(compression::ZSTD, v)?;
             Ok(())
@@ -432,6 +439,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "delete.retention.ms",
         broker_name: "log.cleaner.delete.retention.ms",
         kind: Kind::Long,
+        doc: "How long a tombstone (a record with a null value) stays in a compacted log after the cleaning that first kept it, so that a consumer reading from the start sees the deletion.",
         set: |c, v| {
             c.delete_retention_ms = long(v, 0)? as u64;
             Ok(())
@@ -442,6 +450,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "flush.messages",
         broker_name: "log.flush.interval.messages",
         kind: Kind::Long,
+        doc: "The log is synced to disk once this many records are unsynced; 1 syncs before every acknowledgement. Consumers see only synced records.",
         set: |c, v| {
             c.flush_messages = long(v, 1)? as u64;
             Ok(())
@@ -452,6 +461,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "flush.ms",
         broker_name: "log.flush.interval.ms",
         kind: Kind::Long,
+        doc: "The log is synced to disk at the latest this long after its first unsynced write.",
         set: |c, v| {
             c.flush_ms = long(v, 0)? as u64;
             Ok(())
@@ -462,6 +472,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "index.interval.bytes",
         broker_name: "log.index.interval.bytes",
         kind: Kind::Int,
+        doc: "Bytes of batches between two entries of a segment's sparse offset and time indexes.",
         set: |c, v| {
             c.index_interval_bytes = int(v, 0)?.max(1) as u32;
             Ok(())
@@ -472,6 +483,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "max.message.bytes",
         broker_name: "message.max.bytes",
         kind: Kind::Int,
+        doc: "The largest record batch the broker takes, checked again after recompression.",
         set: |c, v| {
             c.message_max_bytes = int(v, 0)? as u32;
             Ok(())
@@ -482,6 +494,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "max.compaction.lag.ms",
         broker_name: "log.cleaner.max.compaction.lag.ms",
         kind: Kind::Long,
+        doc: "A compacted log whose oldest uncleaned batch is older than this is due for cleaning whatever its dirty ratio.",
         set: |c, v| {
             c.max_compaction_lag_ms = long(v, 1)? as u64;
             Ok(())
@@ -492,6 +505,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "message.timestamp.after.max.ms",
         broker_name: "log.message.timestamp.after.max.ms",
         kind: Kind::Long,
+        doc: "How far ahead of the broker's clock a CreateTime record's timestamp may be; a batch further ahead is refused with INVALID_TIMESTAMP.",
         set: |c, v| {
             c.timestamp_after_max_ms = long(v, 0)? as u64;
             Ok(())
@@ -502,6 +516,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "message.timestamp.before.max.ms",
         broker_name: "log.message.timestamp.before.max.ms",
         kind: Kind::Long,
+        doc: "How far behind the broker's clock a CreateTime record's timestamp may be; a batch further behind is refused with INVALID_TIMESTAMP.",
         set: |c, v| {
             c.timestamp_before_max_ms = long(v, 0)? as u64;
             Ok(())
@@ -512,6 +527,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "message.timestamp.type",
         broker_name: "log.message.timestamp.type",
         kind: Kind::String,
+        doc: "CreateTime keeps the producer's timestamps; LogAppendTime writes the broker's clock into each batch as it is appended.",
         set: |c, v| {
             c.timestamp_type = match v {
                 "CreateTime" => TimestampType::CreateTime,
@@ -529,6 +545,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "min.cleanable.dirty.ratio",
         broker_name: "log.cleaner.min.cleanable.ratio",
         kind: Kind::Double,
+        doc: "The share of a compacted log's cleanable bytes not cleaned yet that makes the log due for cleaning.",
         set: |c, v| {
             c.min_cleanable_dirty_ratio = ratio(v)?;
             Ok(())
@@ -539,6 +556,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "min.compaction.lag.ms",
         broker_name: "log.cleaner.min.compaction.lag.ms",
         kind: Kind::Long,
+        doc: "Records newer than this are not compacted yet: a segment holding one waits for a later cleaning.",
         set: |c, v| {
             c.min_compaction_lag_ms = long(v, 0)? as u64;
             Ok(())
@@ -549,6 +567,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "min.insync.replicas",
         broker_name: "min.insync.replicas",
         kind: Kind::Int,
+        doc: "In-sync replicas an acks=all produce needs, at most as many as the partition has; with fewer it is refused with NOT_ENOUGH_REPLICAS.",
         set: |c, v| {
             c.min_insync_replicas = int(v, 1)?;
             Ok(())
@@ -559,6 +578,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "preallocate",
         broker_name: "log.preallocate",
         kind: Kind::Boolean,
+        doc: "Whether whole segment files are preallocated when created; only false is accepted.",
         // Ringbroker writes zeros a little ahead of the data under a flush policy that syncs
         // (see `segment`), never a whole segment at its creation as Kafka's setting asks.
         set: |_, v| match boolean(v)? {
@@ -571,6 +591,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "retention.bytes",
         broker_name: "log.retention.bytes",
         kind: Kind::Long,
+        doc: "The most bytes a partition keeps before its oldest segments are deleted; -1 for no limit.",
         set: |c, v| {
             c.retention_bytes = long(v, -1)?;
             Ok(())
@@ -581,6 +602,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "retention.ms",
         broker_name: "log.retention.ms",
         kind: Kind::Long,
+        doc: "How long a segment is kept after its newest record before it is deleted; -1 for ever.",
         set: |c, v| {
             c.retention_ms = long(v, -1)?;
             Ok(())
@@ -592,6 +614,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         broker_name: "log.segment.bytes",
         // Ringbroker allows segments down to 1 KiB (Kafka: 1 MiB) so tests can roll often.
         kind: Kind::Int,
+        doc: "The size at which a partition's active segment is closed and a new one started.",
         set: |c, v| {
             c.segment_bytes = int(v, 1024)? as u64;
             Ok(())
@@ -602,6 +625,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "segment.jitter.ms",
         broker_name: "log.roll.jitter.ms",
         kind: Kind::Long,
+        doc: "A random time taken off segment.ms to spread rolls out; only 0 is accepted.",
         set: |_, v| match long(v, 0)? {
             0 => Ok(()),
             _ => Err(BadValue::Unsupported("segment rolls are not jittered by Ringbroker")),
@@ -612,6 +636,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "segment.ms",
         broker_name: "log.roll.ms",
         kind: Kind::Long,
+        doc: "How long a segment takes appends before it is rolled, full or not.",
         set: |c, v| {
             c.segment_ms = long(v, 1)? as u64;
             Ok(())
@@ -622,6 +647,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "unclean.leader.election.enable",
         broker_name: "unclean.leader.election.enable",
         kind: Kind::Boolean,
+        doc: "Whether a replica that is not in sync may become leader, losing records; only false is accepted.",
         set: |_, v| match boolean(v)? {
             false => Ok(()),
             true => Err(BadValue::Unsupported("Ringbroker never makes an out-of-sync replica leader")),

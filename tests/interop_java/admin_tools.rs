@@ -1128,6 +1128,7 @@ fn java_admin_client_drives_the_admin_apis() {
     let broker = Broker::start_args(&["--flush", "os"]);
     let b = broker.bootstrap();
     let out = harness(&["admin-apis", "--bootstrap", &b, "--topic", "apis"]);
+    let documented = format!("documented TOPIC 'apis' {n} of {n}", n = ringbroker::log::config::TOPIC_CONFIGS.len());
     let data_dir = broker.data_dir.display().to_string();
     let size = |p: i32| log_bytes(&broker.data_dir, "apis", p);
 
@@ -1192,6 +1193,7 @@ fn java_admin_client_drives_the_admin_apis() {
         "config TOPIC 'apis' retention.ms=604800000 DEFAULT_CONFIG",
         "config TOPIC 'apis' retention.bytes=-1 DEFAULT_CONFIG",
         "config TOPIC 'apis' cleanup.policy=delete DEFAULT_CONFIG",
+        &documented,
         "alterClientQuotas validateOnly OK",
         "quota none",
         "alterClientQuotas OK",

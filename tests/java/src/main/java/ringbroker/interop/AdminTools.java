@@ -20,6 +20,7 @@ import org.apache.kafka.clients.admin.AlterConfigsOptions;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreatePartitionsOptions;
+import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.DescribeProducersOptions;
 import org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerState;
 import org.apache.kafka.clients.admin.LogDirDescription;
@@ -353,6 +354,7 @@ final class AdminTools {
             alter(admin, "broker default delete", all, op("log.retention.ms", null, AlterConfigOp.OpType.DELETE),
                     op("log.cleanup.policy", null, AlterConfigOp.OpType.DELETE));
             describe(admin, t, "retention.ms", "retention.bytes", "cleanup.policy");
+            documented(admin, t);
 
             // Client quotas: set on every kind of entity, list, remove.
             List<ClientQuotaAlteration> set = List.of(
@@ -432,6 +434,14 @@ final class AdminTools {
             System.out.printf("config %s '%s' %s=%s %s%n", r.type(), r.name(), k, e == null ? "-" : e.value(),
                     e == null ? "-" : e.source());
         }
+    }
+
+    /** {@code documented <type> <name> N of M}: entries with documentation when asked for it. */
+    private static void documented(Admin admin, ConfigResource r) throws Exception {
+        DescribeConfigsOptions asked = new DescribeConfigsOptions().includeDocumentation(true);
+        Config c = admin.describeConfigs(List.of(r), asked).all().get().get(r);
+        long n = c.entries().stream().filter(e -> e.documentation() != null && !e.documentation().isEmpty()).count();
+        System.out.printf("documented %s '%s' %d of %d%n", r.type(), r.name(), n, c.entries().size());
     }
 
     private static ClientQuotaEntity entity(String... parts) {
