@@ -379,19 +379,27 @@ fn the_admin_listener_can_be_turned_off() {
     assert_eq!(c.api_versions().error_code, 0);
 }
 
-/// Runs the broker with `args` until it is ready, stops it, and returns its stderr lines.
-fn log_lines(args: &[&str]) -> Vec<String> {
-    let data = tempfile::tempdir().expect("temp dir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
-        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data.path())
+/// The broker in `data` with `args`, its stdout and stderr piped, and no RUST_LOG, so that
+/// `--log-level` rules its log.
+pub(crate) fn logging_broker(data: &std::path::Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
         .args(args)
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn ringbroker");
+        .expect("spawn ringbroker")
+}
+
+/// Runs the broker with `args` until it is ready, stops it, and returns its stderr lines.
+fn log_lines(args: &[&str]) -> Vec<String> {
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut full = vec!["--admin-listen", "127.0.0.1:0"];
+    full.extend_from_slice(args);
+    let mut child = logging_broker(data.path(), &full);
     let stdout = BufReader::new(child.stdout.take().unwrap());
     let stderr = child.stderr.take().unwrap();
     let err_reader =

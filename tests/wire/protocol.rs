@@ -1214,20 +1214,11 @@ fn the_kip_848_group_protocol_is_not_served() {
 #[test]
 fn broker_loggers_change_what_the_running_broker_logs() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
     const LOGGER: i8 = 8;
     const SET: i8 = 0;
     const DELETE: i8 = 1;
     let data = tempfile::tempdir().expect("temp dir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
-        .args(["--listen", "127.0.0.1:0", "--admin-listen", "off", "--log-level", "warn", "--data-dir"])
-        .arg(data.path())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ringbroker");
+    let mut child = crate::metrics::logging_broker(data.path(), &["--admin-listen", "off", "--log-level", "warn"]);
     let stdout = BufReader::new(child.stdout.take().unwrap());
     let addr = stdout
         .lines()
