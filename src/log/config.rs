@@ -22,6 +22,7 @@
 //! | `compression.gzip.level`, `lz4.level`, `zstd.level` | append: the level a recompressed batch is packed at (a batch already in the topic's codec is kept as sent, as in Kafka) |
 //! | `flush.messages`, `flush.ms` | append: the durability policy of the topic (see `FlushPolicy`) |
 //! | `index.interval.bytes` | append: sparse index density |
+//! | `segment.index.bytes` | roll check: the active segment rolls once its indexes hold this many bytes (what the time index's 12-byte entries fit; Kafka rolls when either index is full, and the time index fills first) |
 //! | `max.message.bytes` | append: largest batch |
 //! | `message.timestamp.type` | append: `LogAppendTime` stamps the broker's clock into each batch |
 //! | `message.timestamp.before.max.ms`, `after.max.ms` | append: batches with timestamps further from the broker's clock are refused (INVALID_TIMESTAMP) |
@@ -64,6 +65,8 @@ pub struct LogConfig {
     pub retention_bytes: i64,
     pub retention_ms: i64,
     pub index_interval_bytes: u32,
+    /// `segment.index.bytes`: the most an active segment's index may hold.
+    pub index_max_bytes: u32,
     /// `flush.messages`: sync after this many unsynced records (1: before every ack).
     pub flush_messages: u64,
     /// `flush.ms`: sync when data has been unsynced this long (`NEVER`: no time bound).
@@ -127,6 +130,8 @@ impl LogConfig {
             retention_bytes: c.retention_bytes,
             retention_ms: c.retention_ms,
             index_interval_bytes: c.index_interval_bytes,
+            // Kafka's default: 10 MiB.
+            index_max_bytes: 10 << 20,
             flush_messages,
             flush_ms,
             flush_bytes: c.flush_interval_bytes,
@@ -164,6 +169,15 @@ impl LogConfig {
         }
         let ms = if self.flush_ms == NEVER { self.flush_fallback_ms } else { self.flush_ms };
         Durability::Interval { messages: self.flush_messages, bytes: self.flush_bytes, ms }
+    }
+
+    /// Entries an active segment's indexes take: one per `index.interval.bytes` of a full
+    /// segment, at most what `segment.index.bytes` holds of the time index's 12-byte entries
+    /// (Kafka rolls a segment when either of its indexes is full; the time index, with the
+    /// wider entries, fills first). At least one.
+    pub fn index_capacity(&self) -> usize {
+        let by_size = crate::log::segment::Segment::index_capacity(self.segment_bytes, self.index_interval_bytes);
+        by_size.min(self.index_max_bytes as usize / 12).max(1)
     }
 
     /// The most a batch's records may decompress to when the broker reads them
@@ -622,6 +636,17 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         show: |c| c.segment_bytes.to_string(),
     },
     TopicConfig {
+        name: "segment.index.bytes",
+        broker_name: "log.index.size.max.bytes",
+        kind: Kind::Int,
+        doc: "The most bytes an active segment's index holds; the segment rolls once it is full.",
+        set: |c, v| {
+            c.index_max_bytes = int(v, 4)? as u32;
+            Ok(())
+        },
+        show: |c| c.index_max_bytes.to_string(),
+    },
+    TopicConfig {
         name: "segment.jitter.ms",
         broker_name: "log.roll.jitter.ms",
         kind: Kind::Long,
@@ -663,7 +688,6 @@ pub fn refusal(name: &str) -> ConfigRefused {
         "file.delete.delay.ms" | "log.segment.delete.delay.ms" => {
             "Ringbroker deletes segment files at once (fetches in flight keep reading them)"
         }
-        "segment.index.bytes" | "log.index.size.max.bytes" => "index sizes follow segment.bytes",
         "local.retention.ms"
         | "local.retention.bytes"
         | "remote.storage.enable"
@@ -723,6 +747,7 @@ mod tests {
             ("retention.bytes", "1048576"),
             ("retention.ms", "60000"),
             ("segment.bytes", "4096"),
+            ("segment.index.bytes", "1200"),
             ("segment.jitter.ms", "0"),
             ("segment.ms", "1000"),
             ("unclean.leader.election.enable", "false"),
@@ -756,7 +781,7 @@ mod tests {
             ("compression.zstd.level", "23", "from -131072 to 22"),
             ("compression.gzip.level", "0", "-1 (the default) or from 1 to 9"),
             ("compression.lz4.level", "fast", "whole number"),
-            ("segment.index.bytes", "1048576", "index sizes follow segment.bytes"),
+            ("segment.index.bytes", "3", "at least 4"),
             ("retention.hours", "1", "unknown config"),
         ] {
             let e = topic(&[(name, value)]).unwrap_err().to_string();

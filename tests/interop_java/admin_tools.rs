@@ -562,12 +562,12 @@ fn configs_tool_alters_and_describes_topic_configs() {
     let r = alter(&["--delete-config", "retention.bytes"]);
     assert!(!r.ok && r.all.contains("Invalid config(s): retention.bytes"), "{}", r.all);
     // Configs Ringbroker does not implement are refused, saying why (Kafka 4.4 accepts
-    // segment.index.bytes).
-    let r = alter(&["--add-config", "segment.index.bytes=4096"]);
+    // file.delete.delay.ms).
+    let r = alter(&["--add-config", "file.delete.delay.ms=1000"]);
     assert!(
         !r.ok
             && r.all.contains(
-                "InvalidConfigurationException: segment.index.bytes is not supported: index sizes follow segment.bytes"
+                "InvalidConfigurationException: file.delete.delay.ms is not supported: Ringbroker deletes segment files at once"
             ),
         "{}",
         r.all
@@ -995,7 +995,7 @@ fn legacy_alter_configs_replaces_the_dynamic_configs() {
         // A refused change leaves the configs as they were.
         let (code, msg) = legacy_alter(&mut c, version, TOPIC, &name, &[("retention.ms", "soon")]);
         assert_eq!(code, ErrorCode::InvalidConfig.code(), "{msg}");
-        let (code, msg) = legacy_alter(&mut c, version, TOPIC, &name, &[("segment.index.bytes", "4096")]);
+        let (code, msg) = legacy_alter(&mut c, version, TOPIC, &name, &[("file.delete.delay.ms", "1000")]);
         assert_eq!(code, ErrorCode::InvalidConfig.code(), "{msg}");
         assert!(msg.contains("not supported"), "{msg}");
         assert_eq!(described(&b, &topic), map(&[("cleanup.policy", "compact")]), "v{version}");
@@ -1169,7 +1169,7 @@ fn java_admin_client_drives_the_admin_apis() {
         "incrementalAlterConfigs topic subtract OK",
         "config TOPIC 'apis' cleanup.policy=compact DYNAMIC_TOPIC_CONFIG",
         "incrementalAlterConfigs topic append non-list InvalidConfigurationException",
-        // Kafka 4.4 accepts it (index sizes here follow segment.bytes).
+        // Kafka 4.4 accepts it (Ringbroker deletes segment files at once).
         "incrementalAlterConfigs topic unsupported InvalidConfigurationException",
         "incrementalAlterConfigs topic delete OK",
         "config TOPIC 'apis' retention.ms=604800000 DEFAULT_CONFIG",

@@ -652,7 +652,7 @@ impl Partition {
             (base, self.dir.join(segment::file_name(base, "log")))
         };
         self.write_producer_snapshot(base)?;
-        let cap = Segment::index_capacity(self.cfg.get().segment_bytes, self.cfg.get().index_interval_bytes);
+        let cap = self.cfg.get().index_capacity();
         let seg = Segment::open(&self.dir, base, cap, false).map_err(|e| storage(&path, e))?;
         let writer = self.open_active_writer(&path).await?;
         // The new file's directory entry must survive a crash too.

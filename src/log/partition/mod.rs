@@ -360,7 +360,7 @@ impl Partition {
         if fresh {
             bases.push(0);
         }
-        let cap = Segment::index_capacity(cfg.segment_bytes, cfg.index_interval_bytes);
+        let cap = cfg.index_capacity();
         let interval = cfg.index_interval_bytes;
         let mut segments = Vec::with_capacity(bases.len());
         for (i, &base) in bases.iter().enumerate() {

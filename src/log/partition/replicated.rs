@@ -175,7 +175,7 @@ impl Partition {
             return Err(self.corrupt(format!("raft asked to cut at {offset}, below the committed {hwm}")));
         }
         let cfg = self.cfg.get();
-        let cap = Segment::index_capacity(cfg.segment_bytes, cfg.index_interval_bytes);
+        let cap = cfg.index_capacity();
         let mut removed = 0u64;
         let (path, reopen) = {
             let mut st = self.st.borrow_mut();

@@ -189,7 +189,7 @@ impl Partition {
     ) -> Result<(), BrokerError> {
         self.swap_ended().await;
         let cfg = self.cfg.get();
-        let cap = Segment::index_capacity(cfg.segment_bytes, cfg.index_interval_bytes);
+        let cap = cfg.index_capacity();
         let invalid = |why: String| storage(&self.dir, std::io::Error::new(std::io::ErrorKind::InvalidData, why));
         let first = match data.is_empty() {
             true => None,

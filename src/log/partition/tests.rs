@@ -108,6 +108,29 @@ fn appends_roll_segments_and_read_back_in_order() {
 }
 
 #[test]
+fn a_full_index_rolls_the_segment_as_segment_index_bytes_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        // Room for four time-index entries, one per batch (each batch passes the interval).
+        let c = LogConfig { index_max_bytes: 48, index_interval_bytes: 1, ..cfg(FlushPolicy::Always, 1 << 30) };
+        assert_eq!(c.index_capacity(), 4);
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        append_n(&p, 0, 20).await;
+        assert_eq!(p.segment_count(), 5, "a segment of four batches each");
+        assert_eq!(read_all(&p).len(), 20);
+        assert_eq!(p.offset_for_time(1_013).unwrap(), Some((26, 1_013)), "every index answers");
+        p.close().await.unwrap();
+        // The default holds far more than a segment's worth at the default interval.
+        let default = cfg(FlushPolicy::Always, 1 << 30);
+        assert_eq!(
+            default.index_capacity(),
+            crate::log::segment::Segment::index_capacity(1 << 30, 256).min((10 << 20) / 12)
+        );
+    });
+}
+
+#[test]
 fn reopening_after_clean_or_unclean_stops_keeps_every_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");

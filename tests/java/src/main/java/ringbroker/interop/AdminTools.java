@@ -332,7 +332,7 @@ final class AdminTools {
             alter(admin, "topic subtract", t, op("cleanup.policy", "delete", AlterConfigOp.OpType.SUBTRACT));
             describe(admin, t, "cleanup.policy");
             alter(admin, "topic append non-list", t, op("retention.ms", "5", AlterConfigOp.OpType.APPEND));
-            alter(admin, "topic unsupported", t, op("segment.index.bytes", "4096", AlterConfigOp.OpType.SET));
+            alter(admin, "topic unsupported", t, op("file.delete.delay.ms", "1000", AlterConfigOp.OpType.SET));
             alter(admin, "topic delete", t, op("retention.ms", null, AlterConfigOp.OpType.DELETE),
                     op("cleanup.policy", null, AlterConfigOp.OpType.DELETE));
             describe(admin, t, "retention.ms", "cleanup.policy");
