@@ -210,7 +210,9 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
                 broker.probe().throttled(broker.probe().api_slot(Some(SPEC.key as i16)), throttle);
                 metrics::throttle(throttle);
             }
-            let throttle_time_ms = throttle.as_millis() as i32;
+            // The request quota's too: this response is written here, not by `respond`.
+            let throttle = throttle.max(metrics::charge_request_quota());
+            let throttle_time_ms = throttle.as_millis().min(i32::MAX as u128) as i32;
             let node_endpoints = leader_endpoints(broker, &req, &out);
             let out = FetchOut { throttle_time_ms, error: 0, session_id, topics: out, node_endpoints };
             return Ok(Some(fetch_writer::encode(req.version, req.correlation_id, &out)));

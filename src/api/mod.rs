@@ -64,6 +64,7 @@ use crate::auth::Session;
 use crate::protocol::fit::Fit;
 use crate::protocol::header;
 use crate::protocol::response::{self, Response};
+use crate::protocol::throttle::Throttle;
 
 pub use context::Broker;
 
@@ -256,7 +257,13 @@ impl Request {
     }
 
     /// The response frame of `msg`, fitted to the request's version.
-    pub fn respond<M: Encodable + HeaderVersion + Fit>(&self, msg: M) -> Outcome {
+    /// The answer, encoded at the request's version, carrying the request quota's throttle
+    /// (charged now that the handler is done; see `metrics::charge_request_quota`).
+    pub fn respond<M: Encodable + HeaderVersion + Fit + Throttle>(&self, mut msg: M) -> Outcome {
+        let throttle = crate::metrics::charge_request_quota();
+        if !throttle.is_zero() {
+            msg.throttle(throttle.as_millis().min(i32::MAX as u128) as i32, self.version);
+        }
         response::encode(self.api, self.version, self.correlation_id, msg)
             .map(Some)
             .map_err(|e| Fault::Encode { api: self.api, reason: e })

@@ -34,7 +34,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use probe::{ApiSlot, Closed, ConnectionLimit, ErrorKind, HandlerTiming, Phase, Probe, ShardMetrics};
 pub use render::Exposition;
-pub use request::{inherit, remote, throttle, RequestScope};
+pub use request::{charge_request_quota, inherit, remote, throttle, RequestScope};
 
 /// Every shard's metrics, as the scrape sees them.
 #[derive(Debug)]

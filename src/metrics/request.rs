@@ -19,7 +19,10 @@
 //!
 //! The scope also carries the one thing besides its response that a handler tells the
 //! connection: for how long a quota throttles the client (`throttle`), which the connection
-//! waits out before it reads the client's next request (see `quota`).
+//! waits out before it reads the client's next request (see `quota`). A request quota counts
+//! the handler's local time, known only when it answers: the scope holds the charge
+//! (`charge_when_answered`), and the answer takes it (`charge_request_quota`), so that the
+//! throttle it decides goes into the response's `throttle_time_ms` as well.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -41,6 +44,29 @@ struct Entry {
     remote: Duration,
     /// The client's throttle time, set by a handler that found it over a quota.
     throttle: Duration,
+    /// When the request began: its local time is the time since, less the remote time.
+    started: Instant,
+    /// The request quota's charge for the local time, until the answer takes it.
+    charge: Option<Charge>,
+}
+
+impl Entry {
+    /// Remote time so far, counting a wait still open as ending `now`.
+    fn remote_at(&self, now: Instant) -> Duration {
+        match self.open {
+            0 => self.remote,
+            _ => self.remote + now.saturating_duration_since(self.since),
+        }
+    }
+}
+
+/// Records a request's local time against its client's request quota; the throttle due.
+pub struct Charge(Box<dyn FnOnce(Duration) -> Duration>);
+
+impl std::fmt::Debug for Charge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Charge")
+    }
 }
 
 #[derive(Default)]
@@ -76,6 +102,8 @@ impl RequestScope {
                 e.remote = Duration::ZERO;
                 e.throttle = Duration::ZERO;
                 e.since = now;
+                e.started = now;
+                e.charge = None;
                 ScopeId { index, generation: e.generation }
             }
             None => {
@@ -85,6 +113,8 @@ impl RequestScope {
                     since: now,
                     remote: Duration::ZERO,
                     throttle: Duration::ZERO,
+                    started: now,
+                    charge: None,
                 });
                 ScopeId { index: (s.entries.len() - 1) as u32, generation: 0 }
             }
@@ -99,15 +129,27 @@ impl RequestScope {
 
     /// Remote time so far, counting a wait still open as ending `now`.
     pub fn remote(&self, now: Instant) -> Duration {
-        SLAB.with_borrow_mut(|s| match s.entry(self.id) {
-            Some(e) if e.open > 0 => e.remote + now.saturating_duration_since(e.since),
-            Some(e) => e.remote,
-            None => Duration::ZERO,
-        })
+        SLAB.with_borrow_mut(|s| s.entry(self.id).map_or(Duration::ZERO, |e| e.remote_at(now)))
     }
 }
 
 impl RequestScope {
+    /// Has the request's local time charged with `charge` (a request quota) when it is
+    /// answered (`charge_request_quota`), or when it ends unanswered (`charge_unanswered`).
+    pub fn charge_when_answered(&self, charge: impl FnOnce(Duration) -> Duration + 'static) {
+        SLAB.with_borrow_mut(|s| {
+            if let Some(e) = s.entry(self.id) {
+                e.charge = Some(Charge(Box::new(charge)));
+            }
+        });
+    }
+
+    /// Charges the request quota if no answer did (a request that failed, or one answered
+    /// by a writer of its own).
+    pub fn charge_unanswered(&self) {
+        charge(self.id);
+    }
+
     /// The throttle time a handler set for this request (zero if none).
     pub fn throttle(&self) -> Duration {
         SLAB.with_borrow(|s| {
@@ -117,6 +159,31 @@ impl RequestScope {
                 .map_or(Duration::ZERO, |e| e.throttle)
         })
     }
+}
+
+/// Charges the request being polled now to its client's request quota, once, for its local
+/// time so far, and returns the throttle that decided (zero without a request quota, or
+/// outside a request). The throttle is also the connection's, as with `throttle`.
+pub fn charge_request_quota() -> Duration {
+    CURRENT.get().map_or(Duration::ZERO, charge)
+}
+
+fn charge(id: ScopeId) -> Duration {
+    let now = Instant::now();
+    let taken = SLAB.with_borrow_mut(|s| {
+        let e = s.entry(id)?;
+        let charge = e.charge.take()?;
+        Some((charge, now.saturating_duration_since(e.started).saturating_sub(e.remote_at(now))))
+    });
+    // Called outside the slab's borrow: the charge may reach code that opens scopes.
+    let Some((Charge(charge), local)) = taken else { return Duration::ZERO };
+    let t = charge(local);
+    SLAB.with_borrow_mut(|s| {
+        if let Some(e) = s.entry(id) {
+            e.throttle = e.throttle.max(t);
+        }
+    });
+    t
 }
 
 /// Tells the connection of the request being polled now that its client is throttled for

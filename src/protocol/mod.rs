@@ -13,6 +13,7 @@ pub mod fit;
 pub mod frame;
 pub mod header;
 pub mod response;
+pub mod throttle;
 
 pub use error_code::ErrorCode;
 pub use proto_kafka::messages;

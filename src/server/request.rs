@@ -29,26 +29,28 @@ impl connection::Session for ConnSecurity {
 pub(super) async fn handle_frame(shard: Rc<Shard>, frame: Bytes, sec: Rc<ConnSecurity>) -> Handled {
     let started = Instant::now();
     let api = shard.probe.api_slot(header::preamble(&frame).map(|p| p.api_key));
-    // Only read when some client has a request quota (the default has none).
-    let client = shard.quotas.limits_requests().then(|| client_id(&frame));
     let scope = RequestScope::begin();
+    // Only read when some client has a request quota (the default has none).
+    if shard.quotas.limits_requests() {
+        // The request quota counts the time this request kept the shard busy in its handler
+        // (waits on other shards, durable acks or rebalances excluded), as Kafka counts
+        // request-handler thread time. It is charged when the handler answers, so that the
+        // response's throttle_time_ms carries the throttle, and the connection is muted for it.
+        let (client, session, quota_shard) = (client_id(&frame), sec.session(), shard.clone());
+        scope.charge_when_answered(move |busy| {
+            let micros = busy.as_micros() as u64;
+            let t = quota_shard.quotas.record_as(session.user(), client.as_deref(), Kind::Request, micros);
+            if !t.is_zero() {
+                quota_shard.probe.throttled(api, t);
+            }
+            t
+        });
+    }
     let outcome = scope.run(api::dispatch(&shard, frame, &sec)).await;
+    scope.charge_unanswered();
     let finished = Instant::now();
     let remote = scope.remote(finished);
-    let mut throttle = scope.throttle();
-    if let Some(client) = client {
-        // The request quota counts the time this request kept the shard busy in its
-        // handler (waits on other shards, durable acks or rebalances excluded), as Kafka
-        // counts request-handler thread time. The connection is muted for the throttle; the
-        // response's throttle_time_ms, already encoded, carries byte-quota throttles only.
-        let busy = finished.saturating_duration_since(started).saturating_sub(remote);
-        let session = sec.session();
-        let t = shard.quotas.record_as(session.user(), client.as_deref(), Kind::Request, busy.as_micros() as u64);
-        if !t.is_zero() {
-            shard.probe.throttled(api, t);
-            throttle = throttle.max(t);
-        }
-    }
+    let throttle = scope.throttle();
     let delay = Duration::from_millis(shard.config.connection_failed_authentication_delay_ms);
     // KIP-306: a failed authentication is answered only after the delay (a password guesser
     // learns nothing sooner), and the connection closes once the answer is out.

@@ -231,8 +231,9 @@ fn a_consumer_over_its_quota_is_throttled_and_muted() {
 
 /// A request (handler time) quota of 1% of a shard: a client sending requests back to back
 /// uses far more, so the broker mutes its connection after its responses and holds it to
-/// about 10 ms of handler time a second, while another client-id without a request quota,
-/// doing the same work at the same time, is never held back.
+/// about 10 ms of handler time a second, telling it so in the responses' throttle_time_ms
+/// (KIP-219), while another client-id without a request quota, doing the same work at the
+/// same time, is never held back.
 #[test]
 fn a_client_over_its_request_quota_is_held_back_and_others_are_not() {
     let b = Broker::start_args(&["--flush", "os", "--quota-client-overrides", "busy:request=1"]);
@@ -242,18 +243,22 @@ fn a_client_over_its_request_quota_is_held_back_and_others_are_not() {
         std::thread::spawn(move || {
             let mut c = Conn::connect(addr, client_id);
             let started = Instant::now();
-            let mut n = 0usize;
+            let (mut n, mut throttled) = (0usize, 0usize);
             while started.elapsed() < Duration::from_secs(6) {
-                c.produce("rq", 0, records(client_id, n));
+                if c.produce("rq", 0, records(client_id, n)) > 0 {
+                    throttled += 1;
+                }
                 n += 1;
             }
-            n
+            (n, throttled)
         })
     };
     let (busy, free) = (run("busy"), run("free"));
-    let (busy, free) = (busy.join().expect("busy client"), free.join().expect("free client"));
-    println!("answered in 6 s: busy {busy}, free {free}");
+    let ((busy, busy_told), (free, free_told)) = (busy.join().expect("busy client"), free.join().expect("free client"));
+    println!("answered in 6 s: busy {busy} ({busy_told} throttled), free {free} ({free_told})");
     assert!(busy * 3 < free, "the busy client got {busy} requests answered in 6 s, the free one {free}");
+    assert!(busy_told >= 1, "no response told the busy client it was throttled");
+    assert_eq!(free_told, 0, "the client without a request quota was told it was throttled");
     let page = support::scrape(b.admin_addr.expect("admin listener"));
     let throttled = support::metric_sum(&page, "ringbroker_throttled_responses_total", &[]);
     assert!(throttled >= 1.0, "no response was throttled");
