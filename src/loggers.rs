@@ -3,7 +3,9 @@
 //! lists the root logger and every logger given a level of its own, IncrementalAlterConfigs
 //! SET gives a logger a level and DELETE takes it away again (the logger then follows the
 //! root's), as in Kafka. A logger is a tracing target: a module path such as
-//! `ringbroker::cluster` covers the modules under it. Loggers are named with dots
+//! `ringbroker::cluster` covers every target that starts with it (the modules under it; as
+//! tracing matches by prefix, `ringbroker::log` also covers `ringbroker::loggers`). Loggers
+//! are named with dots
 //! (`ringbroker.cluster`), as Kafka's are and as `kafka-configs` insists (it refuses `:` in a
 //! name); either form is taken. Levels take Kafka's names (`ALL`,
 //! `TRACE`, `DEBUG`, `INFO`, `WARN`, `ERROR`, `FATAL`, `OFF`); tracing has no level above
@@ -12,7 +14,8 @@
 //! Kafka's tools change only loggers the broker lists, and a log4j broker lists every logger
 //! it has made; this one lists the root, `ringbroker` and each of its top-level modules,
 //! `raft` (raft-rs's records), and any other logger given a level, each with the level it
-//! logs at (its own, else that of the nearest logger above it that has one, else the root's).
+//! logs at (that of the longest logger given a level that its name starts with, else the
+//! root's).
 //!
 //! The levels start from the log filter the broker started with (`RUST_LOG` or `log_level`),
 //! and, as in Kafka, changes last until the broker stops. A filter directive naming spans or
@@ -21,6 +24,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
+
+use tracing::level_filters::LevelFilter;
 
 /// The root logger's name, as Kafka's tools show it.
 pub const ROOT: &str = "root";
@@ -107,6 +112,14 @@ fn filter_level(kafka: &str) -> Option<&'static str> {
     })
 }
 
+/// The Kafka name of a level as a filter writes it (`warn`, or a number: 0 off to 5 trace).
+fn kafka_name(filter: &str) -> String {
+    match filter.parse::<LevelFilter>() {
+        Ok(l) => l.to_string().to_ascii_uppercase(),
+        Err(_) => filter.to_ascii_uppercase(),
+    }
+}
+
 fn valid_target(target: &str) -> bool {
     !target.is_empty() && target.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '-'))
 }
@@ -128,13 +141,13 @@ impl Loggers {
         let mut state = State { root: "OFF".into(), targets: BTreeMap::new(), kept: Vec::new(), apply: None };
         for d in filter.split(',').map(str::trim).filter(|d| !d.is_empty()) {
             match d.split_once('=') {
-                None if filter_level(d).is_some() => state.root = d.to_ascii_uppercase(),
+                None if d.parse::<LevelFilter>().is_ok() => state.root = kafka_name(d),
                 // A bare target enables every level of it.
                 None if valid_target(d) => {
                     state.targets.insert(d.to_string(), "TRACE".into());
                 }
-                Some((t, l)) if valid_target(t) && filter_level(l).is_some() => {
-                    state.targets.insert(t.to_string(), l.to_ascii_uppercase());
+                Some((t, l)) if valid_target(t) && l.parse::<LevelFilter>().is_ok() => {
+                    state.targets.insert(t.to_string(), kafka_name(l));
                 }
                 _ => state.kept.push(d.to_string()),
             }
@@ -220,10 +233,11 @@ impl Loggers {
     }
 }
 
-/// The level `target` logs at: that of the nearest target at or above it with one (tracing's
-/// most specific directive), else the root's.
+/// The level `target` logs at: that of the longest target with a level that it starts with
+/// (tracing's filter matches targets by prefix, so `ringbroker::log` also covers
+/// `ringbroker::loggers`), else the root's.
 fn effective<'a>(s: &'a State, target: &str) -> &'a str {
-    let covers = |t: &str| target == t || target.strip_prefix(t).is_some_and(|rest| rest.starts_with("::"));
+    let covers = |t: &str| target.starts_with(t);
     s.targets.iter().filter(|(t, _)| covers(t)).max_by_key(|(t, _)| t.len()).map_or(&s.root, |(_, l)| l)
 }
 
@@ -270,9 +284,10 @@ mod tests {
         assert_eq!(level_of(&l, "ringbroker.net"), "ERROR", "its own");
         assert_eq!(level_of(&l, "ringbroker.cluster"), "WARN", "a module below it has another, not it");
         assert_eq!(level_of(&l, "ringbroker.cluster.group"), "TRACE", "set, so listed too");
-        // No other module's name starting with the same letters borrows a level.
+        // As tracing matches targets, by prefix: a module whose name starts with another's
+        // logs at that one's level.
         let l = Loggers::new("info,ringbroker::log=debug");
-        assert_eq!(level_of(&l, "ringbroker.loggers"), "INFO");
+        assert_eq!(level_of(&l, "ringbroker.loggers"), "DEBUG");
     }
 
     #[test]
@@ -319,6 +334,14 @@ mod tests {
         assert_eq!(l.set_levels(), vec![]);
         assert_eq!(level_of(&l, "ringbroker.log"), "FATAL");
         assert_eq!(applied.lock().unwrap().last().unwrap(), "error");
+    }
+
+    #[test]
+    fn levels_given_as_numbers_are_read_as_tracing_reads_them() {
+        let l = Loggers::new("3,ringbroker::net=5,ringbroker::log=0");
+        assert_eq!(level_of(&l, "root"), "INFO");
+        assert_eq!(l.set_levels(), pairs(&[("ringbroker.log", "OFF"), ("ringbroker.net", "TRACE")]));
+        assert_eq!(l.filter(), "info,ringbroker::log=off,ringbroker::net=trace");
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! | `compression.gzip.level`, `lz4.level`, `zstd.level` | append: the level a recompressed batch is packed at (a batch already in the topic's codec is kept as sent, as in Kafka) |
 //! | `flush.messages`, `flush.ms` | append: the durability policy of the topic (see `FlushPolicy`) |
 //! | `index.interval.bytes` | append: sparse index density |
-//! | `segment.index.bytes` | roll check: the active segment rolls once its indexes hold this many bytes (what the time index's 12-byte entries fit; Kafka rolls when either index is full, and the time index fills first) |
+//! | `segment.index.bytes` | roll check: the active segment rolls once its offset index has this many bytes / 12 entries (Kafka's time index is full there when every batch raises the timestamp; with timestamps that do not rise Kafka rolls later, at / 8) |
 //! | `max.message.bytes` | append: largest batch |
 //! | `message.timestamp.type` | append: `LogAppendTime` stamps the broker's clock into each batch |
 //! | `message.timestamp.before.max.ms`, `after.max.ms` | append: batches with timestamps further from the broker's clock are refused (INVALID_TIMESTAMP) |
@@ -172,9 +172,11 @@ impl LogConfig {
     }
 
     /// Entries an active segment's indexes take: one per `index.interval.bytes` of a full
-    /// segment, at most what `segment.index.bytes` holds of the time index's 12-byte entries
-    /// (Kafka rolls a segment when either of its indexes is full; the time index, with the
-    /// wider entries, fills first). At least one.
+    /// segment, at most what `segment.index.bytes` holds of the time index's 12-byte entries.
+    /// Kafka rolls a segment when either of its indexes is full; its time index, with the
+    /// wider entries, fills first when every batch raises the timestamp, as producers'
+    /// batches do, and only then is this where Kafka rolls (otherwise it rolls later, its
+    /// offset index full at / 8). At least one.
     pub fn index_capacity(&self) -> usize {
         let by_size = crate::log::segment::Segment::index_capacity(self.segment_bytes, self.index_interval_bytes);
         by_size.min(self.index_max_bytes as usize / 12).max(1)

@@ -200,11 +200,14 @@ pub fn throttle(d: Duration) {
 
 impl Drop for RequestScope {
     fn drop(&mut self) {
-        SLAB.with_borrow_mut(|s| {
-            if let Some(e) = s.entry(self.id) {
-                e.generation = e.generation.wrapping_add(1);
-                s.free.push(self.id.index);
-            }
+        // A request cancelled before its end leaves its charge untaken: it is dropped here
+        // (after the borrow: it holds what it would have charged), not left in the slot.
+        let _untaken = SLAB.with_borrow_mut(|s| {
+            let e = s.entry(self.id)?;
+            e.generation = e.generation.wrapping_add(1);
+            let charge = e.charge.take();
+            s.free.push(self.id.index);
+            charge
         });
     }
 }
@@ -345,6 +348,44 @@ mod tests {
         assert_eq!(other.throttle(), Duration::ZERO);
         drop(scope);
         assert_eq!(RequestScope::begin().throttle(), Duration::ZERO, "a reused slot starts unthrottled");
+    }
+
+    #[test]
+    fn the_request_quota_is_charged_once_by_the_answer_or_at_the_end() {
+        use std::rc::Rc;
+        let charged = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let charge = |c: &Rc<std::cell::RefCell<Vec<Duration>>>| {
+            let c = c.clone();
+            move |local: Duration| {
+                c.borrow_mut().push(local);
+                Duration::from_millis(40)
+            }
+        };
+        // Answered: the answer takes the charge, and its throttle is the connection's too.
+        let scope = RequestScope::begin();
+        scope.charge_when_answered(charge(&charged));
+        assert_eq!(charge_request_quota(), Duration::ZERO, "outside the request: nothing");
+        let mut work = std::pin::pin!(scope.run(async { charge_request_quota() }));
+        assert!(matches!(poll_once(work.as_mut()), Poll::Ready(t) if t == Duration::from_millis(40)));
+        scope.charge_unanswered();
+        assert_eq!(charged.borrow().len(), 1, "charged once");
+        assert_eq!(scope.throttle(), Duration::from_millis(40));
+        drop(scope);
+
+        // Not answered (acks=0, an error): charged when it ends.
+        let scope = RequestScope::begin();
+        scope.charge_when_answered(charge(&charged));
+        scope.charge_unanswered();
+        assert_eq!((charged.borrow().len(), scope.throttle()), (2, Duration::from_millis(40)));
+        drop(scope);
+
+        // Cancelled: the charge, and what it holds, goes with the scope.
+        let scope = RequestScope::begin();
+        scope.charge_when_answered(charge(&charged));
+        assert_eq!(Rc::strong_count(&charged), 2);
+        drop(scope);
+        assert_eq!(Rc::strong_count(&charged), 1, "nothing kept in the freed slot");
+        assert_eq!(charged.borrow().len(), 2);
     }
 
     #[test]
