@@ -128,6 +128,9 @@ pub struct QuotaSetting {
     pub values: BTreeMap<String, f64>,
 }
 
+/// The key of cluster-wide settings among per-broker ones.
+pub const ALL_BROKERS: i32 = -1;
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
     pub cluster_id: String,
@@ -143,6 +146,11 @@ pub struct Catalog {
     /// cluster-wide ones.
     #[serde(default)]
     pub broker_configs: BTreeMap<String, String>,
+    /// Replication throttle rates set on brokers (`log::config::REPLICATION_RATES`), bytes
+    /// per second, by node id; the cluster-wide ones under `ALL_BROKERS`. Kept apart from
+    /// `broker_configs`, which every member applies as its own: a rate is one broker's.
+    #[serde(default)]
+    pub replication_rates: BTreeMap<i32, BTreeMap<String, u64>>,
     /// The end of the block of producer ids reserved so far: ids below it may have been handed
     /// out, so a restart starts there.
     #[serde(default)]
@@ -209,6 +217,12 @@ pub fn check_creatable(name: &str) -> Result<(), String> {
 }
 
 impl Catalog {
+    /// Replication rate `name` of broker `node`: its own, else the cluster-wide one.
+    pub fn replication_rate(&self, node: i32, name: &str) -> Option<u64> {
+        let of = |n: i32| self.replication_rates.get(&n).and_then(|r| r.get(name)).copied();
+        of(node).or_else(|| of(ALL_BROKERS))
+    }
+
     pub fn new_cluster() -> Catalog {
         Catalog { cluster_id: random_cluster_id(), auth_secret: random_secret(), ..Catalog::default() }
     }

@@ -24,7 +24,9 @@ pub fn target_of(broker: &impl Broker, resource_type: i8, name: &str) -> Result<
     match resource_type {
         RESOURCE_TOPIC => Ok(ConfigTarget::Topic(name.to_string())),
         RESOURCE_BROKER if name.is_empty() => Ok(ConfigTarget::BrokerDefault),
-        RESOURCE_BROKER if name == broker.config().node_id.to_string() => Ok(ConfigTarget::Broker),
+        RESOURCE_BROKER if name == broker.config().node_id.to_string() => {
+            Ok(ConfigTarget::Broker(broker.config().node_id))
+        }
         RESOURCE_BROKER => Err((ErrorCode::InvalidRequest, format!("unknown broker {name:?}"))),
         t => Err((ErrorCode::InvalidRequest, format!("resource type {t} has no alterable configs here"))),
     }

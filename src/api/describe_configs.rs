@@ -18,8 +18,9 @@ use proto_kafka::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsRespo
 
 use super::{authz, str_bytes, ApiSpec, Broker, Outcome, Request};
 use crate::auth::acl::Operation;
-use crate::log::config::{Form, Kind, LogConfig, TOPIC_CONFIGS};
+use crate::log::config::{Form, Kind, LogConfig, REPLICATION_RATES, TOPIC_CONFIGS, UNTHROTTLED};
 use crate::metadata::Catalog;
+use crate::metadata::ALL_BROKERS;
 use crate::protocol::ErrorCode;
 
 pub const SPEC: ApiSpec = ApiSpec::new(ApiKey::DescribeConfigs, 1, 4);
@@ -70,7 +71,8 @@ fn documentation(resource_type: i8, name: &str) -> &'static str {
     let row = |form| crate::log::config::lookup(form, name).ok().map(|r| r.doc);
     let found = match resource_type {
         RESOURCE_TOPIC => row(Form::Topic),
-        RESOURCE_BROKER => row(Form::Broker).or_else(|| STATIC_DOCS.iter().find(|(n, _)| *n == name).map(|d| d.1)),
+        RESOURCE_BROKER => row(Form::Broker)
+            .or_else(|| STATIC_DOCS.iter().chain(&REPLICATION_RATES).find(|(n, _)| *n == name).map(|d| d.1)),
         RESOURCE_BROKER_LOGGER => Some(
             "The level this logger logs at: ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF; one without a level \
              of its own logs at that of the nearest logger above it.",
@@ -109,9 +111,13 @@ impl Layers {
         }
     }
 
-    /// Each layer's value of one broker-named config, most specific first.
+    /// Each layer's value of one broker-named config, most specific first (for a topic-only
+    /// config, its built-in default).
     fn broker_values(&self, row: &crate::log::config::TopicConfig) -> Vec<(String, Source)> {
         let name = row.broker_name;
+        if !row.has_broker_default() {
+            return vec![((row.show)(&self.builtin), Source::Default)];
+        }
         let mut out = Vec::new();
         if let Some(v) = self.broker_configs.get(name) {
             out.push((v.clone(), Source::DynamicBroker));
@@ -146,6 +152,10 @@ pub fn topic_configs(
             values.extend(layers.broker_values(row).into_iter().map(|(v, s)| (row.broker_name, v, s)));
             // The most specific layer's value, as it was set.
             let mut e = entry(row.name, values[0].1.clone(), values[0].2, row.kind);
+            if !row.has_broker_default() {
+                // No broker synonym, and as in Kafka no default one either.
+                values.retain(|(_, _, s)| *s == Source::Topic);
+            }
             if synonyms {
                 e.synonyms = values.into_iter().map(|(n, v, s)| synonym(n, v, s)).collect();
             }
@@ -160,6 +170,7 @@ fn broker_configs(broker: &impl Broker, layers: &Layers, synonyms: bool) -> Vec<
     let c = &broker.config();
     let mut v: Vec<DescribeConfigsResourceResult> = TOPIC_CONFIGS
         .iter()
+        .filter(|row| row.has_broker_default())
         .map(|row| {
             let values = layers.broker_values(row);
             let mut e = entry(row.broker_name, values[0].0.clone(), values[0].1, row.kind);
@@ -183,6 +194,7 @@ fn broker_configs(broker: &impl Broker, layers: &Layers, synonyms: bool) -> Vec<
         ("default.replication.factor", c.default_replication_factor.to_string(), Kind::Int),
         ("offsets.topic.replication.factor", offsets_replication(broker).to_string(), Kind::Int),
     ];
+    v.extend(replication_rates(broker, synonyms));
     for (name, value, kind) in statics {
         let mut e = entry(name, value.clone(), Source::StaticBroker, kind);
         e.read_only = true;
@@ -205,10 +217,45 @@ fn offsets_replication(broker: &impl Broker) -> usize {
     }
 }
 
+/// This broker's replication throttle rates: its own, the cluster-wide ones, Kafka's default.
+fn replication_rates(broker: &impl Broker, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    let catalog = broker.catalog();
+    let node = broker.config().node_id;
+    REPLICATION_RATES
+        .iter()
+        .map(|(name, _)| {
+            let set = |n: i32, source| catalog.replication_rates.get(&n)?.get(*name).map(|r| (r.to_string(), source));
+            let mut values: Vec<(String, Source)> =
+                [set(node, Source::DynamicBroker), set(ALL_BROKERS, Source::DynamicDefaultBroker)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            values.push((UNTHROTTLED.to_string(), Source::Default));
+            let mut e = entry(name, values[0].0.clone(), values[0].1, Kind::Long);
+            if synonyms {
+                e.synonyms = values.into_iter().map(|(v, s)| synonym(name, v, s)).collect();
+            }
+            e
+        })
+        .collect()
+}
+
 /// The dynamic defaults set on the default-broker resource (name "").
-fn default_broker_configs(layers: &Layers, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+fn default_broker_configs(
+    layers: &Layers,
+    rates: Option<&BTreeMap<String, u64>>,
+    synonyms: bool,
+) -> Vec<DescribeConfigsResourceResult> {
+    let rates = rates.into_iter().flatten().map(|(name, rate)| {
+        let mut e = entry(name, rate.to_string(), Source::DynamicDefaultBroker, Kind::Long);
+        if synonyms {
+            e.synonyms = vec![synonym(name, rate.to_string(), Source::DynamicDefaultBroker)];
+        }
+        e
+    });
     TOPIC_CONFIGS
         .iter()
+        .filter(|row| row.has_broker_default())
         .filter_map(|row| {
             let v = layers.broker_defaults.get(row.broker_name)?;
             let mut e = entry(row.broker_name, v.clone(), Source::DynamicDefaultBroker, row.kind);
@@ -217,6 +264,7 @@ fn default_broker_configs(layers: &Layers, synonyms: bool) -> Vec<DescribeConfig
             }
             Some(e)
         })
+        .chain(rates)
         .collect()
 }
 
@@ -241,7 +289,9 @@ fn resource_configs(
                 format!("topic {} does not exist", res.resource_name.as_str()),
             )),
         },
-        RESOURCE_BROKER if res.resource_name.is_empty() => Ok(default_broker_configs(&layers, synonyms)),
+        RESOURCE_BROKER if res.resource_name.is_empty() => {
+            Ok(default_broker_configs(&layers, catalog.replication_rates.get(&ALL_BROKERS), synonyms))
+        }
         RESOURCE_BROKER if res.resource_name.as_str() == broker.config().node_id.to_string() => {
             Ok(broker_configs(broker, &layers, synonyms))
         }
@@ -438,6 +488,37 @@ mod tests {
         let defaults: Vec<(&str, Option<&str>)> =
             resp.results[1].configs.iter().map(|c| (c.name.as_str(), c.value.as_deref())).collect();
         assert_eq!(defaults, vec![("log.retention.ms", Some("120000"))]);
+    }
+
+    #[test]
+    fn replication_rates_show_this_brokers_own_over_the_cluster_wide_over_kafkas_default() {
+        let b = Fake::new();
+        let id = b.config().node_id.to_string();
+        let shown = |b: &Fake, name: &str| {
+            let resp =
+                describe(b, vec![resource(RESOURCE_BROKER, &id, None), resource(RESOURCE_BROKER, "", None)], true);
+            let e = find(&resp.results[0], name).clone();
+            let defaults: Vec<String> = resp.results[1].configs.iter().map(|c| c.name.to_string()).collect();
+            (e.value.unwrap().to_string(), e.config_source, e.synonyms.len(), defaults)
+        };
+        let rate = "leader.replication.throttled.rate";
+        assert_eq!(shown(&b, rate), (i64::MAX.to_string(), Source::Default as i8, 1, vec![]));
+        set(&b, RESOURCE_BROKER, "", rate, "2000");
+        assert_eq!(shown(&b, rate), ("2000".into(), Source::DynamicDefaultBroker as i8, 2, vec![rate.to_string()]));
+        set(&b, RESOURCE_BROKER, &id, rate, "1000");
+        assert_eq!(shown(&b, rate), ("1000".into(), Source::DynamicBroker as i8, 3, vec![rate.to_string()]));
+        let follower = shown(&b, "follower.replication.throttled.rate");
+        assert_eq!((follower.0, follower.1), (i64::MAX.to_string(), Source::Default as i8), "the other rate is apart");
+
+        // A topic's throttled-replica lists have no broker synonym, and no default one.
+        b.topic("t", 1);
+        let list = "leader.replication.throttled.replicas";
+        let topic = || describe(&b, vec![resource(RESOURCE_TOPIC, "t", None)], true);
+        let e = find(&topic().results[0], list).clone();
+        assert_eq!((e.value.as_deref(), e.config_source, e.synonyms.len()), (Some(""), Source::Default as i8, 0));
+        set(&b, RESOURCE_TOPIC, "t", list, "0:0");
+        let e = find(&topic().results[0], list).clone();
+        assert_eq!((e.value.as_deref(), e.config_source, e.synonyms.len()), (Some("0:0"), Source::Topic as i8, 1));
     }
 
     #[test]

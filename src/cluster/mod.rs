@@ -9,6 +9,7 @@
 //! - `cursor`: big-endian reads off a byte slice for the cluster's own formats.
 //! - `frame`, `transport`: raft messages between brokers, one frame per peer per loop turn.
 //! - `group`: a replica driven on its home shard over its partition log and the transport.
+//! - `throttle`: replication throttles, applied to a leader's appends to replicas catching up.
 //! - `membership`: the steps that move a group to a reassignment's target replicas.
 //! - `quorum`: a replicated state machine over one group (the metadata quorum's log).
 //! - `logging`: raft-rs's slog records forwarded to tracing.
@@ -29,4 +30,5 @@ pub mod replica;
 mod sim;
 pub mod snapshot;
 pub mod store;
+pub mod throttle;
 pub mod transport;

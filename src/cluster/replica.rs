@@ -137,6 +137,8 @@ pub struct Replica {
     /// Ticks each peer has spent waiting for a snapshot this leader sent (see `tick`).
     snapshot_waits: std::collections::HashMap<u64, usize>,
     election_tick: usize,
+    /// raft's window of appends in flight to one peer.
+    max_inflight: usize,
     /// The furthest log start a committed entry asked for (DeleteRecords), not yet taken.
     log_start: Option<i64>,
     /// Where this replica's log ends, when a leader's heartbeat took it to hold more (it lost
@@ -197,6 +199,7 @@ impl Replica {
             snapshot_waits: std::collections::HashMap::new(),
             log_start: None,
             election_tick: cfg.election_tick,
+            max_inflight: cfg.max_inflight_msgs,
             short_of: None,
             logger: logger.clone(),
         })
@@ -436,6 +439,47 @@ impl Replica {
         let p = Proposal { index, term, base_offset, last_offset: h.last_offset() };
         self.pending.push_back(p);
         Ok(p)
+    }
+
+    /// raft's window of appends in flight to one peer, when nothing narrows it.
+    pub fn max_inflight(&self) -> usize {
+        self.max_inflight
+    }
+
+    /// Sets a leader's window of appends in flight to peer `id` (see `cluster::throttle`):
+    /// at 0 raft sends it no new entries until the window is widened again. raft-rs keeps
+    /// the appends already in flight counted until answered. Does nothing unless leading.
+    pub fn set_inflight_cap(&mut self, id: u64, cap: usize) {
+        if !self.is_leader() {
+            return;
+        }
+        if let Some(pr) = self.rn.raft.mut_prs().get_mut(id) {
+            pr.ins.set_cap(cap);
+        }
+    }
+
+    /// Widens the window to `cap` and sends peer `id` what is due at once.
+    pub fn widen_inflight(&mut self, id: u64, cap: usize) {
+        if !self.is_leader() || cap == 0 {
+            return;
+        }
+        let raft = &mut self.rn.raft;
+        let Some(pr) = raft.mut_prs().get_mut(id) else { return };
+        pr.ins.set_cap(cap);
+        pr.resume();
+        raft.send_append(id);
+    }
+
+    /// Puts every peer's window back to raft's own, whatever this replica's role: raft-rs
+    /// keeps a narrowed window across a change of leadership.
+    pub fn reset_inflight_caps(&mut self) {
+        let max = self.max_inflight;
+        let ids: Vec<u64> = self.rn.raft.prs().iter().map(|(id, _)| *id).collect();
+        for id in ids {
+            if let Some(pr) = self.rn.raft.mut_prs().get_mut(id) {
+                pr.ins.set_cap(max);
+            }
+        }
     }
 
     /// Asks the leader to hand leadership to `to` once that voter has caught up (controlled
@@ -880,6 +924,27 @@ mod tests {
                 assert_eq!((appends, followers), (4, vec![2, 2]));
             }
         }
+    }
+
+    #[test]
+    fn a_closed_window_holds_a_peers_entries_until_it_is_widened() {
+        let mut rs = three(false);
+        let before = rs[0].matched(3);
+        rs[0].set_inflight_cap(3, 0);
+        for _ in 0..3 {
+            rs[0].propose(batch::build(0, &[b"x"])).unwrap();
+            exchange(&mut rs);
+            rs[0].tick();
+            exchange(&mut rs);
+        }
+        assert_eq!(rs[0].high_watermark(), 4, "the leader and node 2 commit");
+        assert_eq!(rs[0].matched(3), before, "node 3 got no entry, heartbeats notwithstanding");
+        assert_eq!(rs[2].log_end_offset(), 1);
+        let max = rs[0].max_inflight();
+        rs[0].widen_inflight(3, max);
+        exchange(&mut rs);
+        assert_eq!(rs[0].matched(3), rs[0].matched(2), "widened, it is sent everything due at once");
+        assert_eq!(rs[2].log_end_offset(), 4);
     }
 
     #[test]

@@ -34,6 +34,12 @@ pub enum Record {
     BrokerConfigs {
         configs: BTreeMap<String, String>,
     },
+    /// A broker's replication throttle rates (`ALL_BROKERS`: the cluster-wide ones), all of
+    /// them.
+    ReplicationRates {
+        node: i32,
+        rates: BTreeMap<String, u64>,
+    },
     /// An entity's quotas, all of them; none removes the entity.
     ClientQuota {
         entity: QuotaEntity,
@@ -85,6 +91,13 @@ pub fn apply(cat: &mut Catalog, record: &Record) {
         }
         Record::BrokerConfigs { configs } => {
             cat.broker_configs = configs.clone();
+            cat.bump();
+        }
+        Record::ReplicationRates { node, rates } => {
+            match rates.is_empty() {
+                true => cat.replication_rates.remove(node),
+                false => cat.replication_rates.insert(*node, rates.clone()),
+            };
             cat.bump();
         }
         Record::ClientQuota { entity, values } => {

@@ -61,8 +61,8 @@ pub enum ConfigTarget {
     Topic(String),
     /// The cluster-wide broker defaults (the BROKER resource named "").
     BrokerDefault,
-    /// This broker's own (the BROKER resource named by its node id).
-    Broker,
+    /// One broker's own (the BROKER resource named by its node id): the node id.
+    Broker(i32),
 }
 
 /// The config changes AlterConfigs or IncrementalAlterConfigs asks for on one resource.

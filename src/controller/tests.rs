@@ -93,7 +93,7 @@ fn validate_only_and_refused_asks_log_nothing() {
     assert!(c.create_topics(&[topic("a", 1)], true)[0].is_ok());
     let bad = c.alter_configs(&[set(ConfigTarget::Topic("missing".into()), "retention.ms", "1")], false);
     assert_eq!(bad[0].as_ref().unwrap_err().0, ErrorCode::UnknownTopicOrPartition);
-    let bad = c.alter_configs(&[set(ConfigTarget::Broker, "log.dirs", "/x")], false);
+    let bad = c.alter_configs(&[set(ConfigTarget::Broker(1), "log.dirs", "/x")], false);
     assert_eq!(bad[0].as_ref().unwrap_err().0, ErrorCode::InvalidRequest);
     assert_eq!(c.catalog().version, v);
     assert!(c.catalog().topic("a").is_none());
@@ -227,7 +227,7 @@ fn replicas_are_checked_against_the_members() {
     assert_eq!(c.catalog().topic("c").unwrap().replicas.len(), 3, "new partitions get replicas too");
     let broker = crate::metadata::BrokerRegistration { node_id: 7, endpoints: vec![], rack: None };
     assert_eq!(c.register(broker).unwrap_err().0, ErrorCode::InvalidRequest, "only voters are members");
-    let per_broker = c.alter_configs(&[set(ConfigTarget::Broker, "log.retention.ms", "1000")], false);
+    let per_broker = c.alter_configs(&[set(ConfigTarget::Broker(1), "log.retention.ms", "1000")], false);
     assert_eq!(per_broker[0].as_ref().unwrap_err().0, ErrorCode::InvalidRequest, "refused, not applied everywhere");
 }
 
@@ -372,15 +372,80 @@ fn a_reassignment_record_reads_back_as_written() {
 }
 
 #[test]
-fn clearing_replication_throttles_is_a_no_op_and_setting_one_is_refused() {
+fn replication_rates_are_each_brokers_own_and_clearing_them_leaves_other_configs() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = member(dir.path());
+    let rate = |node| ConfigTarget::Broker(node);
+    // kafka-reassign-partitions --throttle sets both rates on every broker a move involves.
+    for node in [1, 2] {
+        let both = ConfigChange {
+            target: rate(node),
+            ops: vec![
+                ("leader.replication.throttled.rate".into(), ConfigOp::Set("1000".into())),
+                ("follower.replication.throttled.rate".into(), ConfigOp::Set(format!("{node}000"))),
+            ],
+            replace: false,
+        };
+        assert!(c.alter_configs(&[both], false)[0].is_ok(), "a member's own rates are accepted in a cluster");
+    }
+    assert!(c.alter_configs(&[set(ConfigTarget::BrokerDefault, "follower.replication.throttled.rate", "9")], false)[0]
+        .is_ok());
+    committed(&mut c);
+    let cat = c.catalog().clone();
+    assert_eq!(cat.replication_rate(2, "follower.replication.throttled.rate"), Some(2000));
+    assert_eq!(cat.replication_rate(1, "follower.replication.throttled.rate"), Some(1000));
+    assert_eq!(cat.replication_rate(3, "follower.replication.throttled.rate"), Some(9), "the cluster-wide one");
+    assert_eq!(cat.replication_rate(3, "leader.replication.throttled.rate"), None);
+    assert!(cat.broker_configs.is_empty(), "rates are not the configs every member applies");
+    // The legacy AlterConfigs replaces a resource's configs: naming only rates is fine.
+    let legacy = ConfigChange { replace: true, ..set(rate(3), "leader.replication.throttled.rate", "7") };
+    assert!(c.alter_configs(&[legacy], false)[0].is_ok());
+    committed(&mut c);
+    assert_eq!(c.catalog().replication_rate(3, "leader.replication.throttled.rate"), Some(7));
+
+    let bad = set(rate(1), "leader.replication.throttled.rate", "-5");
+    assert_eq!(c.alter_configs(&[bad], false)[0].as_ref().unwrap_err().0, ErrorCode::InvalidRequest);
+    let on_topic = set(ConfigTarget::Topic("none".into()), "leader.replication.throttled.rate", "5");
+    assert!(c.alter_configs(&[on_topic], false)[0].is_err(), "a rate is no topic config");
+    let dirs = set(rate(1), "replica.alter.log.dirs.io.max.bytes.per.second", "5");
+    assert_eq!(c.alter_configs(&[dirs], false)[0].as_ref().unwrap_err().0, ErrorCode::InvalidConfig);
+
+    // --verify clears them all, the log-dirs one included, on every broker.
     let clear = ConfigChange {
-        target: ConfigTarget::Broker,
-        ops: vec![("leader.replication.throttled.rate".into(), ConfigOp::Delete)],
+        target: rate(1),
+        ops: [
+            "leader.replication.throttled.rate",
+            "follower.replication.throttled.rate",
+            "replica.alter.log.dirs.io.max.bytes.per.second",
+        ]
+        .iter()
+        .map(|n| (n.to_string(), ConfigOp::Delete))
+        .collect(),
         replace: false,
     };
-    assert!(c.alter_configs(&[clear], false)[0].is_ok(), "kafka-reassign-partitions --verify clears them");
-    let throttle = set(ConfigTarget::BrokerDefault, "follower.replication.throttled.rate", "1000");
-    assert_eq!(c.alter_configs(&[throttle], false)[0].as_ref().unwrap_err().0, ErrorCode::InvalidConfig);
+    assert!(c.alter_configs(&[clear], false)[0].is_ok());
+    committed(&mut c);
+    assert_eq!(c.catalog().replication_rate(1, "leader.replication.throttled.rate"), None);
+    assert_eq!(c.catalog().replication_rate(1, "follower.replication.throttled.rate"), Some(9));
+    assert_eq!(
+        c.catalog().replication_rate(2, "leader.replication.throttled.rate"),
+        Some(1000),
+        "another broker's stay"
+    );
+}
+
+#[test]
+fn a_topics_throttled_replica_lists_are_checked_and_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = member(dir.path());
+    c.create_topics(&[topic("t", 2)], false)[0].as_ref().unwrap();
+    committed(&mut c);
+    let name = || ConfigTarget::Topic("t".into());
+    let good = set(name(), "leader.replication.throttled.replicas", "0:1,1:2");
+    assert!(c.alter_configs(&[good], false)[0].is_ok());
+    let bad = set(name(), "follower.replication.throttled.replicas", "0:one");
+    assert_eq!(c.alter_configs(&[bad], false)[0].as_ref().unwrap_err().0, ErrorCode::InvalidConfig);
+    committed(&mut c);
+    let t = c.catalog().topic("t").unwrap();
+    assert_eq!(t.configs.get("leader.replication.throttled.replicas").map(String::as_str), Some("0:1,1:2"));
 }

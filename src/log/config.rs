@@ -294,7 +294,7 @@ pub enum Kind {
 /// One topic config: its names, type, how to apply a value, and how to show the effective one.
 pub struct TopicConfig {
     pub name: &'static str,
-    /// The broker-wide default's name (a dynamic broker config).
+    /// The broker-wide default's name (a dynamic broker config); `TOPIC_ONLY` for none.
     pub broker_name: &'static str,
     pub kind: Kind,
     /// What it does, for DescribeConfigs with `include_documentation`.
@@ -305,7 +305,16 @@ pub struct TopicConfig {
     pub show: fn(&LogConfig) -> String,
 }
 
+/// The `broker_name` of a topic config without a broker-wide default.
+pub const TOPIC_ONLY: &str = "";
+
 impl TopicConfig {
+    /// Whether the config has a broker-wide default (most do; the throttled-replica lists
+    /// name one topic's replicas and have none, as in Kafka).
+    pub fn has_broker_default(&self) -> bool {
+        !self.broker_name.is_empty()
+    }
+
     pub fn name_in(&self, form: Form) -> &'static str {
         match form {
             Form::Topic => self.name,
@@ -366,6 +375,69 @@ fn codec_name(c: TopicCompression) -> &'static str {
         TopicCompression::Codec(3) => "lz4",
         TopicCompression::Codec(_) => "zstd",
     }
+}
+
+/// Which replicas of a topic `leader.replication.throttled.replicas` or
+/// `follower.replication.throttled.replicas` names: `*` for all of them, or
+/// `partition:broker` pairs. The leader reads them from the topic's stored configs (see
+/// `cluster::throttle`); a partition's `LogConfig` holds nothing of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ThrottledReplicas {
+    #[default]
+    None,
+    All,
+    Listed(Vec<(i32, i32)>),
+}
+
+impl ThrottledReplicas {
+    pub fn parse(v: &str) -> Result<ThrottledReplicas, BadValue> {
+        const WHAT: &str = "\"*\" or a comma-separated list of partition:broker pairs";
+        let v = v.trim();
+        if v == "*" {
+            return Ok(ThrottledReplicas::All);
+        }
+        let mut pairs = Vec::new();
+        for item in v.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (p, b) = item.split_once(':').ok_or(BadValue::NotOneOf(WHAT))?;
+            let id = |s: &str| s.trim().parse::<i32>().ok().filter(|n| *n >= 0).ok_or(BadValue::NotOneOf(WHAT));
+            pairs.push((id(p)?, id(b)?));
+        }
+        Ok(if pairs.is_empty() { ThrottledReplicas::None } else { ThrottledReplicas::Listed(pairs) })
+    }
+
+    /// Whether broker `broker`'s replica of `partition` is named.
+    pub fn contains(&self, partition: i32, broker: i32) -> bool {
+        match self {
+            ThrottledReplicas::None => false,
+            ThrottledReplicas::All => true,
+            ThrottledReplicas::Listed(pairs) => pairs.contains(&(partition, broker)),
+        }
+    }
+}
+
+/// Kafka's replication throttles on a broker, bytes per second: what the broker sends as
+/// leader, and what it takes as follower, for the replicas the topics' throttled-replica
+/// lists name while they catch up (see `cluster::throttle`). Dynamic broker configs, per
+/// broker or cluster-wide; not topic defaults, so not rows of `TOPIC_CONFIGS`.
+pub const LEADER_REPLICATION_RATE: &str = "leader.replication.throttled.rate";
+pub const FOLLOWER_REPLICATION_RATE: &str = "follower.replication.throttled.rate";
+/// Each rate's name and what it does.
+pub const REPLICATION_RATES: [(&str, &str); 2] = [
+    (
+        LEADER_REPLICATION_RATE,
+        "Bytes per second this broker sends as leader to replicas catching up, of the replicas leader.replication.throttled.replicas names.",
+    ),
+    (
+        FOLLOWER_REPLICATION_RATE,
+        "Bytes per second each leader sends this broker's replicas catching up, of the replicas follower.replication.throttled.replicas names.",
+    ),
+];
+/// A rate not set: Kafka's default, Long.MAX_VALUE.
+pub const UNTHROTTLED: u64 = i64::MAX as u64;
+
+/// A replication rate's value, as Kafka checks it (a long, at least 0).
+pub fn replication_rate(v: &str) -> Result<u64, BadValue> {
+    long(v.trim(), 0).map(|n| n as u64)
 }
 
 /// Why `preallocate=true` is refused.
@@ -485,6 +557,14 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         show: |c| c.flush_ms.to_string(),
     },
     TopicConfig {
+        name: "follower.replication.throttled.replicas",
+        broker_name: TOPIC_ONLY,
+        kind: Kind::List,
+        doc: "Replicas (partition:broker, or *) whose catch-up to this broker as follower is held to its follower.replication.throttled.rate.",
+        set: |_, v| ThrottledReplicas::parse(v).map(|_| ()),
+        show: |_| String::new(),
+    },
+    TopicConfig {
         name: "index.interval.bytes",
         broker_name: "log.index.interval.bytes",
         kind: Kind::Int,
@@ -494,6 +574,14 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
             Ok(())
         },
         show: |c| c.index_interval_bytes.to_string(),
+    },
+    TopicConfig {
+        name: "leader.replication.throttled.replicas",
+        broker_name: TOPIC_ONLY,
+        kind: Kind::List,
+        doc: "Replicas (partition:broker, or *) whose leader on that broker sends to replicas catching up at most its leader.replication.throttled.rate.",
+        set: |_, v| ThrottledReplicas::parse(v).map(|_| ()),
+        show: |_| String::new(),
     },
     TopicConfig {
         name: "max.message.bytes",
@@ -695,9 +783,6 @@ pub fn refusal(name: &str) -> ConfigRefused {
         | "remote.storage.enable"
         | "remote.log.copy.disable"
         | "remote.log.delete.on.disable" => "Ringbroker has no tiered storage",
-        "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
-            "Ringbroker does not throttle replication: a reassignment's new replicas catch up at full speed"
-        }
         "message.downconversion.enable" | "message.format.version" | "message.timestamp.difference.max.ms" => {
             "Kafka 4 removed it"
         }
@@ -708,7 +793,7 @@ pub fn refusal(name: &str) -> ConfigRefused {
 
 /// The table row for a config name in the given form, or why there is none.
 pub fn lookup(form: Form, name: &str) -> Result<&'static TopicConfig, ConfigRefused> {
-    TOPIC_CONFIGS.iter().find(|r| r.name_in(form) == name).ok_or_else(|| refusal(name))
+    TOPIC_CONFIGS.iter().find(|r| !name.is_empty() && r.name_in(form) == name).ok_or_else(|| refusal(name))
 }
 
 #[cfg(test)]
@@ -736,7 +821,9 @@ mod tests {
             ("delete.retention.ms", "1000"),
             ("flush.messages", "1000"),
             ("flush.ms", "250"),
+            ("follower.replication.throttled.replicas", "0:1, 1:2"),
             ("index.interval.bytes", "8192"),
+            ("leader.replication.throttled.replicas", "*"),
             ("max.compaction.lag.ms", "600000"),
             ("max.message.bytes", "2000000"),
             ("message.timestamp.after.max.ms", "3600000"),
@@ -758,6 +845,11 @@ mod tests {
         let c = topic(&values).unwrap();
         for (name, value) in values {
             let row = lookup(Form::Topic, name).unwrap();
+            if !row.has_broker_default() {
+                // Kept in the topic's stored configs only (the leader reads them there).
+                assert_eq!((row.show)(&c), "", "{name}");
+                continue;
+            }
             assert_eq!((row.show)(&c), value, "{name}");
             assert_eq!(lookup(Form::Broker, row.broker_name).unwrap().name, name);
         }
@@ -784,11 +876,27 @@ mod tests {
             ("compression.gzip.level", "0", "-1 (the default) or from 1 to 9"),
             ("compression.lz4.level", "fast", "whole number"),
             ("segment.index.bytes", "3", "at least 4"),
+            ("leader.replication.throttled.replicas", "0-1", "partition:broker pairs"),
+            ("follower.replication.throttled.replicas", "0:1,x:2", "partition:broker pairs"),
             ("retention.hours", "1", "unknown config"),
         ] {
             let e = topic(&[(name, value)]).unwrap_err().to_string();
             assert!(e.contains(why), "{name}={value}: {e}");
         }
+    }
+
+    #[test]
+    fn throttled_replica_lists_name_all_replicas_or_partition_broker_pairs() {
+        assert_eq!(ThrottledReplicas::parse(" ").unwrap(), ThrottledReplicas::None);
+        assert!(ThrottledReplicas::parse("*").unwrap().contains(7, 3));
+        let listed = ThrottledReplicas::parse("0:1, 0:2,3:1").unwrap();
+        assert!(listed.contains(0, 2) && listed.contains(3, 1));
+        assert!(!listed.contains(1, 1) && !listed.contains(0, 3));
+        assert!(ThrottledReplicas::parse("0:-1").is_err());
+        assert!(ThrottledReplicas::parse("*,0:1").is_err(), "* stands alone");
+        // Topic-only: no broker-wide default of either list.
+        assert!(lookup(Form::Broker, "leader.replication.throttled.replicas").is_err());
+        assert!(lookup(Form::Broker, "").is_err());
     }
 
     #[test]

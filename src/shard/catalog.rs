@@ -100,6 +100,9 @@ impl Shard {
                 Err(e) => tracing::error!(topic = %name, partition = tp.partition, "cannot open partition: {e}"),
             }
         }
+        if let Some(cluster) = self.cluster() {
+            cluster.set_throttles(&catalog, self.count);
+        }
         if self.catalog.borrow().client_quotas != catalog.client_quotas {
             self.quotas.set_table(self.quota_table(&catalog));
         }

@@ -23,10 +23,12 @@ use crate::cluster::frame::{GroupId, Item};
 use crate::cluster::group::{Group, GroupConfig};
 use crate::cluster::quorum::Quorum;
 use crate::cluster::replica::ReplicaConfig;
+use crate::cluster::throttle::{Throttle, Throttled};
 use crate::cluster::transport::{self, Transport};
 use crate::config::ClusterSettings;
+use crate::log::config::{self, ThrottledReplicas};
 use crate::log::Partition;
-use crate::metadata::TopicMeta;
+use crate::metadata::{Catalog, TopicMeta};
 
 /// The metadata quorum's log, on shard 0 of every member.
 pub use crate::metadata::METADATA_TOPIC;
@@ -63,6 +65,8 @@ pub struct ShardCluster {
     pub node_id: i32,
     pub settings: ClusterSettings,
     transport: Rc<Transport>,
+    /// This shard's share of the replication throttle rates (see `cluster::throttle`).
+    throttle: Rc<Throttle>,
     logger: slog::Logger,
     groups: RefCell<HashMap<Tp, Rc<Group>>>,
     meta: OnceCell<Meta>,
@@ -111,6 +115,7 @@ impl ShardCluster {
         Rc::new(ShardCluster {
             node_id,
             transport: Transport::new(id64(node_id), &peers),
+            throttle: Rc::default(),
             settings,
             logger: crate::cluster::logging::logger(),
             groups: RefCell::default(),
@@ -231,6 +236,29 @@ impl ShardCluster {
     pub fn forget_view(&self, tp: &Tp) {
         self.views.borrow_mut().remove(tp);
         self.views_changed.set(true);
+    }
+
+    /// Applies the catalog's replication throttles: this shard's share (of `shards`) of this
+    /// broker's leader rate and of each peer's follower rate, and what each topic's lists
+    /// say of the partitions led from here.
+    pub fn set_throttles(&self, catalog: &Catalog, shards: usize) {
+        let share =
+            |rate: Option<u64>| rate.filter(|r| *r != config::UNTHROTTLED).map(|r| (r / shards.max(1) as u64).max(1));
+        let followers: Vec<(u64, Option<u64>)> = (self.settings.members().into_iter())
+            .filter(|m| *m != self.node_id)
+            .map(|m| (id64(m), share(catalog.replication_rate(m, config::FOLLOWER_REPLICATION_RATE))))
+            .collect();
+        let leader = share(catalog.replication_rate(self.node_id, config::LEADER_REPLICATION_RATE));
+        self.throttle.set_rates(leader, &followers, std::time::Instant::now());
+        for (tp, g) in self.groups() {
+            let Some(t) = catalog.topic_by_id(&tp.topic) else { continue };
+            let list =
+                |name: &str| t.configs.get(name).and_then(|v| ThrottledReplicas::parse(v).ok()).unwrap_or_default();
+            let leaders = list("leader.replication.throttled.replicas");
+            let throttled =
+                Throttled::new(tp.partition, self.node_id, &leaders, list("follower.replication.throttled.replicas"));
+            g.set_throttle((!throttled.is_none()).then(|| (self.throttle.clone(), throttled)));
+        }
     }
 
     pub fn groups(&self) -> Vec<(Tp, Rc<Group>)> {

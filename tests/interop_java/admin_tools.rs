@@ -53,8 +53,8 @@ const TRANSACTIONS: &str = "org.apache.kafka.tools.TransactionsCommand";
 const CONFIGS: &str = "kafka.admin.ConfigCommand";
 
 /// DescribeConfigs / AlterConfigs resource types and config sources.
-const TOPIC: i8 = 2;
-const BROKER: i8 = 4;
+pub(crate) const TOPIC: i8 = 2;
+pub(crate) const BROKER: i8 = 4;
 const SOURCE_TOPIC: i8 = 1;
 const SOURCE_DEFAULT: i8 = 5;
 
@@ -954,7 +954,7 @@ fn legacy_alter(
 }
 
 /// DescribeConfigs of one resource: name → (value, source).
-fn describe_configs(c: &mut Client, resource_type: i8, name: &str) -> BTreeMap<String, (String, i8)> {
+pub(crate) fn describe_configs(c: &mut Client, resource_type: i8, name: &str) -> BTreeMap<String, (String, i8)> {
     let mut res = DescribeConfigsResource::default();
     res.resource_type = resource_type;
     res.resource_name = sb(name);

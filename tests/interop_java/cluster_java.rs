@@ -254,6 +254,19 @@ const ELECT: &str = "org.apache.kafka.tools.LeaderElectionCommand";
 /// Runs Kafka's reassignment tool with a plan of (partition, target replicas) for `topic`:
 /// `--execute`, then `--verify` until every move is reported complete.
 fn reassign(cluster: &Cluster, topic: &str, plan: &[(i32, Vec<i32>)], dir: &Path) {
+    reassign_with(cluster, topic, plan, dir, &[], Duration::from_secs(60));
+}
+
+/// `reassign` with `extra` arguments to `--execute`, allowed `limit` to finish; returns what
+/// `--execute` and the last `--verify` printed.
+fn reassign_with(
+    cluster: &Cluster,
+    topic: &str,
+    plan: &[(i32, Vec<i32>)],
+    dir: &Path,
+    extra: &[&str],
+    limit: Duration,
+) -> (String, String) {
     let moves: Vec<String> = plan
         .iter()
         .map(|(p, r)| {
@@ -265,28 +278,96 @@ fn reassign(cluster: &Cluster, topic: &str, plan: &[(i32, Vec<i32>)], dir: &Path
     std::fs::write(&file, format!(r#"{{"version":1,"partitions":[{}]}}"#, moves.join(","))).unwrap();
     let file = file.to_str().unwrap();
     let bootstrap = cluster.bootstrap();
-    let run = |action: &str| {
-        let out = java::tool(REASSIGN, &["--bootstrap-server", &bootstrap, "--reassignment-json-file", file, action])
-            .output()
-            .expect("run kafka-reassign-partitions");
+    let run = |action: &str, extra: &[&str]| {
+        let mut args = vec!["--bootstrap-server", &bootstrap, "--reassignment-json-file", file, action];
+        args.extend_from_slice(extra);
+        let out = java::tool(REASSIGN, &args).output().expect("run kafka-reassign-partitions");
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success(), "kafka-reassign-partitions {action}:\n{text}");
         text
     };
-    let started = run("--execute");
+    let started = run("--execute", extra);
     assert!(started.contains("Successfully started partition reassignment"), "{started}");
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + limit;
     loop {
-        let verified = run("--verify");
+        let verified = run("--verify", &[]);
         let done =
             plan.iter().all(|(p, _)| verified.contains(&format!("Reassignment of partition {topic}-{p} is completed")));
         if done {
             println!("{verified}");
-            break;
+            return (started, verified);
         }
-        assert!(Instant::now() < deadline, "the reassignment did not finish in 60 s:\n{verified}");
+        assert!(Instant::now() < deadline, "the reassignment did not finish in {limit:?}:\n{verified}");
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// `kafka-reassign-partitions --throttle`: the tool sets both replication rates on the
+/// brokers the move involves and the throttled-replica lists on the topic. The new replica
+/// then catches up at the rate: 8 MiB at 512 KiB/s takes some 15 s (a second's worth goes
+/// at once), where the same move unthrottled takes well under a second. `--verify` clears
+/// the throttle once the move is done, and the rates and lists are gone.
+#[test]
+fn a_throttled_reassignment_catches_up_at_the_rate_and_verify_clears_the_throttle() {
+    use crate::admin_tools::{describe_configs, BROKER, TOPIC};
+    use ringbroker::protocol::messages::create_topics_request::CreatableReplicaAssignment;
+    use ringbroker::protocol::messages::BrokerId;
+    use support::client::{batch, new_topic, value, Client};
+
+    let _machine = machine::alone();
+    java::classpath();
+    let cluster = Cluster::start(3, &["--flush", "os"]);
+    let work = tempfile::tempdir().unwrap();
+    let topic = "cluster-throttled";
+    let mut c = Client::connect(cluster.addr(1));
+    let mut t = new_topic(topic, 1, -1, &[]);
+    let mut one = CreatableReplicaAssignment::default();
+    one.partition_index = 0;
+    one.broker_ids = vec![BrokerId(1)];
+    t.assignments = vec![one];
+    t.num_partitions = -1;
+    let made = c.create_topics(vec![t], false);
+    assert_eq!(made.topics[0].error_code, 0, "{:?}", made.topics[0].error_message);
+    assert!(cluster.settled(topic, 1, Duration::from_secs(30)), "the topic has its leader");
+    let mut leader = Client::connect(cluster.addr(1));
+    for i in 0..64 {
+        let records: Vec<Vec<u8>> = (0..4).map(|j| value("throttled", i * 4 + j, 32 << 10)).collect();
+        leader.produce_ok(topic, 0, batch(support::client::now_ms(), &records));
+    }
+
+    let rate = 512 << 10;
+    let begun = Instant::now();
+    let plan = [(0, vec![1, 2])];
+    let throttle = rate.to_string();
+    let (started, verified) =
+        reassign_with(&cluster, topic, &plan, work.path(), &["--throttle", &throttle], Duration::from_secs(120));
+    let took = begun.elapsed();
+    println!("8 MiB caught up in {took:?} at a throttle of {rate} B/s");
+    assert!(started.contains(&format!("throttle limit was set to {rate} B/s")), "{started}");
+    assert!(took >= Duration::from_secs(10), "8 MiB at {rate} B/s cannot catch up in {took:?}");
+    assert!(verified.contains("throttles on broker"), "{verified}");
+    assert_eq!(placement(&cluster, topic)[0].0, vec![1, 2]);
+
+    // Cleared: the rates are back at Kafka's default, the lists gone from the topic.
+    for node in [1, 2] {
+        let mut c = Client::connect(cluster.addr(node));
+        let shown = describe_configs(&mut c, BROKER, &node.to_string());
+        let rate = &shown["leader.replication.throttled.rate"];
+        assert_eq!(rate.0, i64::MAX.to_string(), "node {node}: {rate:?}");
+        assert_eq!(shown["follower.replication.throttled.rate"].0, i64::MAX.to_string(), "node {node}");
+    }
+    let shown = describe_configs(&mut c, TOPIC, topic);
+    assert_eq!(shown["leader.replication.throttled.replicas"].0, "");
+    assert_eq!(shown["follower.replication.throttled.replicas"].0, "");
+    // Everything made it across: the new replica's log holds the 8 MiB.
+    let dir = cluster.data_dir(2).join(format!("{topic}-0"));
+    let held: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(held >= 8 << 20, "{} holds {held} bytes of log", dir.display());
 }
 
 /// Each partition's replicas and leader, as a running broker's Metadata shows them.

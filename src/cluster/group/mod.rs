@@ -36,13 +36,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_channel::oneshot;
-use raft::prelude::Message;
+use raft::prelude::{Message, MessageType};
 
 use super::frame::GroupId;
 use super::meta::RaftMeta;
 use super::replica::{Replica, ReplicaConfig, Settled, Work};
 use super::snapshot::StartState;
 use super::store::{BatchReader, Loc, RaftStore};
+use super::throttle::{Covers, Throttle, Throttled, THROTTLED_INFLIGHT};
 use super::transport::Transport;
 use crate::error::{storage, BrokerError};
 use crate::log::{Appended, Partition, Refusal};
@@ -142,6 +143,14 @@ pub struct Group {
     writing: Cell<bool>,
     serving: Cell<bool>,
     stopped: Cell<bool>,
+    /// The replication throttles over this partition's appends, when its topic's lists name
+    /// any of its replicas (see `cluster::throttle`).
+    throttle: RefCell<Option<(Rc<Throttle>, Throttled)>>,
+    /// Peers whose window of appends in flight a throttle narrowed, and to what (0: closed
+    /// until the rate has paid back the debt).
+    limited: RefCell<HashMap<u64, usize>>,
+    /// The term `limited` was narrowed in.
+    limited_term: Cell<u64>,
 }
 
 /// Replaces the replica state file with `meta`, durably.
@@ -293,6 +302,9 @@ impl Group {
             writing: Cell::new(false),
             serving: Cell::new(false),
             stopped: Cell::new(false),
+            throttle: RefCell::new(None),
+            limited: RefCell::new(HashMap::new()),
+            limited_term: Cell::new(0),
         }))
     }
 
@@ -524,7 +536,159 @@ impl Group {
         self.pump();
     }
 
+    /// Sets the replication throttles over this partition's appends (None: none).
+    pub fn set_throttle(self: &Rc<Self>, throttle: Option<(Rc<Throttle>, Throttled)>) {
+        let same = match (&*self.throttle.borrow(), &throttle) {
+            (None, None) => true,
+            (Some((a, x)), Some((b, y))) => Rc::ptr_eq(a, b) && x == y,
+            _ => false,
+        };
+        if same {
+            return;
+        }
+        *self.throttle.borrow_mut() = throttle;
+        self.retune_throttled();
+    }
+
+    /// Which rates an append to `peer` counts against now: none if it is in sync, or no
+    /// list names it, or no rate it is named for is set.
+    fn covers(throttle: &(Rc<Throttle>, Throttled), peer: u64, in_sync: &[u64]) -> Covers {
+        if in_sync.contains(&peer) {
+            return Covers::default();
+        }
+        throttle.0.effective(throttle.1.covers(peer), peer)
+    }
+
+    /// Applies the replication throttles to a leader's appends about to leave: each one to
+    /// a peer a throttle covers is counted against its rates, and once a rate is in debt the
+    /// peer's window of appends in flight is closed (`retune_throttled` opens it again). A
+    /// covered peer's window is at most `THROTTLED_INFLIGHT`. Through a closed window raft
+    /// sends only a probe (a peer in Probe state, which ignores the window): that one is
+    /// dropped, and raft probes again after the next heartbeat. Nothing raft counts as in
+    /// flight is dropped, so nothing is sent twice.
+    fn throttle_sends(&self, send: &mut Vec<Message>) {
+        let guard = self.throttle.borrow();
+        let Some(t) = guard.as_ref() else { return };
+        let appends = |m: &Message| m.get_msg_type() == MessageType::MsgAppend && !m.entries.is_empty();
+        if !t.0.any() || !send.iter().any(appends) {
+            return;
+        }
+        let now = Instant::now();
+        let in_sync = self.in_sync_ids();
+        let mut limited = self.limited.borrow_mut();
+        let mut r = self.replica.borrow_mut();
+        if !limited.is_empty() && self.limited_term.get() != r.term() {
+            r.reset_inflight_caps(); // narrowed by an earlier leadership
+            limited.clear();
+        }
+        self.limited_term.set(r.term());
+        send.retain(|m| {
+            let covers = if appends(m) { Self::covers(t, m.to, &in_sync) } else { Covers::default() };
+            if !covers.any() {
+                return true;
+            }
+            match limited.get(&m.to) {
+                Some(0) => return false,
+                Some(_) => {}
+                None => {
+                    limited.insert(m.to, THROTTLED_INFLIGHT);
+                    r.set_inflight_cap(m.to, THROTTLED_INFLIGHT);
+                }
+            }
+            let bytes = m.entries.iter().map(|e| e.data.len() as u64).sum();
+            t.0.charge(covers, m.to, bytes, now);
+            if t.0.over(covers, m.to, now) {
+                limited.insert(m.to, 0);
+                r.set_inflight_cap(m.to, 0);
+            }
+            true
+        });
+    }
+
+    /// Once a tick (and when the throttles change), a leader sets each peer's window: a
+    /// covered peer's is narrowed to `THROTTLED_INFLIGHT` before raft can send it a burst,
+    /// a closed one opens again once the rates have paid back their debt, and one no
+    /// throttle covers any more (in sync now, or the lists or rates changed) goes back to
+    /// raft's own. A replica that stopped leading, or leads in a new term, puts every window
+    /// back: raft-rs keeps them across leaderships.
+    fn retune_throttled(self: &Rc<Self>) {
+        let guard = self.throttle.borrow();
+        if guard.is_none() && self.limited.borrow().is_empty() {
+            return;
+        }
+        {
+            let mut r = self.replica.borrow_mut();
+            if !r.is_leader() || self.limited_term.get() != r.term() {
+                let mut limited = self.limited.borrow_mut();
+                if !limited.is_empty() {
+                    r.reset_inflight_caps();
+                    limited.clear();
+                }
+                if !r.is_leader() {
+                    return;
+                }
+                self.limited_term.set(r.term());
+            }
+        }
+        let now = Instant::now();
+        let in_sync = self.in_sync_ids();
+        let (peers, max) = {
+            let r = self.replica.borrow();
+            let peers: Vec<u64> = r.voters().into_iter().chain(r.learners()).filter(|id| *id != r.id()).collect();
+            (peers, r.max_inflight())
+        };
+        let mut changes: Vec<(u64, Option<usize>, bool)> = Vec::new(); // (peer, cap or forget, widen)
+        {
+            let limited = self.limited.borrow();
+            // A peer gone from the configuration took its window with it.
+            changes.extend(limited.keys().filter(|p| !peers.contains(p)).map(|p| (*p, None, false)));
+            for &peer in &peers {
+                let covers = guard.as_ref().map_or(Covers::default(), |t| Self::covers(t, peer, &in_sync));
+                let paid = || guard.as_ref().is_some_and(|t| !t.0.over(covers, peer, now));
+                match (limited.get(&peer).copied(), covers.any()) {
+                    (None, true) => changes.push((peer, Some(THROTTLED_INFLIGHT), false)),
+                    (Some(_), false) => changes.push((peer, Some(max), true)),
+                    (Some(0), true) if paid() => changes.push((peer, Some(THROTTLED_INFLIGHT), true)),
+                    _ => {}
+                }
+            }
+        }
+        drop(guard);
+        if changes.is_empty() {
+            return;
+        }
+        let mut widened = false;
+        {
+            let mut limited = self.limited.borrow_mut();
+            let mut r = self.replica.borrow_mut();
+            for (peer, cap, widen) in changes {
+                match cap {
+                    None => {
+                        limited.remove(&peer);
+                    }
+                    Some(cap) if widen => {
+                        if cap == max {
+                            limited.remove(&peer);
+                        } else {
+                            limited.insert(peer, cap);
+                        }
+                        r.widen_inflight(peer, cap);
+                        widened = true;
+                    }
+                    Some(cap) => {
+                        limited.insert(peer, cap);
+                        r.set_inflight_cap(peer, cap);
+                    }
+                }
+            }
+        }
+        if widened {
+            self.pump();
+        }
+    }
+
     pub fn tick(self: &Rc<Self>) {
+        self.retune_throttled();
         {
             let mut r = self.replica.borrow_mut();
             r.tick();
@@ -578,6 +742,7 @@ impl Group {
             let work = self.replica.borrow_mut().next_work();
             self.settle();
             let Some(mut work) = work else { break };
+            self.throttle_sends(&mut work.send);
             self.transport.send(&self.id, std::mem::take(&mut work.send));
             let w = &work.write;
             let nothing = w.batches.is_empty() && w.truncate.is_none() && w.meta.is_none();

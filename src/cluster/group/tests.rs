@@ -728,3 +728,65 @@ fn a_replica_that_lost_its_disk_is_sent_the_log_again() {
         agreed(nodes, &acked).await;
     });
 }
+
+/// Produces `n` batches of one `size`-byte record at the serving leader, acknowledged.
+async fn produce_sized(nodes: &[Node], n: usize, size: usize) -> Vec<(i64, Vec<u8>)> {
+    let g = nodes[leader(nodes).expect("a leader")].group().unwrap();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let payload = vec![b'a' + (i % 26) as u8; size];
+        let rx = g.produce(&Bytes::from(batch::build(i as i64, &[&payload])), ALL).unwrap();
+        out.push((rx.await.unwrap().expect("acknowledged").base_offset, payload));
+    }
+    out
+}
+
+#[test]
+fn a_throttle_holds_a_learner_to_its_rate_and_its_window_opens_again_after_a_leadership_change() {
+    use crate::cluster::throttle::{Throttle, Throttled};
+    use crate::log::config::ThrottledReplicas;
+    use raft::prelude::{ConfChangeSingle, ConfChangeType, ConfChangeV2};
+    with_cluster(4, Duration::from_secs(10), async move |nodes, _| {
+        let l = leader(nodes).unwrap();
+        let lid = nodes[l].id;
+        let mut acked = produce_sized(nodes, 48, 64 << 10).await; // 3 MiB
+        let rates = Rc::new(Throttle::default());
+        rates.set_rates(Some(512 << 10), &[], Instant::now());
+        let leaders = ThrottledReplicas::All;
+        let throttled = Throttled::new(0, lid as i32, &leaders, ThrottledReplicas::None);
+        let g = nodes[l].group().unwrap();
+        g.set_throttle(Some((rates.clone(), throttled.clone())));
+        let mut cc = ConfChangeV2::default();
+        let mut one = ConfChangeSingle { node_id: 4, ..Default::default() };
+        one.set_change_type(ConfChangeType::AddLearnerNode);
+        cc.mut_changes().push(one);
+        let begun = Instant::now();
+        g.change_membership(cc).unwrap();
+        let end = |n: &Node| n.group().map(|g| g.log().offsets().log_end);
+        until("the learner caught up", || end(&nodes[3]) == end(&nodes[l])).await;
+        let took = begun.elapsed();
+        // 3 MiB at 512 KiB/s in appends of up to 1 MiB, each sent once the one before is paid
+        // for: the last leaves some 3 s in (unthrottled: milliseconds).
+        assert!(took >= Duration::from_secs(2), "3 MiB at 512 KiB/s took {took:?}");
+        assert!(g.in_sync() == 3, "the voters in sync were never held back");
+
+        // A rate that closes the learner's window at once, then the leadership leaves and
+        // comes back: the window must not stay closed once the throttle is lifted.
+        rates.set_rates(Some(1), &[], Instant::now());
+        acked.extend(produce_sized(nodes, 8, 4096).await);
+        let other = (0..3).find(|&i| i != l).unwrap();
+        g.transfer_leader(nodes[other].id);
+        until("the other voter leads", || leader(nodes) == Some(other)).await;
+        // Lifted while it follows: leading again, it narrows nothing, and what it narrowed
+        // before must be undone (raft-rs keeps a window across leaderships).
+        g.set_throttle(None);
+        nodes[other].group().unwrap().transfer_leader(lid);
+        until("the first leader leads again", || leader(nodes) == Some(l)).await;
+        acked.extend(produce_sized(nodes, 8, 4096).await);
+        until("the learner caught up after the throttle was lifted", || end(&nodes[3]) == end(&nodes[l])).await;
+        let hwm = |n: &Node| n.group().map(|g| g.log().offsets().high_watermark);
+        until("the learner knows it committed", || hwm(&nodes[3]) == hwm(&nodes[l])).await;
+        assert_eq!(committed_bytes(&nodes[3].group().unwrap(), 0), committed_bytes(&g, 0));
+        assert_eq!(acked.len(), 64);
+    });
+}
