@@ -7,6 +7,7 @@
 //! | `server`/`api` | requests refused (decode, unsupported version, unknown API, encode), Produce/Fetch responses carrying an error code, delayed fetches, responses throttled by a client quota and their throttle time |
 //! | `shard` | partitions homed here, mesh messages sent/received, sends that found the peer's queue full, appends whose ack had to wait (delayed produce) |
 //! | `log` | fdatasync count and latency, bytes held in this shard's logs |
+//! | `cluster` | replicated partitions led from this shard, those with a replica out of sync (under-replicated) and those with fewer in sync than `min.insync.replicas`, as of the last raft tick; bytes of appends sent under a replication throttle |
 //!
 //! Request latency is split as Kafka's RequestMetrics split it: *queue* (frame read →
 //! handler start), *local* (the handler on this shard), *remote* (waiting on another shard,
@@ -209,6 +210,14 @@ pub struct ShardMetrics {
     /// TLS handshakes that failed or timed out.
     pub tls_handshake_failures: Counter,
     pub fsync: Histogram,
+    /// Replicated partitions this shard leads, those with a voter out of sync, and those
+    /// with fewer voters in sync than `min.insync.replicas` (Kafka's LeaderCount,
+    /// UnderReplicatedPartitions and UnderMinIsrPartitionCount).
+    pub leader_partitions: Gauge,
+    pub under_replicated_partitions: Gauge,
+    pub under_min_isr_partitions: Gauge,
+    /// Bytes of appends sent to replicas a replication throttle covers.
+    pub replication_throttled_bytes: Counter,
 }
 
 impl ShardMetrics {
@@ -261,6 +270,10 @@ impl ShardMetrics {
             authentication_failures: Counter::default(),
             tls_handshake_failures: Counter::default(),
             fsync: Histogram::default(),
+            leader_partitions: Gauge::default(),
+            under_replicated_partitions: Gauge::default(),
+            under_min_isr_partitions: Gauge::default(),
+            replication_throttled_bytes: Counter::default(),
         }
     }
 
@@ -458,6 +471,20 @@ impl Probe {
     /// bear out: its newest segment was scanned.
     pub fn log_recovery(&self) {
         self.m.log_recoveries.inc();
+    }
+
+    // ---- cluster ----
+
+    /// What the last raft tick found of the partitions led from this shard.
+    pub fn replication(&self, leaders: usize, under_replicated: usize, under_min_isr: usize) {
+        self.m.leader_partitions.set(leaders as i64);
+        self.m.under_replicated_partitions.set(under_replicated as i64);
+        self.m.under_min_isr_partitions.set(under_min_isr as i64);
+    }
+
+    /// An append of `bytes` sent under a replication throttle.
+    pub fn replication_throttled(&self, bytes: u64) {
+        self.m.replication_throttled_bytes.add(bytes);
     }
 
     /// One cleaning done: the bytes it read and wrote, and how long it took.

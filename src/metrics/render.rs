@@ -355,6 +355,30 @@ impl Collector for Shards {
             "Compacted logs due for cleaning at the cleaner's last check.",
             &per_shard_gauge(&|m| m.cleaner_backlog.get()),
         )?;
+        gauge(
+            &mut enc,
+            "leader_partitions",
+            "Replicated partitions this shard leads (Kafka's LeaderCount).",
+            &per_shard_gauge(&|m| m.leader_partitions.get()),
+        )?;
+        gauge(
+            &mut enc,
+            "under_replicated_partitions",
+            "Partitions this shard leads with a voter out of sync (Kafka's UnderReplicatedPartitions).",
+            &per_shard_gauge(&|m| m.under_replicated_partitions.get()),
+        )?;
+        gauge(
+            &mut enc,
+            "under_min_isr_partitions",
+            "Partitions this shard leads with fewer voters in sync than min.insync.replicas: acks=all produces to them fail.",
+            &per_shard_gauge(&|m| m.under_min_isr_partitions.get()),
+        )?;
+        counter(
+            &mut enc,
+            "replication_throttled_bytes",
+            "Bytes of appends sent to replicas catching up under a replication throttle.",
+            &per_shard(&|m| m.replication_throttled_bytes.get()),
+        )?;
         counter(&mut enc, "mesh_messages_sent", "Messages sent to other shards.", &per_shard(&|m| m.mesh_sent.get()))?;
         counter(
             &mut enc,
@@ -462,7 +486,18 @@ mod tests {
         p1.partitions(3);
         p1.throttled(p1.api_slot(Some(0)), Duration::from_millis(1500));
         p1.throttled(p1.api_slot(Some(0)), Duration::from_millis(250));
+        p1.replication(4, 2, 1);
+        p1.replication_throttled(4096);
         let text = Exposition::new(reg.clone()).render();
+        for line in [
+            "ringbroker_leader_partitions{shard=\"1\"} 4\n",
+            "ringbroker_under_replicated_partitions{shard=\"1\"} 2\n",
+            "ringbroker_under_min_isr_partitions{shard=\"1\"} 1\n",
+            "ringbroker_under_replicated_partitions{shard=\"0\"} 0\n",
+            "ringbroker_replication_throttled_bytes_total{shard=\"1\"} 4096\n",
+        ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
 
         assert!(text.contains("# TYPE ringbroker_requests_total counter"), "{text}");
         assert!(text.contains("ringbroker_requests_total{shard=\"0\",api=\"Produce\"} 5\n"), "{text}");

@@ -456,13 +456,23 @@ impl Shard {
             self.tell_peers_leaderships(cluster);
         }
         let mut changed = Vec::new();
+        let (mut leading, mut under_replicated, mut under_min_isr) = (0, 0, 0);
         for (tp, g) in cluster.groups() {
             g.tick();
             let view = view_of(&g, cluster.node_id);
+            if view.leader == cluster.node_id {
+                let voters = g.voters().len();
+                // As acks=all counts it (`shard::partitions`).
+                let min_isr = (g.log().config().min_insync_replicas.max(1) as usize).min(voters);
+                leading += 1;
+                under_replicated += usize::from(view.isr.len() < voters);
+                under_min_isr += usize::from(view.isr.len() < min_isr);
+            }
             if cluster.views.borrow().get(&tp) != Some(&view) {
                 changed.push((tp, view));
             }
         }
+        self.probe.replication(leading, under_replicated, under_min_isr);
         if changed.is_empty() {
             return;
         }

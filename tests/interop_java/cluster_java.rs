@@ -347,6 +347,14 @@ fn a_throttled_reassignment_catches_up_at_the_rate_and_verify_clears_the_throttl
     assert!(took >= Duration::from_secs(10), "8 MiB at {rate} B/s cannot catch up in {took:?}");
     assert!(verified.contains("throttles on broker"), "{verified}");
     assert_eq!(placement(&cluster, topic)[0].0, vec![1, 2]);
+    // The leader counted what it sent under the throttle: the 8 MiB the new replica took.
+    let page = cluster.scrape(1).expect("node 1's metrics");
+    let sent: f64 = page
+        .lines()
+        .find(|l| l.starts_with("ringbroker_replication_throttled_bytes_total{"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no throttled bytes on the page:\n{page}"));
+    assert!(sent >= (8 << 20) as f64, "{sent} bytes sent under the throttle");
 
     // Cleared: the rates are back at Kafka's default, the lists gone from the topic.
     for node in [1, 2] {

@@ -310,12 +310,24 @@ fn every_broker_names_every_leader_and_a_killed_replica_shows_offline() {
             && !p.isr_nodes.iter().any(|b| b.0 == victim)
     });
     assert!(offline, "the killed replica is offline and out of sync: {:?}", partitions(&cluster, leader, "triple"));
+    // The leader's metrics say so too (Kafka's UnderReplicatedPartitions).
+    let under_replicated = |cluster: &Cluster| -> i64 {
+        let page = cluster.scrape(leader).expect("the leader's metrics");
+        let prefix = "ringbroker_under_replicated_partitions{";
+        let values =
+            page.lines().filter(|l| l.starts_with(prefix)).map(|l| l.rsplit(' ').next().unwrap().parse::<i64>());
+        values.map(|v| v.expect("a number")).sum()
+    };
+    let counted = support::client::wait_until(Duration::from_secs(5), || under_replicated(&cluster) >= 1);
+    assert!(counted, "the leader counts the partition under-replicated");
     cluster.restart(victim);
     let back = support::client::wait_until(Duration::from_secs(30), || {
         let p = &partitions(&cluster, leader, "triple")[0];
         p.offline_replicas.is_empty() && p.isr_nodes.len() == 3
     });
     assert!(back, "the replica is back in sync: {:?}", partitions(&cluster, leader, "triple"));
+    let cleared = support::client::wait_until(Duration::from_secs(5), || under_replicated(&cluster) == 0);
+    assert!(cleared, "no partition under-replicated once the replica is back");
 }
 
 /// Retention trims a replicated topic, and a broker that was down while the leader's log start

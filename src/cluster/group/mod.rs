@@ -597,6 +597,7 @@ impl Group {
             }
             let bytes = m.entries.iter().map(|e| e.data.len() as u64).sum();
             t.0.charge(covers, m.to, bytes, now);
+            self.log.probe().replication_throttled(bytes);
             if t.0.over(covers, m.to, now) {
                 limited.insert(m.to, 0);
                 r.set_inflight_cap(m.to, 0);

@@ -468,6 +468,11 @@ impl Partition {
         &self.dir
     }
 
+    /// The home shard's probe, for what the layers over the log record of this partition.
+    pub fn probe(&self) -> &Probe {
+        &self.probe
+    }
+
     pub fn offsets(&self) -> Offsets {
         let st = self.st.borrow();
         st.offsets()

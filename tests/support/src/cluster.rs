@@ -148,6 +148,12 @@ impl Cluster {
         format!("127.0.0.1:{}", self.client_ports[node as usize - 1]).parse().expect("an address")
     }
 
+    /// Node `node`'s `/metrics` page, if it is up.
+    pub fn scrape(&self, node: i32) -> Option<String> {
+        let admin = self.brokers[node as usize - 1].as_ref()?.admin_addr?;
+        Some(crate::broker::scrape(admin))
+    }
+
     pub fn is_up(&self, node: i32) -> bool {
         self.brokers[node as usize - 1].is_some()
     }
