@@ -349,11 +349,7 @@ fn a_throttled_reassignment_catches_up_at_the_rate_and_verify_clears_the_throttl
     assert_eq!(placement(&cluster, topic)[0].0, vec![1, 2]);
     // The leader counted what it sent under the throttle: the 8 MiB the new replica took.
     let page = cluster.scrape(1).expect("node 1's metrics");
-    let sent: f64 = page
-        .lines()
-        .find(|l| l.starts_with("ringbroker_replication_throttled_bytes_total{"))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no throttled bytes on the page:\n{page}"));
+    let sent = support::broker::metric_sum(&page, "ringbroker_replication_throttled_bytes_total", &[]);
     assert!(sent >= (8 << 20) as f64, "{sent} bytes sent under the throttle");
 
     // Cleared: the rates are back at Kafka's default, the lists gone from the topic.
@@ -369,12 +365,7 @@ fn a_throttled_reassignment_catches_up_at_the_rate_and_verify_clears_the_throttl
     assert_eq!(shown["follower.replication.throttled.replicas"].0, "");
     // Everything made it across: the new replica's log holds the 8 MiB.
     let dir = cluster.data_dir(2).join(format!("{topic}-0"));
-    let held: u64 = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
-        .map(|e| e.metadata().unwrap().len())
-        .sum();
+    let held = support::broker::log_bytes(&dir);
     assert!(held >= 8 << 20, "{} holds {held} bytes of log", dir.display());
 }
 

@@ -311,14 +311,11 @@ fn every_broker_names_every_leader_and_a_killed_replica_shows_offline() {
     });
     assert!(offline, "the killed replica is offline and out of sync: {:?}", partitions(&cluster, leader, "triple"));
     // The leader's metrics say so too (Kafka's UnderReplicatedPartitions).
-    let under_replicated = |cluster: &Cluster| -> i64 {
+    let under_replicated = |cluster: &Cluster| {
         let page = cluster.scrape(leader).expect("the leader's metrics");
-        let prefix = "ringbroker_under_replicated_partitions{";
-        let values =
-            page.lines().filter(|l| l.starts_with(prefix)).map(|l| l.rsplit(' ').next().unwrap().parse::<i64>());
-        values.map(|v| v.expect("a number")).sum()
+        support::broker::metric_sum(&page, "ringbroker_under_replicated_partitions", &[])
     };
-    let counted = support::client::wait_until(Duration::from_secs(5), || under_replicated(&cluster) >= 1);
+    let counted = support::client::wait_until(Duration::from_secs(5), || under_replicated(&cluster) >= 1.0);
     assert!(counted, "the leader counts the partition under-replicated");
     cluster.restart(victim);
     let back = support::client::wait_until(Duration::from_secs(30), || {
@@ -326,7 +323,7 @@ fn every_broker_names_every_leader_and_a_killed_replica_shows_offline() {
         p.offline_replicas.is_empty() && p.isr_nodes.len() == 3
     });
     assert!(back, "the replica is back in sync: {:?}", partitions(&cluster, leader, "triple"));
-    let cleared = support::client::wait_until(Duration::from_secs(5), || under_replicated(&cluster) == 0);
+    let cleared = support::client::wait_until(Duration::from_secs(5), || under_replicated(&cluster) == 0.0);
     assert!(cleared, "no partition under-replicated once the replica is back");
 }
 

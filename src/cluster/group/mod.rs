@@ -638,47 +638,55 @@ impl Group {
             let peers: Vec<u64> = r.voters().into_iter().chain(r.learners()).filter(|id| *id != r.id()).collect();
             (peers, r.max_inflight())
         };
-        let mut changes: Vec<(u64, Option<usize>, bool)> = Vec::new(); // (peer, cap or forget, widen)
+        /// What becomes of one peer's window.
+        enum Window {
+            /// The peer left the configuration, and its window with it.
+            Forget,
+            /// Covered now: at most `THROTTLED_INFLIGHT` from here on.
+            Narrow,
+            /// The debt is paid: open to `THROTTLED_INFLIGHT` again.
+            Reopen,
+            /// No longer covered: raft's own window.
+            Restore,
+        }
+        let mut changes: Vec<(u64, Window)> = Vec::new();
         {
             let limited = self.limited.borrow();
-            // A peer gone from the configuration took its window with it.
-            changes.extend(limited.keys().filter(|p| !peers.contains(p)).map(|p| (*p, None, false)));
+            changes.extend(limited.keys().filter(|p| !peers.contains(p)).map(|p| (*p, Window::Forget)));
             for &peer in &peers {
                 let covers = guard.as_ref().map_or(Covers::default(), |t| Self::covers(t, peer, &in_sync));
                 let paid = || guard.as_ref().is_some_and(|t| !t.0.over(covers, peer, now));
                 match (limited.get(&peer).copied(), covers.any()) {
-                    (None, true) => changes.push((peer, Some(THROTTLED_INFLIGHT), false)),
-                    (Some(_), false) => changes.push((peer, Some(max), true)),
-                    (Some(0), true) if paid() => changes.push((peer, Some(THROTTLED_INFLIGHT), true)),
+                    (None, true) => changes.push((peer, Window::Narrow)),
+                    (Some(_), false) => changes.push((peer, Window::Restore)),
+                    (Some(0), true) if paid() => changes.push((peer, Window::Reopen)),
                     _ => {}
                 }
             }
         }
         drop(guard);
-        if changes.is_empty() {
-            return;
-        }
         let mut widened = false;
         {
             let mut limited = self.limited.borrow_mut();
             let mut r = self.replica.borrow_mut();
-            for (peer, cap, widen) in changes {
-                match cap {
-                    None => {
+            for (peer, change) in changes {
+                match change {
+                    Window::Forget => {
                         limited.remove(&peer);
                     }
-                    Some(cap) if widen => {
-                        if cap == max {
-                            limited.remove(&peer);
-                        } else {
-                            limited.insert(peer, cap);
-                        }
-                        r.widen_inflight(peer, cap);
+                    Window::Narrow => {
+                        limited.insert(peer, THROTTLED_INFLIGHT);
+                        r.set_inflight_cap(peer, THROTTLED_INFLIGHT);
+                    }
+                    Window::Reopen => {
+                        limited.insert(peer, THROTTLED_INFLIGHT);
+                        r.widen_inflight(peer, THROTTLED_INFLIGHT);
                         widened = true;
                     }
-                    Some(cap) => {
-                        limited.insert(peer, cap);
-                        r.set_inflight_cap(peer, cap);
+                    Window::Restore => {
+                        limited.remove(&peer);
+                        r.widen_inflight(peer, max);
+                        widened = true;
                     }
                 }
             }
