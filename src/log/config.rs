@@ -62,6 +62,8 @@ pub enum TopicCompression {
 pub struct LogConfig {
     pub segment_bytes: u64,
     pub segment_ms: u64,
+    /// `segment.jitter.ms`: the most a segment's time roll comes before `segment_ms`.
+    pub segment_jitter_ms: u64,
     pub retention_bytes: i64,
     pub retention_ms: i64,
     pub index_interval_bytes: u32,
@@ -127,6 +129,7 @@ impl LogConfig {
         LogConfig {
             segment_bytes: c.segment_bytes,
             segment_ms: c.segment_ms,
+            segment_jitter_ms: 0,
             retention_bytes: c.retention_bytes,
             retention_ms: c.retention_ms,
             index_interval_bytes: c.index_interval_bytes,
@@ -740,12 +743,12 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         name: "segment.jitter.ms",
         broker_name: "log.roll.jitter.ms",
         kind: Kind::Long,
-        doc: "A random time taken off segment.ms to spread rolls out; only 0 is accepted.",
-        set: |_, v| match long(v, 0)? {
-            0 => Ok(()),
-            _ => Err(BadValue::Unsupported("segment rolls are not jittered by Ringbroker")),
+        doc: "The most a random time, drawn per segment, takes off segment.ms, so that logs created together do not roll together.",
+        set: |c, v| {
+            c.segment_jitter_ms = long(v, 0)? as u64;
+            Ok(())
         },
-        show: |_| "0".into(),
+        show: |c| c.segment_jitter_ms.to_string(),
     },
     TopicConfig {
         name: "segment.ms",
@@ -837,7 +840,7 @@ mod tests {
             ("retention.ms", "60000"),
             ("segment.bytes", "4096"),
             ("segment.index.bytes", "1200"),
-            ("segment.jitter.ms", "0"),
+            ("segment.jitter.ms", "60000"),
             ("segment.ms", "1000"),
             ("unclean.leader.election.enable", "false"),
         ];

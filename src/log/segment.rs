@@ -56,6 +56,9 @@ pub struct Segment {
     pub bytes_since_index: Cell<u64>,
     /// When the first batch was appended in this process (for `segment_ms`).
     pub first_append: Cell<Option<Instant>>,
+    /// A random number drawn when the segment was opened: its share of `segment.jitter.ms`
+    /// (see `roll_after_ms`).
+    pub roll_seed: Cell<u64>,
     /// How far the file is written, zeros preallocated past the data included: at least
     /// `size` (see the module).
     pub allocated: Cell<u64>,
@@ -73,6 +76,23 @@ pub const MAX_OFFSET_SPAN: i64 = i32::MAX as i64;
 const PREALLOCATE_MIN: u64 = 64 << 10;
 const PREALLOCATE_MAX: u64 = 1 << 20;
 const PAGE: u64 = 4096;
+
+/// How long after its first append a segment is rolled by time: Kafka's `segment.ms` less a
+/// jitter drawn per segment from [0, min(`segment.jitter.ms`, `segment.ms`)), so that logs
+/// created together do not all roll at once.
+pub fn roll_after_ms(segment_ms: u64, jitter_ms: u64, seed: u64) -> u64 {
+    match jitter_ms.min(segment_ms) {
+        0 => segment_ms,
+        span => segment_ms - seed % span,
+    }
+}
+
+/// A segment's random draw for its jitter: not guessable from the base offset alone, as
+/// segments of many partitions start at the same offsets.
+fn roll_seed(base: i64) -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    crate::rng::SplitMix64::new(nanos ^ (base as u64).rotate_left(32)).next_u64()
+}
 
 /// What `Segment::next_with_records` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,10 +117,11 @@ pub struct ScanResult {
 }
 
 impl Segment {
-    /// Whether `segment.ms` has passed since this segment's first append in this process:
-    /// time to roll it.
-    pub fn roll_time_passed(&self, segment_ms: u64) -> bool {
-        self.first_append.get().is_some_and(|t| t.elapsed() >= std::time::Duration::from_millis(segment_ms))
+    /// Whether `segment.ms`, less this segment's jitter, has passed since its first append in
+    /// this process: time to roll it.
+    pub fn roll_time_passed(&self, segment_ms: u64, jitter_ms: u64) -> bool {
+        let after = roll_after_ms(segment_ms, jitter_ms, self.roll_seed.get());
+        self.first_append.get().is_some_and(|t| t.elapsed() >= std::time::Duration::from_millis(after))
     }
 
     /// The time retention counts this segment's age from: its newest record's timestamp or,
@@ -139,6 +160,7 @@ impl Segment {
             max_timestamp: Cell::new(-1),
             bytes_since_index: Cell::new(0),
             first_append: Cell::new(None),
+            roll_seed: Cell::new(roll_seed(base)),
             allocated: Cell::new(size),
             uncached: Cell::new(0),
         })
@@ -366,6 +388,26 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::unix::fs::FileExt;
+
+    #[test]
+    fn a_segments_time_roll_comes_up_to_its_jitter_before_segment_ms() {
+        assert_eq!(roll_after_ms(1000, 0, 12345), 1000, "no jitter");
+        let spread: Vec<u64> = (0..200u64).map(|seed| roll_after_ms(1000, 300, seed * 7)).collect();
+        assert!(spread.iter().all(|a| (701..=1000).contains(a)), "within segment.ms - jitter: {spread:?}");
+        assert!(spread.iter().any(|a| *a < 800) && spread.iter().any(|a| *a > 900), "spread out");
+        assert!((0..50).all(|seed| roll_after_ms(100, 10_000, seed) >= 1), "the jitter is capped by segment.ms");
+
+        let dir = tempfile::tempdir().unwrap();
+        let seg = Segment::open(dir.path(), 0, 16, false).unwrap();
+        let other = Segment::open(dir.path(), 100, 16, false).unwrap();
+        assert_ne!(seg.roll_seed.get(), other.roll_seed.get(), "each segment draws its own");
+        seg.first_append.set(Some(Instant::now() - std::time::Duration::from_millis(50)));
+        seg.roll_seed.set(59_990); // 60 s less 59.99 s: due 10 ms after the first append
+        assert!(!seg.roll_time_passed(60_000, 0), "segment.ms alone is a minute away");
+        assert!(seg.roll_time_passed(60_000, 60_000), "its jitter brings the roll forward");
+        seg.roll_seed.set(0);
+        assert!(!seg.roll_time_passed(60_000, 60_000), "a draw of 0 takes nothing off");
+    }
 
     fn write_batches(seg: &Segment, n: usize, base: i64) -> Vec<u64> {
         let mut positions = Vec::new();

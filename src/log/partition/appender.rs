@@ -628,7 +628,7 @@ impl Partition {
             size > 0
                 && (size + need > self.cfg.get().segment_bytes
                     || seg.index.is_full()
-                    || seg.roll_time_passed(self.cfg.get().segment_ms)
+                    || seg.roll_time_passed(self.cfg.get().segment_ms, self.cfg.get().segment_jitter_ms)
                     || self.roll_requested.get()
                     || last_offset.is_some_and(|last| last - seg.base_offset > segment::MAX_OFFSET_SPAN))
         };

@@ -38,7 +38,7 @@ impl Partition {
             return;
         }
         let seg = st.segments.last().expect("active segment");
-        if seg.size.get() > 0 && seg.roll_time_passed(cfg.segment_ms) {
+        if seg.size.get() > 0 && seg.roll_time_passed(cfg.segment_ms, cfg.segment_jitter_ms) {
             drop(st);
             self.wake_write_loop();
         }

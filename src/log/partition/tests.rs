@@ -131,6 +131,28 @@ fn a_full_index_rolls_the_segment_as_segment_index_bytes_asks() {
 }
 
 #[test]
+fn segment_jitter_ms_brings_a_segments_time_roll_forward() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    run(async move {
+        let c = LogConfig { segment_ms: 60_000, segment_jitter_ms: 60_000, ..cfg(FlushPolicy::Always, 1 << 30) };
+        let p = Partition::open("t", 0, path.clone(), c, Probe::detached()).await.unwrap();
+        let draw = |p: &Partition, seed: u64| p.st.borrow().segments.last().unwrap().roll_seed.set(seed);
+        append_n(&p, 0, 1).await;
+        draw(&p, 0); // this segment's jitter takes nothing off segment.ms
+        glommio::timer::sleep(Duration::from_millis(20)).await;
+        append_n(&p, 1, 1).await;
+        assert_eq!(p.segment_count(), 1, "a minute has not passed");
+        draw(&p, 59_995); // due 5 ms after its first append
+        glommio::timer::sleep(Duration::from_millis(20)).await;
+        append_n(&p, 2, 1).await;
+        assert_eq!(p.segment_count(), 2, "rolled at segment.ms less its jitter");
+        assert_eq!(read_all(&p).len(), 3);
+        p.close().await.unwrap();
+    });
+}
+
+#[test]
 fn reopening_after_clean_or_unclean_stops_keeps_every_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t-0");
