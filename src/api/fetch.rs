@@ -212,7 +212,7 @@ pub async fn handle(broker: &impl Broker, req: Request) -> Outcome {
             }
             // The request quota's too: this response is written here, not by `respond`.
             let throttle = throttle.max(metrics::charge_request_quota());
-            let throttle_time_ms = throttle.as_millis().min(i32::MAX as u128) as i32;
+            let throttle_time_ms = crate::protocol::throttle::millis(throttle);
             let node_endpoints = leader_endpoints(broker, &req, &out);
             let out = FetchOut { throttle_time_ms, error: 0, session_id, topics: out, node_endpoints };
             return Ok(Some(fetch_writer::encode(req.version, req.correlation_id, &out)));

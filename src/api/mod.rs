@@ -262,7 +262,7 @@ impl Request {
     pub fn respond<M: Encodable + HeaderVersion + Fit + Throttle>(&self, mut msg: M) -> Outcome {
         let throttle = crate::metrics::charge_request_quota();
         if !throttle.is_zero() {
-            msg.throttle(throttle.as_millis().min(i32::MAX as u128) as i32, self.version);
+            msg.throttle(crate::protocol::throttle::millis(throttle), self.version);
         }
         response::encode(self.api, self.version, self.correlation_id, msg)
             .map(Some)

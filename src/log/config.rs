@@ -424,6 +424,9 @@ impl ThrottledReplicas {
 /// broker or cluster-wide; not topic defaults, so not rows of `TOPIC_CONFIGS`.
 pub const LEADER_REPLICATION_RATE: &str = "leader.replication.throttled.rate";
 pub const FOLLOWER_REPLICATION_RATE: &str = "follower.replication.throttled.rate";
+/// The topic configs naming the replicas each rate applies to (`ThrottledReplicas`).
+pub const LEADER_THROTTLED_REPLICAS: &str = "leader.replication.throttled.replicas";
+pub const FOLLOWER_THROTTLED_REPLICAS: &str = "follower.replication.throttled.replicas";
 /// Each rate's name and what it does.
 pub const REPLICATION_RATES: [(&str, &str); 2] = [
     (
@@ -560,7 +563,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         show: |c| c.flush_ms.to_string(),
     },
     TopicConfig {
-        name: "follower.replication.throttled.replicas",
+        name: FOLLOWER_THROTTLED_REPLICAS,
         broker_name: TOPIC_ONLY,
         kind: Kind::List,
         doc: "Replicas (partition:broker, or *) whose catch-up to this broker as follower is held to its follower.replication.throttled.rate.",
@@ -579,7 +582,7 @@ pub const TOPIC_CONFIGS: &[TopicConfig] = &[
         show: |c| c.index_interval_bytes.to_string(),
     },
     TopicConfig {
-        name: "leader.replication.throttled.replicas",
+        name: LEADER_THROTTLED_REPLICAS,
         broker_name: TOPIC_ONLY,
         kind: Kind::List,
         doc: "Replicas (partition:broker, or *) whose leader on that broker sends to replicas catching up at most its leader.replication.throttled.rate.",

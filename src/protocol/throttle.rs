@@ -7,7 +7,14 @@
 //! codec documents each field), and setting it elsewhere does nothing, since the encoder
 //! refuses a field its version lacks.
 
+use std::time::Duration;
+
 use proto_kafka::messages::*;
+
+/// A throttle as the field carries it: whole milliseconds, at most `i32::MAX`.
+pub fn millis(throttle: Duration) -> i32 {
+    throttle.as_millis().min(i32::MAX as u128) as i32
+}
 
 /// A response whose throttle time can be raised (see the module docs).
 pub trait Throttle {
@@ -80,6 +87,12 @@ mod tests {
 
     fn encodes<M: Encodable>(m: &M, version: i16) -> bool {
         m.encode(&mut BytesMut::new(), version).is_ok()
+    }
+
+    #[test]
+    fn a_throttle_is_carried_in_whole_milliseconds_capped_at_i32() {
+        assert_eq!(millis(Duration::from_micros(2_999)), 2);
+        assert_eq!(millis(Duration::from_secs(u64::MAX / 4)), i32::MAX);
     }
 
     /// `m` at `version` as a client reads it, if the codec writes it at all.

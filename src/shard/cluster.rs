@@ -254,9 +254,9 @@ impl ShardCluster {
             let Some(t) = catalog.topic_by_id(&tp.topic) else { continue };
             let list =
                 |name: &str| t.configs.get(name).and_then(|v| ThrottledReplicas::parse(v).ok()).unwrap_or_default();
-            let leaders = list("leader.replication.throttled.replicas");
+            let leaders = list(config::LEADER_THROTTLED_REPLICAS);
             let throttled =
-                Throttled::new(tp.partition, self.node_id, &leaders, list("follower.replication.throttled.replicas"));
+                Throttled::new(tp.partition, self.node_id, &leaders, list(config::FOLLOWER_THROTTLED_REPLICAS));
             g.set_throttle((!throttled.is_none()).then(|| (self.throttle.clone(), throttled)));
         }
     }
